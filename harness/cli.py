@@ -1,0 +1,44 @@
+"""The `harness` command: a thin front end. Each subcommand lives in harness/commands/<name>.py and
+exposes `register(subparsers)`; library code raises HarnessError and only this module prints it."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from harness import __version__
+from harness.errors import HarnessError
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "harness.commands.profile",
+    "harness.commands.doctor",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harness", description="Profile ML models under an edge device's CPU and memory limits."
+    )
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except HarnessError as err:
+        print(f"harness: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("harness: interrupted; completed runs are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

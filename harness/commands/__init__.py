@@ -1,0 +1,1 @@
+"""One module per `harness` subcommand, each exposing `register(subparsers)`."""
