@@ -1,0 +1,113 @@
+"""Local backend: a child cgroup per run under the harness's own cgroup (works wherever cgroups can be
+written: root, or a delegated v2 subtree). Without that, sched_setaffinity + RLIMIT_AS, and the result
+says so: an address-space limit is much cruder than a memory cgroup (it counts reserved, not used memory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import cgroups
+from harness.backends.base import outside_result
+from harness.spec import RunSpec
+
+GRACE_S = 15.0  # beyond TIMEOUT_S before the backend itself kills a runner that did not stop its script
+
+
+def cgroup_isolation(own: cgroups.OwnCgroup) -> tuple[str, str]:
+    """('cgroup-v1'|'cgroup-v2'|'rlimit', reason) for this process."""
+    if own.version == 0:
+        return "rlimit", "no memory cgroup controller is visible"
+    missing = [c for c in cgroups.V1_CONTROLLERS if c not in own.dirs]
+    if missing:
+        return "rlimit", f"cgroup controllers {', '.join(missing)} are not mounted"
+    unwritable = sorted({str(d) for d in own.dirs.values() if not os.access(d, os.W_OK)})
+    if unwritable:
+        return "rlimit", f"cannot write {', '.join(unwritable)} (run as root or in a delegated cgroup)"
+    return f"cgroup-v{own.version}", f"writable cgroup v{own.version} under {own.dirs['memory']}"
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self) -> None:
+        self.own = cgroups.discover()
+        self.isolation, self.reason = cgroup_isolation(self.own)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "isolation": self.isolation, "isolation_reason": self.reason,
+                "swap_capped": cgroups.swap_capped(self.own) if self.isolation != "rlimit" else False}
+
+    def run(self, spec: RunSpec) -> dict[str, Any]:
+        workdir = Path(tempfile.mkdtemp(prefix="harness-local-"))
+        spec_path, out_path, err_path = workdir / "spec.json", workdir / "result.json", workdir / "runner.err"
+        runner_spec = spec.runner_spec()
+        command = [sys.executable, "-m", "harness.runner", "--spec", str(spec_path), "--out", str(out_path)]
+        run_cgroup: cgroups.RunCgroup | None = None
+        started = time.monotonic()
+        try:
+            if self.isolation == "rlimit":
+                runner_spec["rlimit_as_bytes"] = spec.memory_bytes + spec.swap_bytes
+                runner_spec["affinity"] = _cores(spec.cpu.cpuset)
+            else:
+                run_cgroup = cgroups.create_run_cgroup(
+                    self.own, f"harness-{spec.run_id}", spec.memory_bytes, spec.swap_bytes,
+                    spec.cpu.quota_us, spec.cpu.period_us, spec.cpu.cpuset)
+                for procs in run_cgroup.procs_files:
+                    command += ["--join-cgroup", str(procs)]
+            spec_path.write_text(json.dumps(runner_spec))
+            result = self._wait(command, spec, out_path, err_path, run_cgroup)
+        finally:
+            if run_cgroup is not None:
+                run_cgroup.remove()
+            for path in workdir.iterdir():
+                path.unlink()
+            workdir.rmdir()
+        result["overhead_s"] = max(time.monotonic() - started - (result.get("runtime_s") or 0.0), 0.0)
+        return result
+
+    def _wait(self, command: list[str], spec: RunSpec, out_path: Path, err_path: Path,
+              run_cgroup: cgroups.RunCgroup | None) -> dict[str, Any]:
+        started = time.monotonic()
+        with open(err_path, "wb") as err:
+            # A session of its own: Ctrl-C reaches the harness, which then tears the run down in order.
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                       start_new_session=True)
+            try:
+                process.wait(timeout=spec.timeout_s + GRACE_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                return outside_result("timeout", time.monotonic() - started, "runner did not stop in time")
+            except BaseException:
+                process.kill()
+                process.wait()
+                raise
+        if out_path.exists():
+            return json.loads(out_path.read_text())
+        elapsed = time.monotonic() - started
+        detail = err_path.read_text(errors="replace")
+        oom = run_cgroup is not None and run_cgroup.oom_kills() > 0
+        code = process.returncode
+        return outside_result("oom" if oom else "error", elapsed, detail or "runner ended without a result",
+                              exit_code=code if code >= 0 else None, signal=-code if code < 0 else None)
+
+    def close(self) -> None:
+        """Nothing persists between runs."""
+
+
+def _cores(cpuset: str | None) -> list[int] | None:
+    if not cpuset:
+        return None
+    cores: list[int] = []
+    for part in cpuset.split(","):
+        lo, _, hi = part.partition("-")
+        cores.extend(range(int(lo), int(hi or lo) + 1))
+    return cores
