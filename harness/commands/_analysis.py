@@ -1,0 +1,67 @@
+"""Options and output shared by the analysis commands (import-device, regress, predict, rank, report).
+
+User values from `make` arrive as HARNESS_* environment variables (never through a shell); an empty
+variable means "not given".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from harness.run_values import ALL_SESSIONS, METRICS
+
+WIDTH = shutil.get_terminal_size((160, 24)).columns
+"""Piped output (no terminal) gets 160 columns, so tables stay readable in files and CI logs."""
+stdout = Console(soft_wrap=True, width=WIDTH)
+stderr = Console(stderr=True, soft_wrap=True, width=WIDTH)
+
+
+def env_default(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def add_results_options(parser: argparse.ArgumentParser, *, pooled: bool = False, json_flag: bool = True) -> None:
+    parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
+    help_text = "session id or path (default: the newest)"
+    if pooled:
+        help_text += f"; `{ALL_SESSIONS}` pools every session"
+    parser.add_argument("--session", default=env_default("HARNESS_SESSION"), help=help_text)
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
+
+
+def add_metric_option(parser: argparse.ArgumentParser, default: str | None, help_text: str) -> None:
+    parser.add_argument("--metric", default=env_default("HARNESS_METRIC") or default,
+                        help=f"{help_text}; one of: {', '.join(METRICS)} (make: METRIC=...)")
+
+
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--device", default=env_default("HARNESS_DEVICE"), required=env_default("HARNESS_DEVICE") is None,
+        help="device name given to import-device (make: DEVICE=...)",
+    )
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def warn(message: str) -> None:
+    stderr.print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """Numbers to `digits` significant figures; missing as an em dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)

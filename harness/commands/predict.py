@@ -1,0 +1,67 @@
+"""`harness predict --device NAME MODEL...`: device values with 95% prediction intervals."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from rich.table import Table
+
+from harness.calibrate import calibrate_runs, predict_models
+from harness.commands import _analysis as ui
+from harness.device_data import load_device
+from harness.errors import ConfigError, DataError
+from harness.run_values import resolve_results_dir, select_runs
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "predict", help="predict device values (95%% prediction interval) for profiled models",
+        description="Predict a device's numbers for models the harness profiled, from the calibration line.",
+    )
+    parser.add_argument("models", nargs="*", metavar="MODEL", help="harness model names (make: MODEL=\"a b\")")
+    ui.add_device_option(parser)
+    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)")
+    ui.add_results_options(parser, pooled=True)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    models = args.models or shlex.split(ui.env_default("HARNESS_MODEL") or "")
+    if not models:
+        raise ConfigError("predict: name at least one profiled model (harness predict --device D MODEL...)")
+    results_dir = resolve_results_dir(args.results_dir)
+    device = load_device(results_dir, args.device)
+    runs, session = select_runs(results_dir, args.session)
+    profiled = {run.get("model_name") for run in runs}
+    missing = [model for model in models if model not in profiled]
+    if missing:
+        raise DataError(
+            f"no runs of {', '.join(missing)} in session {session}; profile them first (make profile MODEL=...) "
+            "or pass --session all"
+        )
+    cset, medians = calibrate_runs(device, runs, args.metric)
+    predictions = predict_models(cset, medians, models)
+    for p in predictions:
+        if p["out_of_range"]:
+            low, high = p["calibrated_range"]
+            ui.warn(
+                f"{p['model']} {p['metric']}: harness value {ui.fmt(p['harness'])} lies outside the calibrated range "
+                f"[{ui.fmt(low)}, {ui.fmt(high)}]; the line is extrapolated there, trust it less"
+            )
+    if not predictions:
+        raise DataError(f"none of {', '.join(models)} has ok runs at a calibrated CPU count; see `harness regress`")
+    if args.json:
+        ui.print_json({"session": session, "device": device.name, "predictions": predictions})
+        return 0
+    table = Table(title=f"predicted on {device.name} (95% prediction interval)", title_justify="left")
+    for column in ("model", "metric", "group", "harness", "predicted", "95% PI", "measured", "range"):
+        table.add_column(column)
+    for p in predictions:
+        table.add_row(
+            p["model"], p["metric"], ", ".join(f"{k}={v:g}" for k, v in p["group"].items()), ui.fmt(p["harness"]),
+            ui.fmt(p["predicted"]), f"[{ui.fmt(p['pi_low'])}, {ui.fmt(p['pi_high'])}]", ui.fmt(p["measured_on_device"]),
+            "outside" if p["out_of_range"] else "inside",
+        )
+    ui.stdout.print(table)
+    return 0

@@ -1,0 +1,38 @@
+"""`harness report`: Markdown + self-contained HTML report of a session, with PNG figures and CSV/JSON tables."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.commands._analysis import add_results_options, env_default, stdout
+from harness.report import REPORT_DIR, build_report, write_report
+from harness.run_values import ALL_SESSIONS, resolve_results_dir
+from harness.store import list_sessions, resolve_session
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report", help="write report.md + report.html (+ PNG, CSV, JSON) for a session",
+        description="Summary, ranking and, for every imported device, the calibration with its plots.",
+    )
+    add_results_options(parser, json_flag=False)
+    parser.add_argument("--device", action="append", default=None,
+                        help="calibrate against this device only (repeatable; default: every imported device)")
+    parser.add_argument("--out", type=Path, help=f"output directory (default: <session>/{REPORT_DIR})")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    results_dir = resolve_results_dir(args.results_dir)
+    devices = args.device or ([env_default("HARNESS_DEVICE")] if env_default("HARNESS_DEVICE") else None)
+    if args.session == ALL_SESSIONS:
+        sessions = list_sessions(results_dir)
+    else:
+        sessions = [resolve_session(results_dir, args.session)]
+    for session_dir in sessions:
+        out = args.out / session_dir.name if args.out and len(sessions) > 1 else args.out or session_dir / REPORT_DIR
+        written = write_report(build_report(results_dir, session_dir, devices), out)
+        stdout.print(f"report of session {session_dir.name}: {out / 'report.html'} ({len(written)} files)",
+                     highlight=False)
+    return 0

@@ -1,0 +1,96 @@
+"""Report figures as PNG bytes. matplotlib's object API (Figure + Agg canvas): no pyplot global state, no
+display needed, the same pixels in a terminal, CI or a container."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from harness.calibrate import Calibration, prediction_interval
+from harness.ranking import RankEntry
+
+FIT_COLOR = "#d62728"
+ROBUST_COLOR = "#7f7f7f"
+POINT_COLOR = "#1f77b4"
+INFLUENTIAL_COLOR = "#ff7f0e"
+DPI = 110
+MAX_LABELS = 30
+"""Points are labelled with their model names up to this many; beyond, labels would only overlap."""
+
+
+def _png(figure: Figure) -> bytes:
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def equation(calibration: Calibration) -> str:
+    fit = calibration.fit
+    sign = "+" if fit.intercept >= 0 else "−"
+    return f"device = {fit.slope:.4g} · harness {sign} {abs(fit.intercept):.4g}   (R² = {fit.r2:.4f}, n = {fit.n})"
+
+
+def calibration_scatter(calibration: Calibration, device: str) -> bytes:
+    """Device vs harness with the OLS line, its 95% prediction band and the Theil–Sen line."""
+    points, fit = calibration.points, calibration.fit
+    figure = Figure(figsize=(7, 5))
+    ax = figure.add_subplot()
+    span = fit.x_max - fit.x_min
+    grid = np.linspace(fit.x_min - 0.05 * span, fit.x_max + 0.05 * span, 200)
+    yhat, low, high = prediction_interval(fit, grid)
+    ax.fill_between(grid, low, high, color=FIT_COLOR, alpha=0.12, linewidth=0, label="95% prediction interval")
+    ax.plot(grid, yhat, color=FIT_COLOR, linewidth=2, label="OLS fit")
+    ax.plot(grid, fit.theil_intercept + fit.theil_slope * grid, color=ROBUST_COLOR, linestyle="--", label="Theil–Sen")
+    influential = points["influential"].to_numpy(bool)
+    ax.scatter(points["harness"][~influential], points["device"][~influential], color=POINT_COLOR, zorder=3,
+               label="models")
+    if influential.any():
+        ax.scatter(points["harness"][influential], points["device"][influential], color=INFLUENTIAL_COLOR, zorder=3,
+                   marker="D", label="influential (Cook's D > 4/n)")
+    if len(points) <= MAX_LABELS:
+        for row in points.itertuples():
+            ax.annotate(str(row.model), (row.harness, row.device), fontsize=6, xytext=(3, 3),
+                        textcoords="offset points", alpha=0.8)
+    ax.set_xlabel(f"harness {calibration.metric} ({calibration.label})")
+    ax.set_ylabel(f"{device} {calibration.metric}")
+    ax.set_title(f"{device}: {calibration.metric}, {calibration.label}\n{equation(calibration)}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return _png(figure)
+
+
+def calibration_residuals(calibration: Calibration, device: str) -> bytes:
+    """Residuals of the fit and leave-one-out errors against the harness value: curvature or fanning shows here."""
+    points = calibration.points
+    figure = Figure(figsize=(7, 3.6))
+    ax = figure.add_subplot()
+    ax.axhline(0, color=FIT_COLOR, linewidth=1.5)
+    ax.scatter(points["harness"], points["residual"], color=POINT_COLOR, zorder=3, label="residual (fit on all)")
+    ax.scatter(points["harness"], points["loo_predicted"] - points["device"], facecolors="none",
+               edgecolors=INFLUENTIAL_COLOR, zorder=3, label="leave-one-out error")
+    ax.set_xlabel(f"harness {calibration.metric} ({calibration.label})")
+    ax.set_ylabel(f"{device} {calibration.metric}: predicted − measured")
+    ax.set_title(f"residuals: {device} {calibration.metric}, {calibration.label}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _png(figure)
+
+
+def ranking_chart(entries: list[RankEntry], metric: str, title: str) -> bytes:
+    """Medians with their 95% bootstrap CIs, best at the top, rank in the label."""
+    figure = Figure(figsize=(7, 0.8 + 0.32 * len(entries)))
+    ax = figure.add_subplot()
+    positions = np.arange(len(entries))[::-1]
+    medians = np.array([e.median for e in entries])
+    low = np.array([e.median - e.ci95_low if e.ci95_low is not None else 0.0 for e in entries])
+    high = np.array([e.ci95_high - e.median if e.ci95_high is not None else 0.0 for e in entries])
+    ax.errorbar(medians, positions, xerr=[low, high], fmt="o", color=POINT_COLOR, ecolor=FIT_COLOR, capsize=3)
+    ax.set_yticks(positions, [f"#{e.rank} {e.model}" for e in entries], fontsize=8)
+    ax.set_xlabel(f"{metric} (median, 95% CI)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, axis="x")
+    return _png(figure)

@@ -1,0 +1,75 @@
+"""One number per run for each metric that ranking and calibration compare.
+
+Latency is summarised per run by its median (`latency_ms.p50`): repeats are the independent units, so a
+run contributes one value, and the median resists the odd scheduler hiccup inside a run. Every metric
+here is "lower is better".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.config import load_profile
+from harness.errors import ConfigError, DataError
+from harness.stats import metric_value
+from harness.store import iter_all_runs, load_runs, resolve_session
+
+ALL_SESSIONS = "all"
+METRICS: tuple[str, ...] = ("latency_ms", "runtime_s", "peak_memory_mib", "peak_rss_mib", "avg_memory_mib", "load_s")
+
+
+def check_metric(metric: str) -> str:
+    if metric not in METRICS:
+        raise ConfigError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
+    return metric
+
+
+STATS_NAMES = {"latency_ms": "latency_p50_ms"}
+"""Our metric name → harness.stats' name where they differ."""
+
+
+def run_value(run: dict[str, Any], metric: str) -> float | None:
+    """The run's value of `metric`, or None when the run failed or did not report it."""
+    if run.get("status") != "ok":
+        return None
+    return metric_value(run, STATS_NAMES.get(metric, metric))
+
+
+def metric_table(runs: Iterable[dict[str, Any]], metric: str) -> pd.DataFrame:
+    """Long table (model_name, cpus, run_id, value) of the ok runs that reported `metric`."""
+    rows = [
+        {"model_name": run["model_name"], "cpus": float(run["cpus"]), "run_id": run.get("run_id"), "value": value}
+        for run in runs
+        if (value := run_value(run, metric)) is not None
+    ]
+    return pd.DataFrame(rows, columns=["model_name", "cpus", "run_id", "value"])
+
+
+def harness_medians(runs: Iterable[dict[str, Any]], metric: str) -> pd.DataFrame:
+    """Median of `metric` over repeats per (model_name, cpus), with the number of repeats `n`."""
+    table = metric_table(runs, metric)
+    grouped = table.groupby(["model_name", "cpus"])["value"]
+    return grouped.agg(value="median", n="count").reset_index()
+
+
+def resolve_results_dir(explicit: str | None) -> Path:
+    """--results-dir, else RESULTS_DIR of the profile (env.template < .env < HARNESS_ENV_FILE)."""
+    if explicit:
+        return Path(explicit)
+    return Path(load_profile(os.environ.get("HARNESS_ENV_FILE") or None).results_dir)
+
+
+def select_runs(results_dir: Path, session: str | None) -> tuple[list[dict[str, Any]], str]:
+    """Runs of one session (default: the newest), or of every session pooled when session == "all"."""
+    if session == ALL_SESSIONS:
+        runs = list(iter_all_runs(results_dir))
+        if not runs:
+            raise DataError(f"no runs under {results_dir}; run `make profile MODEL=...` first")
+        return runs, ALL_SESSIONS
+    session_dir = resolve_session(results_dir, session)
+    return load_runs(session_dir), session_dir.name

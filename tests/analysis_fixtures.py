@@ -1,0 +1,27 @@
+"""Sessions written through the real store, with numbers the tests choose and check against."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.store import SessionStore
+
+
+def write_session(
+    results_dir: Path, latencies: dict[str, list[float]], cpus: float = 2.0, session_id: str | None = None,
+    runtime_s: dict[str, list[float]] | None = None,
+) -> Path:
+    """One ok run per value: `latency_ms.p50` = value (and `runtime_s` from the second map, if given)."""
+    store = SessionStore(results_dir, session_id)
+    store.write_session({"session_id": store.session_id, "profile": {"DEVICE_NAME": "test", "CPUS": str(cpus)},
+                         "models": sorted(latencies), "cpus_values": [cpus], "seed": 0, "provenance": {}})
+    for model, values in latencies.items():
+        for repeat, value in enumerate(values):
+            runtime = (runtime_s or {}).get(model, [None] * len(values))[repeat]
+            store.append_run({
+                "session_id": store.session_id, "run_id": f"{model}-{cpus:g}-{repeat}", "model_name": model,
+                "round": repeat, "repeat": repeat, "cpus": cpus, "memory_mib": 2048.0, "backend": "local",
+                "status": "ok", "runtime_s": runtime, "peak_memory_mib": 100.0 + value,
+                "latency_ms": {"p50": value, "mean": value, "n": 10}, "latencies_ms": [value] * 10,
+            })
+    return store.path
