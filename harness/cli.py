@@ -13,6 +13,11 @@ from harness.errors import HarnessError
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.profile",
     "harness.commands.doctor",
+    "harness.commands.import_device",
+    "harness.commands.regress",
+    "harness.commands.predict",
+    "harness.commands.rank",
+    "harness.commands.report",
 )
 
 
