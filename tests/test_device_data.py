@@ -1,0 +1,146 @@
+"""import-device: validation (one clear line per bad input, with its CSV line number), units, duplicates, storage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from analysis_fixtures import write_session
+
+from harness.cli import main
+from harness.device_data import load_device, match_models, normalise_model_name
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pixel3_quant_tflite.csv"
+MIB_PER_MB = 1e6 / 2**20
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def import_csv(capsys: pytest.CaptureFixture[str], csv: Path, results: Path, device: str = "dev"):
+    return run_cli(capsys, "import-device", str(csv), "--device", device, "--results-dir", str(results))
+
+
+def test_pixel3_example_imports_with_units_converted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = import_csv(capsys, EXAMPLE, tmp_path / "results", "pixel3")
+    assert code == 0, err
+    assert "size_mb → size_mib" in out and "created" in out
+    source = pd.read_csv(EXAMPLE, comment="#")
+    device = load_device(tmp_path / "results", "pixel3")
+    assert len(device.table) == len(source) == 21
+    assert set(device.metrics) == {"latency_ms", "nnapi_ms", "size_mib"}
+    assert set(device.tags) == {"device", "top1"}
+    stored = device.table.set_index("model")
+    for row in source.itertuples():
+        assert stored.loc[row.model, "latency_ms"] == pytest.approx(row.latency_ms)
+        assert stored.loc[row.model, "size_mib"] == pytest.approx(row.size_mb * MIB_PER_MB)
+        assert stored.loc[row.model, "cpus"] == row.threads
+    assert device.info["comments"][0].startswith("Published on-device latencies")
+    # No harness runs yet: every model is listed as unknown, in one warning.
+    assert "21 of 21 device models match no model" in err and "inception_v4_299_quant" in err
+
+
+def test_reimporting_the_same_file_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    import_csv(capsys, EXAMPLE, results)
+    files = sorted((results / "devices" / "dev").iterdir())
+    before = {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in files}
+    code, out, _ = import_csv(capsys, EXAMPLE, results)
+    assert code == 0 and out.strip().splitlines()[-1].startswith("unchanged")
+    assert sorted((results / "devices" / "dev").iterdir()) == files
+    assert {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in files} == before
+
+
+def test_duplicates_are_averaged_with_their_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csv = tmp_path / "d.csv"
+    csv.write_text("model,repeat,latency_ms,peak_memory_mb\nnet_a,1,10,100\nnet_b,1,5,50\nnet_a,2,12,110\n"
+                   "net_a,3,14,120\n")
+    code, out, err = import_csv(capsys, csv, tmp_path / "results")
+    assert code == 0, err
+    assert "averaged 3 rows of net_a (lines 2, 4, 5); n=3 kept" in out
+    table = load_device(tmp_path / "results", "dev").table.set_index("model")
+    assert table.loc["net_a", "latency_ms"] == pytest.approx(12.0)
+    assert table.loc["net_a", "peak_memory_mib"] == pytest.approx(110 * MIB_PER_MB)
+    assert table.loc["net_a", "n"] == 3 and table.loc["net_b", "n"] == 1
+
+
+def test_unknown_models_are_listed_in_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    write_session(results, {"net_a": [1.0], "net_b": [2.0]})
+    csv = tmp_path / "d.csv"
+    csv.write_text("model,latency_ms\nnet_a_quant,1\nnet_b,2\nmystery_1,3\nmystery_2,4\n")
+    code, out, err = import_csv(capsys, csv, results)
+    assert code == 0
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "2 of 4 device models" in warnings[0]
+    assert "mystery_1, mystery_2" in warnings[0] and "net_a" not in warnings[0]
+
+
+BAD_INPUTS = [
+    ("# source\nmodel,latency_ms\nnet_a,1.5\nnet_b,fast\n", "d.csv:4: column latency_ms holds 'fast', not a"),
+    ("model,latency_ms\nnet_a,-2\n", "d.csv:2: column latency_ms holds '-2', not a non-negative number"),
+    ("model,threads,latency_ms\nnet_a,four,2\n", "d.csv:2: column cpus holds 'four', not a positive number"),
+    ("model,latency_ms\nnet_a,1\nnet_b,2,3\n", "d.csv:3: 3 cells but the header has 2"),
+    ("model,latency_ms\n,1\n", "d.csv:2: empty `model` cell"),
+    ("name,latency_ms\nnet_a,1\n", "no `model` column"),
+    ("model,family\nnet_a,x\n", "no metric column"),
+    ("model,threads,cpus,latency_ms\nnet_a,1,1,1\n", "both `threads` and `cpus`"),
+    ("model,latency_ms\n", "a header but no data rows"),
+    ("model,latency_ms,family\nnet_a,1,cnn\nnet_b,1,cnn\nnet_a,2,vit\n",
+     "d.csv:4: family 'vit' contradicts 'cnn' on line 2"),
+]
+
+
+@pytest.mark.parametrize(("text", "needle"), BAD_INPUTS)
+def test_bad_csv_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, needle: str) -> None:
+    csv = tmp_path / "d.csv"
+    csv.write_text(text)
+    code, out, err = import_csv(capsys, csv, tmp_path / "results")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("harness: error:") and needle in err, err
+    assert not (tmp_path / "results" / "devices").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [(["missing.csv", "--device", "d"], "device CSV missing.csv not found"),
+     (["d.csv", "--device", "../evil"], "--device '../evil': use letters")],
+)
+def test_bad_arguments_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                                          needle: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.csv").write_text("model,latency_ms\nnet,1\n")
+    code, _, err = run_cli(capsys, "import-device", *argv, "--results-dir", "results")
+    assert code == 2 and err.count("\n") == 1 and needle in err
+
+
+def test_cli_subprocess_prints_no_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    csv = tmp_path / "d.csv"
+    csv.write_text("model,latency_ms\nnet_a,1\nnet_b,n/a\n")
+    harness = Path(sys.executable).parent / "harness"
+    done = subprocess.run([str(harness), "import-device", str(csv), "--device", "d", "--results-dir",
+                           str(tmp_path / "r")], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == f"harness: error: {csv}:3: column latency_ms holds 'n/a', not a non-negative " \
+        "number; fix that cell (leave it empty if not measured)"
+
+
+def test_model_names_normalise_across_precision_suffixes() -> None:
+    assert normalise_model_name("MobileNet-V1_0.25_128_quant.tflite") == ("mobilenet_v1_0.25_128", True)
+    assert normalise_model_name("resnet18_fp32.onnx") == ("resnet18", False)
+    harness = ["mobilenet_v1_0.25_128", "mobilenet_v1_0.25_128_int8", "resnet18", "other"]
+    device = ["mobilenet_v1_0.25_128_quant", "mobilenet_v1_0.25_128_float", "resnet18_quant", "custom", "gone"]
+    mapping = match_models(device, {"custom": "other", "gone": "not_profiled"}, harness)
+    assert mapping == {
+        "mobilenet_v1_0.25_128_quant": "mobilenet_v1_0.25_128_int8",  # same precision preferred
+        "mobilenet_v1_0.25_128_float": "mobilenet_v1_0.25_128",
+        "resnet18_quant": "resnet18",  # only one candidate: matched across precisions
+        "custom": "other",  # explicit harness_model cell
+    }
