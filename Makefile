@@ -5,12 +5,11 @@ VENV := .venv
 HARNESS := $(VENV)/bin/harness
 STAMP := $(VENV)/.installed
 
-MODEL ?=
-ENV ?=
-BACKEND ?=
-ARGS ?=
-
-profile_flags = $(if $(ENV),--env "$(ENV)") $(if $(BACKEND),--backend "$(BACKEND)")
+# User values travel to the harness as environment variables (split with shlex in Python), so a
+# model name with spaces or shell characters is never interpreted by a shell.
+export HARNESS_MODEL := $(MODEL)
+export HARNESS_ENV_FILE := $(ENV)
+export HARNESS_BACKEND := $(BACKEND)
 
 .PHONY: setup profile doctor test lint
 
@@ -23,8 +22,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 profile: $(STAMP)
-	@test -n "$(MODEL)" || { echo "make profile: set MODEL=path/to/model.onnx (several: MODEL=\"a.onnx b.onnx\")"; exit 2; }
-	$(HARNESS) profile $(MODEL) $(profile_flags) $(ARGS)
+	$(HARNESS) profile
 
 doctor: $(STAMP)
 	$(HARNESS) doctor
@@ -34,3 +32,15 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	$(VENV)/bin/pytest -q
+
+# Model zoo (torch, torchvision, onnxscript: several GB from the package index), kept out of `make setup`.
+# `make test` installs it too, so the zoo tests run in CI.
+ZOO_STAMP := $(VENV)/.installed-zoo
+.PHONY: setup-zoo
+setup-zoo: $(ZOO_STAMP)
+
+$(ZOO_STAMP): $(STAMP) pyproject.toml
+	$(VENV)/bin/pip install --quiet -e ".[dev,zoo]"
+	touch $(ZOO_STAMP)
+
+test: $(ZOO_STAMP)

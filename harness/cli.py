@@ -18,6 +18,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.predict",
     "harness.commands.rank",
     "harness.commands.report",
+    "harness.commands.zoo",
+    "harness.commands.quantize",
+    "harness.commands.compare",
+    "harness.commands.image",
 )
 
 
@@ -33,8 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # Everything after the first `--` belongs to the user's bench script, untouched.
+    extra: list[str] = []
+    if "--" in argv:
+        split = argv.index("--")
+        argv, extra = argv[:split], argv[split + 1:]
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.extra_args = extra
     try:
         return int(args.func(args) or 0)
     except HarnessError as err:

@@ -1,0 +1,55 @@
+"""`harness doctor`: what this machine can enforce, and what to do where it can't."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from rich.table import Table
+
+from harness import cgroups
+from harness.backends.local import cgroup_isolation
+from harness.config import load_profile
+from harness.console import out_console
+
+
+def checks(image: str) -> list[tuple[str, bool, str]]:
+    """(what, ok, detail or advice) for each capability the harness relies on."""
+    from harness.backends.docker import engine_status  # the docker SDK loads only when asked
+
+    own = cgroups.discover()
+    isolation, reason = cgroup_isolation(own)
+    docker_ok, docker_why = engine_status(image)
+    allowed = len(os.sched_getaffinity(0))
+    rows = [
+        ("cgroup version", own.version > 0,
+         f"v{own.version}" if own.version else "no memory controller visible: memory limits fall back to RLIMIT_AS"),
+        ("local backend isolation", isolation != "rlimit",
+         reason if isolation != "rlimit" else f"{reason}; fallback: sched_setaffinity + RLIMIT_AS (crude)"),
+        ("swap capped", cgroups.swap_capped(own),
+         "memory+swap limit available" if cgroups.swap_capped(own)
+         else "no memsw/swap.max file: boot with swapaccount=1 (v1) so SWAP=0 is enforced"),
+        ("kernel memory peak", own.version == 1 or (own.dirs.get("memory") is not None
+                                                     and (own.dirs["memory"] / "memory.peak").exists()),
+         "exact high-water mark readable" if own.version else "no cgroup: peak from RSS only"),
+        ("CPU pinning", allowed > 1, f"{allowed} cores allowed: whole CPUS up to {allowed} pinned to dedicated cores"),
+        ("docker backend", docker_ok, docker_why),
+    ]
+    return rows
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    profile = load_profile(args.env)
+    table = Table(title="What this machine can enforce")
+    for column in ("check", "status", "detail"):
+        table.add_column(column)
+    for what, ok, detail in checks(profile.image):
+        table.add_row(what, "[green]ok[/]" if ok else "[yellow]no[/]", detail)
+    out_console.print(table)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("doctor", help="what this machine can enforce", description=__doc__)
+    parser.add_argument("--env", default=os.environ.get("HARNESS_ENV_FILE") or None, help="device profile env file")
+    parser.set_defaults(func=run_doctor)

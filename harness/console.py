@@ -1,0 +1,85 @@
+"""Terminal output for people: the session header, a live progress bar, and the summary table (rich).
+
+Everything for people goes to stderr except the final table, so `--json` can own stdout alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from harness.spec import RunSpec
+
+err_console = Console(stderr=True)
+# Tables are wide: when stdout is a file or pipe, don't squeeze them into rich's default 80 columns.
+out_console = Console() if Console().is_terminal else Console(width=200)
+
+STATUS_STYLE = {"ok": "green", "oom": "red", "timeout": "yellow", "error": "red"}
+
+
+@contextmanager
+def run_progress(total: int) -> Iterator[tuple[Any, Any]]:
+    """Yields (on_start, on_done) callbacks that drive a progress bar over model x repeat, with ETA."""
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=False)
+    task = progress.add_task("starting", total=total)
+
+    def on_start(spec: RunSpec) -> None:
+        progress.update(task, description=f"{spec.model_name} cpus={spec.cpu.cpus:g} repeat {spec.repeat + 1}")
+
+    def on_done(spec: RunSpec, result: dict[str, Any] | None) -> None:
+        status = (result or {}).get("status", "error")
+        if status != "ok":
+            tail = ((result or {}).get("stderr_tail") or "").strip().splitlines()
+            progress.console.print(f"[{STATUS_STYLE.get(status, 'red')}]{spec.model_name} repeat {spec.repeat + 1}: "
+                                   f"{status}[/] {tail[-1] if tail else ''}")
+        progress.advance(task)
+
+    with progress:
+        yield on_start, on_done
+
+
+def _cell(metrics: dict[str, Any], name: str, digits: int = 2) -> str:
+    summary = metrics.get(name)
+    if not summary or summary.get("median") is None:
+        return "-"
+    text = f"{summary['median']:.{digits}f}"
+    if summary.get("iqr"):
+        text += f" ±{summary['iqr']:.{digits}f}"
+    return f"[yellow]{text}*[/]" if summary.get("unstable") else text
+
+
+def summary_table(summary: dict[str, Any]) -> Table:
+    table = Table(title=f"{summary['device_name']} · backend {summary['backend']} ({summary['isolation']}) · "
+                        f"memory {summary['memory_mib']:.0f} MiB · median ±IQR over ok runs")
+    for column in ("model", "cpus", "ok/runs", "runtime s", "latency p50 ms", "p99 ms", "throughput /s",
+                   "peak MiB", "peak RSS MiB", "avg MiB", "load s"):
+        table.add_column(column, justify="left" if column == "model" else "right")
+    for entry in summary["models"]:
+        metrics = entry["metrics"]
+        bad = {k: v for k, v in entry["statuses"].items() if k != "ok"}
+        ok = f"{entry['n_ok']}/{entry['n_runs']}" + (" " + " ".join(f"{k}={v}" for k, v in bad.items()) if bad else "")
+        table.add_row(entry["model_name"], f"{entry['cpus']:g}", ok, _cell(metrics, "runtime_s", 3),
+                      _cell(metrics, "latency_p50_ms", 3), _cell(metrics, "latency_p99_ms", 3),
+                      _cell(metrics, "throughput_ips", 1), _cell(metrics, "peak_memory_mib", 1),
+                      _cell(metrics, "peak_rss_mib", 1), _cell(metrics, "avg_memory_mib", 1),
+                      _cell(metrics, "load_s", 3))
+    return table
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    out_console.print(summary_table(summary))
+    unstable = [(e["model_name"], e["cpus"], e["unstable_metrics"]) for e in summary["models"] if e["unstable_metrics"]]
+    for model, cpus, names in unstable:
+        err_console.print(f"[yellow]unstable[/]: {model} cpus={cpus:g}: IQR/median > 10% for {', '.join(names)}; "
+                          "raise REPEATS or ITERATIONS, or quiet the machine (see README: unstable)")
+    throttled = [(e["model_name"], e["throttled_runs"]) for e in summary["models"] if e["throttled_runs"]]
+    for model, count in throttled:
+        err_console.print(f"[yellow]throttled[/]: {model}: {count} run(s) spent >10% of CFS periods throttled; "
+                          "latency tails are bent by the quota (whole CPUS with CPU_PINNING=auto avoid it)")
+    err_console.print(f"results: {summary['results_dir']}")

@@ -1,0 +1,95 @@
+"""Turn what the user typed (a file or a zoo name) into a checked model: path, kind, bench script, facts.
+
+Everything here runs before the first measurement, so a missing, corrupt or unsupported model stops the
+session at once with one line instead of failing run after run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ModelError
+
+BENCH_SCRIPTS_DIR = Path(__file__).resolve().parent.parent / "bench_scripts"
+
+_TORCH = ("torch", "torch_bench.py", "torch", "PyTorch (make setup-zoo installs a CPU build)")
+# extension -> (kind, bench script, importable module it needs, what installs it)
+KINDS: dict[str, tuple[str, str, str, str]] = {
+    ".onnx": ("onnx", "onnx_bench.py", "onnxruntime", "the core install (make setup)"),
+    ".pt": _TORCH,
+    ".pth": _TORCH,
+    ".pt2": _TORCH,
+    ".py": _TORCH,
+    ".tflite": ("tflite", "tflite_bench.py", "ai_edge_litert", "LiteRT: pip install -e '.[litert]'"),
+}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    path: Path
+    kind: str
+    script: Path
+    sha256: str
+    size_mib: float
+    facts: dict[str, Any] | None = field(default=None, compare=False)
+
+    def provenance(self) -> dict[str, Any]:
+        return {"model_name": self.name, "model_path": str(self.path), "model_kind": self.kind,
+                "model_sha256": self.sha256, "model_size_mib": self.size_mib, "model_facts": self.facts}
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _zoo_path(name: str) -> Path | None:
+    from harness import zoo
+
+    return zoo.export(name) if zoo.is_zoo_name(name) else None
+
+
+def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = True) -> ModelInfo:
+    """A path or a zoo name -> ModelInfo. With a user SCRIPT, any existing file is accepted as its input."""
+    path = Path(arg).expanduser()
+    if not path.exists():
+        zoo_path = _zoo_path(arg)
+        if zoo_path is None:
+            raise ModelError(f"model {arg!r} not found: give a path to a model file or a zoo name "
+                             "(see `harness zoo list`)")
+        path, name = zoo_path, arg
+    else:
+        name = path.stem
+    if not path.is_file():
+        raise ModelError(f"model {path} is not a file")
+    suffix = path.suffix.lower()
+    if script is None and suffix not in KINDS:
+        raise ModelError(f"model {path}: unknown extension {suffix or '(none)'!r}; supported: "
+                         f"{', '.join(KINDS)} (or pass your own --script)")
+    kind, default_script, module, extra = KINDS.get(suffix, ("custom", "", "", ""))
+    if script is None and check_runtime and importlib.util.find_spec(module) is None:
+        raise ModelError(f"model {path.name} needs {module}, which is not installed: install {extra}")
+    facts = onnx_model_facts(path) if kind == "onnx" else None
+    return ModelInfo(name=name, path=path.resolve(), kind=kind, script=(script or BENCH_SCRIPTS_DIR / default_script),
+                     sha256=sha256_of(path), size_mib=path.stat().st_size / 1024**2, facts=facts)
+
+
+def onnx_model_facts(path: Path) -> dict[str, Any]:
+    """Static facts of an ONNX model; a file onnx cannot parse is reported as corrupt, here and now."""
+    from harness.model_facts import onnx_facts
+
+    try:
+        return onnx_facts(path)
+    except ModelError:
+        raise
+    except Exception as err:  # onnx raises DecodeError, ValidationError, ... for a damaged file
+        raise ModelError(f"model {path} is not a valid ONNX file ({type(err).__name__}: "
+                         f"{str(err).splitlines()[0] if str(err) else 'unreadable'}); re-export it") from None

@@ -1,0 +1,156 @@
+"""A session: plan every run up front, run them interleaved, store each one the moment it ends.
+
+Repeats are fresh processes. With several models (or CPUS values) every round runs each combination
+once, in an order shuffled with a recorded seed, so slow drift of the machine (thermal, background load)
+spreads over all models instead of biasing the one that happened to run last.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.backends import Backend
+from harness.config import DeviceProfile, host_cpu_count
+from harness.errors import BackendError, DataError
+from harness.models import ModelInfo
+from harness.provenance import collect_metadata
+from harness.spec import RunSpec, plan_cpu_limits
+from harness.stats import summarize_runs, summary_rows
+from harness.store import SessionStore, load_session_info
+
+OnRun = Callable[[RunSpec, dict[str, Any] | None], None]
+
+
+@dataclass
+class Plan:
+    session_id: str
+    seed: int
+    specs: list[RunSpec]
+    models: list[ModelInfo]
+    cpus_values: list[float]
+    notes: list[str] = field(default_factory=list)
+
+
+def capped_cpus(values: Sequence[float], allowed: int) -> tuple[list[float], list[str]]:
+    """CPUS above this host's cores cannot be honoured: cap them, and say so."""
+    capped, notes = [], []
+    for value in values:
+        if value > allowed:
+            notes.append(f"CPUS={value:g} exceeds this host's {allowed} usable cores: measured at CPUS={allowed}")
+            value = float(allowed)
+        if value not in capped:
+            capped.append(value)
+    return capped, notes
+
+
+def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: Sequence[float] | None,
+                 script_args: Sequence[str], session_id: str, seed: int | None = None) -> Plan:
+    seed = random.SystemRandom().randrange(2**31) if seed is None else seed
+    allowed = sorted(os.sched_getaffinity(0))
+    cpus_list, notes = capped_cpus(cpus_values or [profile.cpus], host_cpu_count())
+    rng = random.Random(seed)
+    combos = [(model, cpus) for model in models for cpus in cpus_list]
+    specs: list[RunSpec] = []
+    for round_index in range(profile.repeats):
+        order = combos[:]
+        rng.shuffle(order)
+        for model, cpus in order:
+            specs.append(RunSpec(
+                run_id=f"{session_id}-r{round_index:03d}-{len(specs):04d}", session_id=session_id,
+                round=round_index, repeat=round_index, model_name=model.name, model=str(model.path),
+                script=str(model.script), script_args=tuple(script_args),
+                cpu=plan_cpu_limits(cpus, profile.cpu_pinning, allowed), memory_bytes=profile.memory_bytes,
+                swap_bytes=profile.swap_bytes, iterations=profile.iterations, warmup=profile.warmup,
+                batch_size=profile.batch_size, sample_interval_ms=profile.sample_interval_ms,
+                timeout_s=profile.timeout_s, image=profile.image,
+            ))
+    return Plan(session_id, seed, specs, models, cpus_list, notes)
+
+
+class Session:
+    """Runs a plan on a backend; results reach disk one by one, so a crash or Ctrl-C loses nothing done."""
+
+    def __init__(self, profile: DeviceProfile, plan: Plan, backend: Backend, backend_reason: str) -> None:
+        self.profile, self.plan, self.backend, self.backend_reason = profile, plan, backend, backend_reason
+        self.store = SessionStore(Path(profile.results_dir), plan.session_id)
+        self.metadata = collect_metadata()
+        self.backend_info = backend.describe()
+        self._models = {m.name: m for m in plan.models}
+
+    def _session_info(self, state: str) -> dict[str, Any]:
+        return {
+            "session_id": self.plan.session_id, "state": state, "profile": self.profile.as_env(),
+            "profile_sources": dict(self.profile.sources), "models": [m.provenance() for m in self.plan.models],
+            "cpus_values": self.plan.cpus_values, "seed": self.plan.seed, "notes": self.plan.notes,
+            "backend": self.backend_info, "backend_reason": self.backend_reason, "provenance": self.metadata,
+            "plan": [spec.to_dict() for spec in self.plan.specs],
+        }
+
+    def _record(self, spec: RunSpec, result: dict[str, Any], started_at: str) -> dict[str, Any]:
+        model = self._models[spec.model_name]
+        return {
+            "session_id": spec.session_id, "run_id": spec.run_id, "device_name": self.profile.device_name,
+            **model.provenance(), "round": spec.round, "repeat": spec.repeat, "cpus": spec.cpu.cpus,
+            "memory_mib": spec.memory_bytes / 1024**2, "swap_mib": spec.swap_bytes / 1024**2,
+            "iterations": spec.iterations, "warmup": spec.warmup, "script": spec.script,
+            "script_args": list(spec.script_args), "threads": spec.threads,
+            "limits": {"cpuset": spec.cpu.cpuset, "cpu_quota_us": spec.cpu.quota_us,
+                       "cpu_period_us": spec.cpu.period_us, "cpu_mode": spec.cpu.mode,
+                       "memory_bytes": spec.memory_bytes, "memory_swap_bytes": spec.memory_bytes + spec.swap_bytes},
+            **{k: self.backend_info[k] for k in ("backend", "isolation") if k in self.backend_info},
+            "started_at": started_at, **result,
+            "provenance": {**self.metadata, "backend": self.backend_info, "seed": self.plan.seed},
+        }
+
+    def write_summary(self) -> dict[str, Any]:
+        entries = summarize_runs(self.store.runs())
+        summary = {
+            "session_id": self.plan.session_id, "device_name": self.profile.device_name,
+            "backend": self.backend_info.get("backend"), "isolation": self.backend_info.get("isolation"),
+            "backend_reason": self.backend_reason, "memory_mib": self.profile.memory_mib,
+            "results_dir": str(self.store.path), "models": entries,
+        }
+        self.store.write_summary(summary, summary_rows(entries))
+        return summary
+
+    def run(self, on_start: Callable[[RunSpec], None] | None = None, on_done: OnRun | None = None) -> dict[str, Any]:
+        done = {run["run_id"] for run in self.store.runs()}
+        self.store.write_session(self._session_info("running"))
+        try:
+            for spec in self.plan.specs:
+                if spec.run_id in done:
+                    continue
+                if on_start:
+                    on_start(spec)
+                started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                result = self._record(spec, self.backend.run(spec), started_at)
+                self.store.append_run(result)
+                self.write_summary()
+                if on_done:
+                    on_done(spec, result)
+        except BaseException as err:
+            self.store.write_session(self._session_info("interrupted"))
+            if isinstance(err, BackendError):
+                kept = len(self.store.runs())
+                raise BackendError(f"{err} ({kept} finished runs kept in {self.store.path}; continue with "
+                                   f"`harness profile --resume {self.plan.session_id}`)") from None
+            raise
+        finally:
+            self.backend.close()
+        self.store.write_session(self._session_info("complete"))
+        return self.write_summary()
+
+
+def load_plan(session_dir: Path) -> tuple[dict[str, Any], list[RunSpec]]:
+    """The stored plan of an earlier session, for --resume."""
+    info = load_session_info(session_dir)
+    if "plan" not in info:
+        raise DataError(f"{session_dir}: session.json holds no plan; it cannot be resumed")
+    return info, [RunSpec.from_dict(item) for item in info["plan"]]
+

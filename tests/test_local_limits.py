@@ -1,0 +1,93 @@
+"""The limits hold and the numbers are exact, on the local cgroup backend, through the real CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cgroups import discover
+from harness.stats import metric_value
+from tests.helpers import entry, profile_json, session_runs
+
+pytestmark = pytest.mark.skipif(discover().version == 0, reason="no cgroup memory controller on this machine")
+BURN_WORK = "20000000"  # loop iterations per process: about 0.8 s of one core here, so start-up is noise
+
+
+def run_workload(capsys, tmp_path: Path, model: Path, script: Path, *extra: str, flags: tuple[str, ...] = (),
+                 repeats: int = 1) -> list[dict]:
+    results = tmp_path / f"results-{len(list(tmp_path.iterdir()))}"
+    profile_json(capsys, results, str(model), "--backend", "local", "--repeats", str(repeats),
+                 "--script", str(script), *flags, "--", *extra)
+    return session_runs(results)
+
+
+def median_runtime(runs: list[dict]) -> float:
+    values = sorted(r["runtime_s"] for r in runs if r["status"] == "ok")
+    assert values, runs
+    return values[len(values) // 2]
+
+
+def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path) -> None:
+    burn = workloads / "cpu_burn.py"
+    times = {}
+    for cpus in ("2", "1", "0.5"):
+        runs = run_workload(capsys, in_tmp_cwd, tiny_onnx, burn, "2", BURN_WORK, flags=("--cpus", cpus), repeats=3)
+        times[cpus] = median_runtime(runs)
+        assert all(r["limits"]["cpu_mode"] == ("quota" if cpus == "0.5" else "pinned") for r in runs)
+    assert times["1"] / times["2"] >= 1.8, times
+    assert times["0.5"] / times["1"] >= 1.8, times
+    throttled = run_workload(capsys, in_tmp_cwd, tiny_onnx, burn, "1", "1000000", flags=("--cpus", "0.5"))
+    assert throttled[0]["cpu_nr_throttled"] > 0
+
+
+def test_peak_memory_is_exact(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path) -> None:
+    alloc = workloads / "alloc.py"
+    flags = ("--memory", "1g")
+    run_workload(capsys, in_tmp_cwd, tiny_onnx, alloc, "0", flags=flags)  # first run warms the page cache
+    baseline = run_workload(capsys, in_tmp_cwd, tiny_onnx, alloc, "0", flags=flags)[0]["peak_memory_mib"]
+    for n_mib in (50, 200, 500):
+        run = run_workload(capsys, in_tmp_cwd, tiny_onnx, alloc, str(n_mib), flags=flags)[0]
+        assert run["status"] == "ok" and run["peak_source"] == "kernel"
+        assert abs(run["peak_memory_mib"] - (baseline + n_mib)) <= max(0.02 * n_mib, 3.0), (n_mib, baseline, run)
+        assert run["peak_rss_mib"] >= n_mib
+        assert run["avg_memory_mib_by_phase"]["steady"] <= run["peak_memory_mib"]
+
+
+def test_short_spike_between_samples_is_caught(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path) -> None:
+    alloc, spike = workloads / "alloc.py", workloads / "spike.py"
+    flags = ("--sample-interval-ms", "1000")  # one sample at spawn, the next after the script ended
+    run_workload(capsys, in_tmp_cwd, tiny_onnx, alloc, "0", flags=flags)
+    baseline = run_workload(capsys, in_tmp_cwd, tiny_onnx, alloc, "0", flags=flags)[0]["peak_memory_mib"]
+    run = run_workload(capsys, in_tmp_cwd, tiny_onnx, spike, "300", "20", flags=flags)[0]
+    assert run["status"] == "ok" and run["runtime_s"] < 1.0 and run["samples"] == 1
+    assert abs(run["peak_memory_mib"] - (baseline + 300)) <= 6.0, (baseline, run["peak_memory_mib"])
+    assert run["sampled_peak_mib"] < run["peak_memory_mib"] - 200  # the poller alone would have missed it
+
+
+def test_oom_is_recorded_and_session_goes_on(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path) -> None:
+    results = in_tmp_cwd / "results"
+    summary = profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--memory", "150m",
+                           "--repeats", "2", "--script", str(workloads / "alloc.py"), "--", "400")
+    runs = session_runs(results)
+    assert [r["status"] for r in runs] == ["oom", "oom"]
+    assert runs[0]["peak_memory_mib"] <= 150.5
+    assert entry(summary, "tiny_mlp")["statuses"] == {"oom": 2}
+
+
+def test_sampling_rate_and_phases(capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> None:
+    results = in_tmp_cwd / "results"
+    summary = profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--repeats", "2",
+                           "--iterations", "3000")
+    runs = session_runs(results)
+    for run in runs:
+        assert run["status"] == "ok"
+        assert run["latency_ms"]["n"] == 3000 and len(run["latencies_ms"]) == 3000
+        assert set(run["avg_memory_mib_by_phase"]) >= {"startup", "load", "warmup", "steady"}
+        assert run["samples"] >= 0.9 * run["runtime_s"] * 100
+        assert run["load_s"] > 0 and run["runtime_s"] > run["load_s"]
+        assert run["peak_memory_mib"] >= run["avg_memory_mib"] > 0
+    stats = entry(summary, "tiny_mlp")["metrics"]
+    assert stats["latency_p50_ms"]["median"] == pytest.approx(
+        sorted(metric_value(r, "latency_p50_ms") for r in runs)[0] / 2
+        + sorted(metric_value(r, "latency_p50_ms") for r in runs)[1] / 2)
