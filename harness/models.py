@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelError
+from harness.model_facts import onnx_facts
 
 BENCH_SCRIPTS_DIR = Path(__file__).resolve().parent.parent / "bench_scripts"
 
@@ -77,19 +78,7 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
     kind, default_script, module, extra = KINDS.get(suffix, ("custom", "", "", ""))
     if script is None and check_runtime and importlib.util.find_spec(module) is None:
         raise ModelError(f"model {path.name} needs {module}, which is not installed: install {extra}")
-    facts = onnx_model_facts(path) if kind == "onnx" else None
+    facts = onnx_facts(path) if kind == "onnx" else None  # also rejects a corrupt file, now
     return ModelInfo(name=name, path=path.resolve(), kind=kind, script=(script or BENCH_SCRIPTS_DIR / default_script),
                      sha256=sha256_of(path), size_mib=path.stat().st_size / 1024**2, facts=facts)
 
-
-def onnx_model_facts(path: Path) -> dict[str, Any]:
-    """Static facts of an ONNX model; a file onnx cannot parse is reported as corrupt, here and now."""
-    from harness.model_facts import onnx_facts
-
-    try:
-        return onnx_facts(path)
-    except ModelError:
-        raise
-    except Exception as err:  # onnx raises DecodeError, ValidationError, ... for a damaged file
-        raise ModelError(f"model {path} is not a valid ONNX file ({type(err).__name__}: "
-                         f"{str(err).splitlines()[0] if str(err) else 'unreadable'}); re-export it") from None
