@@ -44,47 +44,63 @@ tool already reports binary mebibytes."""
 THREAD_COLUMNS = ("threads", "cpus")
 RESERVED = ("model", "harness_model", "repeat", *THREAD_COLUMNS)
 
-QUANT_SUFFIXES = ("_quantized", "_quant", "_int8", "_uint8", "_qdq")
+QUANT_SUFFIXES = ("_int8_static", "_quantized", "_quant", "_int8", "_uint8", "_qdq", "_int8_dynamic")
+"""Precision suffixes marking a quantized model, in order of preference when several harness variants of one
+model exist: static (full-integer) quantization first, as in TFLite's `_quant` models; dynamic last."""
 FLOAT_SUFFIXES = ("_float32", "_float", "_fp32")
 MODEL_EXTENSIONS = (".onnx", ".tflite", ".pt", ".pth")
 
 
-def normalise_model_name(name: str) -> tuple[str, bool]:
-    """(base name, quantized?) for matching: lower case, `-` as `_`, no file extension, no precision
-    suffix. `mobilenet_v1_0.25_128_quant` → (`mobilenet_v1_0.25_128`, True)."""
+def _canonical_token(token: str) -> str:
+    """`0.50` and `0.5` name the same width multiplier."""
+    if "." not in token:
+        return token
+    try:
+        return repr(float(token))
+    except ValueError:
+        return token
+
+
+def normalise_model_name(name: str) -> tuple[str, int | None]:
+    """(base name, quantization rank or None for float) for matching: lower case, `-` as `_`, no file
+    extension, numbers canonical, no precision suffix. `mobilenet_v1_0.50_128_quant` → (`mobilenet_v1_0.5_128`,
+    rank of `_quant` in QUANT_SUFFIXES)."""
     base = name.strip().lower().replace("-", "_")
     for extension in MODEL_EXTENSIONS:
         base = base.removesuffix(extension)
-    for suffix in QUANT_SUFFIXES:
+    quant = None
+    for rank, suffix in sorted(enumerate(QUANT_SUFFIXES), key=lambda item: -len(item[1])):
         if base.endswith(suffix):
-            return base.removesuffix(suffix), True
-    for suffix in FLOAT_SUFFIXES:
-        if base.endswith(suffix):
-            return base.removesuffix(suffix), False
-    return base, False
+            base, quant = base.removesuffix(suffix), rank
+            break
+    else:
+        for suffix in FLOAT_SUFFIXES:
+            base = base.removesuffix(suffix)
+    return "_".join(_canonical_token(token) for token in base.split("_")), quant
 
 
 def match_models(device_models: list[str], explicit: dict[str, str], harness_models: list[str]) -> dict[str, str]:
     """Device model → harness model: an explicit harness_model cell, else the same name, else the same
-    normalised name and precision, else the same normalised name when exactly one harness model has it."""
-    by_key: dict[tuple[str, bool], list[str]] = {}
-    by_base: dict[str, list[str]] = {}
+    normalised name and kind of precision (the preferred quantization when there are several), else the
+    same normalised name when exactly one harness model has it."""
+    by_base: dict[str, list[tuple[int | None, str]]] = {}
     for name in harness_models:
-        base, quantized = normalise_model_name(name)
-        by_key.setdefault((base, quantized), []).append(name)
-        by_base.setdefault(base, []).append(name)
+        base, quant = normalise_model_name(name)
+        by_base.setdefault(base, []).append((quant, name))
     mapping: dict[str, str] = {}
     for model in device_models:
-        base, quantized = normalise_model_name(model)
+        base, quant = normalise_model_name(model)
+        candidates = by_base.get(base, [])
+        same_kind = sorted((q, n) for q, n in candidates if (q is None) == (quant is None))
         if model in explicit:
             if explicit[model] in harness_models:
                 mapping[model] = explicit[model]
         elif model in harness_models:
             mapping[model] = model
-        elif len(by_key.get((base, quantized), [])) == 1:
-            mapping[model] = by_key[(base, quantized)][0]
-        elif len(by_base.get(base, [])) == 1:
-            mapping[model] = by_base[base][0]
+        elif same_kind and (len(same_kind) == 1 or same_kind[0][0] != same_kind[1][0]):
+            mapping[model] = same_kind[0][1]
+        elif len(candidates) == 1:
+            mapping[model] = candidates[0][1]
     return mapping
 
 

@@ -133,14 +133,17 @@ def test_cli_subprocess_prints_no_traceback(tmp_path: Path) -> None:
 
 
 def test_model_names_normalise_across_precision_suffixes() -> None:
-    assert normalise_model_name("MobileNet-V1_0.25_128_quant.tflite") == ("mobilenet_v1_0.25_128", True)
-    assert normalise_model_name("resnet18_fp32.onnx") == ("resnet18", False)
-    harness = ["mobilenet_v1_0.25_128", "mobilenet_v1_0.25_128_int8", "resnet18", "other"]
-    device = ["mobilenet_v1_0.25_128_quant", "mobilenet_v1_0.25_128_float", "resnet18_quant", "custom", "gone"]
+    assert normalise_model_name("MobileNet-V1_0.50_128_quant.tflite") == ("mobilenet_v1_0.5_128", 2)
+    assert normalise_model_name("resnet18_fp32.onnx") == ("resnet18", None)
+    harness = ["mobilenet_v1_0.25_128", "mobilenet_v1_0.25_128_int8_dynamic", "mobilenet_v1_0.25_128_int8_static",
+               "mobilenet_v1_0.5_128_int8_dynamic", "resnet18", "other"]
+    device = ["mobilenet_v1_0.25_128_quant", "mobilenet_v1_0.25_128_float", "mobilenet_v1_0.50_128_quant",
+              "resnet18_quant", "custom", "gone"]
     mapping = match_models(device, {"custom": "other", "gone": "not_profiled"}, harness)
     assert mapping == {
-        "mobilenet_v1_0.25_128_quant": "mobilenet_v1_0.25_128_int8",  # same precision preferred
+        "mobilenet_v1_0.25_128_quant": "mobilenet_v1_0.25_128_int8_static",  # static preferred over dynamic
         "mobilenet_v1_0.25_128_float": "mobilenet_v1_0.25_128",
+        "mobilenet_v1_0.50_128_quant": "mobilenet_v1_0.5_128_int8_dynamic",  # 0.50 == 0.5
         "resnet18_quant": "resnet18",  # only one candidate: matched across precisions
         "custom": "other",  # explicit harness_model cell
     }
