@@ -232,8 +232,8 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
     written = []
     for section in report.sections:
         for table in section.tables:
-            for suffix, text in ((".csv", table.frame.to_csv(index=False, lineterminator="\n")),
-                                 (".json", table.frame.to_json(orient="records", indent=2, force_ascii=False))):
+            as_json = table.frame.to_json(orient="records", indent=2, force_ascii=False, double_precision=15)
+            for suffix, text in ((".csv", table.frame.to_csv(index=False, lineterminator="\n")), (".json", as_json)):
                 path = out_dir / "tables" / f"{table.name}{suffix}"
                 atomic_write_text(path, text)
                 written.append(path)

@@ -1,0 +1,84 @@
+"""Reports: every table and figure reaches Markdown, HTML, CSV, JSON and PNG, with the numbers computed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from analysis_fixtures import write_session
+
+from harness.calibrate import calibrate_runs
+from harness.cli import main
+from harness.device_data import load_device
+from harness.store import load_runs
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+LATENCIES = {"net_a": [1.0, 1.1, 1.2, 1.05], "net_b": [2.0, 2.2, 2.1, 2.3], "net_c": [4.1, 4.0, 4.3, 4.2],
+             "net_d": [6.0, 6.1, 6.3, 6.2], "net_new": [5.0, 5.1, 5.2, 5.1]}
+DEVICE = "model,threads,latency_ms,family\nnet_a,4,3.1,x\nnet_b,4,5.9,x\nnet_c,4,12.4,x\nnet_d,4,17.8,x\n"
+
+
+@pytest.fixture
+def report_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    results = tmp_path / "results"
+    session = write_session(results, LATENCIES, cpus=2.0)
+    (tmp_path / "phone.csv").write_text(DEVICE)
+    assert main(["import-device", str(tmp_path / "phone.csv"), "--device", "phone", "--results-dir", str(results)]) == 0
+    assert main(["report", "--results-dir", str(results)]) == 0
+    assert "report.html" in capsys.readouterr().out
+    return results, session
+
+
+def test_every_table_and_figure_is_written_in_every_format(report_dir: tuple[Path, Path]) -> None:
+    _, session = report_dir
+    out = session / "report"
+    markdown = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    figures = sorted((out / "figures").glob("*.png"))
+    names = {p.stem for p in figures}
+    assert {"calibration_phone_latency_ms_cpus_2_fit", "calibration_phone_latency_ms_cpus_2_residuals",
+            "ranking_latency_ms_cpus2"} <= names
+    for figure in figures:
+        assert figure.read_bytes().startswith(PNG_MAGIC)
+        assert f"(figures/{figure.name})" in markdown
+    embedded = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
+    assert sorted(base64.b64decode(data) for data in embedded) == sorted(p.read_bytes() for p in figures)
+    assert not re.search(r"(src|href)=['\"]?(https?:|//|file:)", html)  # self-contained
+    tables = {p.stem for p in (out / "tables").glob("*.csv")}
+    assert tables == {p.stem for p in (out / "tables").glob("*.json")}
+    assert {"summary", "ranking_latency_ms", "calibration_phone_fits", "calibration_phone_points",
+            "calibration_phone_predictions"} <= tables
+    for name in tables:
+        assert f"tables/{name}.csv" in markdown
+
+
+def test_report_numbers_are_the_calibration_and_ranking_numbers(report_dir: tuple[Path, Path]) -> None:
+    results, session = report_dir
+    tables = session / "report" / "tables"
+    cset, _ = calibrate_runs(load_device(results, "phone"), load_runs(session))
+    (calibration,) = cset.calibrations
+    fits = json.loads((tables / "calibration_phone_fits.json").read_text())
+    assert fits[0]["fit_slope"] == pytest.approx(calibration.fit.slope, rel=1e-12)
+    assert fits[0]["fit_r2"] == pytest.approx(calibration.fit.r2, rel=1e-12)
+    assert fits[0]["loo_mape_pct"] == pytest.approx(calibration.stats["loo_mape_pct"], rel=1e-12)
+    csv_fits = pd.read_csv(tables / "calibration_phone_fits.csv")
+    assert csv_fits["fit_intercept"][0] == pytest.approx(calibration.fit.intercept, rel=1e-12)
+    predictions = json.loads((tables / "calibration_phone_predictions.json").read_text())
+    assert [p["model"] for p in predictions] == ["net_new"]
+    assert predictions[0]["predicted"] == pytest.approx(calibration.fit.predict(5.1), rel=1e-12)
+    ranking = pd.read_csv(tables / "ranking_latency_ms.csv")
+    assert ranking.sort_values("median")["model"].tolist() == ["net_a", "net_b", "net_c", "net_new", "net_d"]
+    summary = pd.read_csv(tables / "summary.csv").set_index("model")
+    assert summary.loc["net_b", "latency_p50_ms median"] == pytest.approx(2.15)
+    html = (session / "report" / "report.html").read_text()
+    assert f"device = {calibration.fit.slope:.4g} · harness" in html
+
+
+def test_report_without_runs_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--results-dir", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no sessions under" in err
