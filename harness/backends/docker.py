@@ -1,0 +1,252 @@
+"""Docker backend: one locked-down container per run, with the runner inside measuring the container's cgroup.
+
+The container gets the run's CPU and memory limits, no network, a read-only root file system (with a
+tmpfs /tmp), no capabilities and no new privileges; the model and the script are bind-mounted
+read-only and the runner prints its RunResult on stdout. The outside adds what only it sees: the
+engine's OOMKilled flag, the exit status, and the time spent creating and removing the container.
+Containers carry a label and a unique name, and are removed whatever happens (Ctrl-C included).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import re
+import secrets
+import stat
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.types import Mount
+
+from harness.backends.base import outside_result
+from harness.backends.docker_image import SOURCE_LABEL, source_digest
+from harness.errors import BackendError
+from harness.spec import RunSpec
+
+LABEL = "org.harness.run"  # every run container carries it (value: run id): `docker ps -a --filter label=...`
+NAME_PREFIX = "harness-run-"
+GRACE_S = 15.0  # beyond TIMEOUT_S before the container is killed from outside (the runner stops it first)
+PIDS_LIMIT = 1024  # ample for thread pools and multiprocessing, bounded against fork bombs
+PING_TIMEOUT_S = 5
+SPEC_PATH, MODEL_DIR, SCRIPT_DIR = "/harness/spec.json", "/harness/model", "/harness/script"
+RUNNER_COMMAND = ["python", "-m", "harness.runner", "--spec", SPEC_PATH]
+_PACKAGES_PROBE = (
+    "import importlib.metadata as m, json, platform\n"
+    "names = ('onnxruntime', 'numpy', 'psutil', 'torch', 'ai-edge-litert')\n"
+    "found = {}\n"
+    "for n in names:\n"
+    "    try: found[n] = m.version(n)\n"
+    "    except m.PackageNotFoundError: pass\n"
+    "print(json.dumps({'python': platform.python_version(), 'packages': found}))\n"
+)
+
+
+def _client(timeout: float | None = None) -> docker.DockerClient:
+    """A client that has answered a ping, or one clear BackendError naming the fix."""
+    try:
+        client = docker.from_env(**({"timeout": timeout} if timeout else {}))
+        client.ping()
+    except (DockerException, requests.RequestException) as err:
+        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        raise BackendError(f"no Docker engine answers at {host} ({type(err).__name__}); start it "
+                           "(e.g. `systemctl start docker`) or use BACKEND=local") from None
+    return client
+
+
+def engine_status(image: str) -> tuple[bool, str]:
+    """(usable, reason) for BACKEND=auto: an engine must answer and the image must exist."""
+    try:
+        client = _client(timeout=PING_TIMEOUT_S)
+    except BackendError:
+        return False, "no Docker engine answers"
+    try:
+        client.images.get(image)
+    except ImageNotFound:
+        return False, f"image {image} does not exist (run `make image`)"
+    except (DockerException, requests.RequestException) as err:
+        return False, f"the Docker engine failed to answer ({type(err).__name__})"
+    finally:
+        client.close()
+    return True, f"docker, since an engine answers and image {image} exists"
+
+
+def _check_readable(path: Path, what: str) -> None:
+    """The container runs as an unprivileged user: the mounted file must be readable by others."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise BackendError(f"{what} {path} does not exist; pass an existing file") from None
+    if not stat.S_ISREG(mode):
+        raise BackendError(f"{what} {path} is not a regular file; the Docker backend mounts single files")
+    if not mode & stat.S_IROTH:
+        raise BackendError(f"{what} {path} is not readable by the container's unprivileged user; "
+                           f"run `chmod o+r {path}`")
+
+
+def cpu_options(spec: RunSpec) -> dict[str, Any]:
+    """Pinned whole CPUS -> cpuset_cpus; a quota -> nano_cpus (Docker's CFS quota over a 100 ms period)."""
+    options: dict[str, Any] = {}
+    if spec.cpu.cpuset:
+        options["cpuset_cpus"] = spec.cpu.cpuset
+    if spec.cpu.quota_us is not None:
+        options["nano_cpus"] = round(spec.cpu.quota_us / spec.cpu.period_us * 1e9)
+    return options
+
+
+def container_name(run_id: str) -> str:
+    """Unique even across parallel sessions with equal run ids: a random suffix."""
+    safe = re.sub(r"[^a-zA-Z0-9_.-]", "-", run_id)[:80]
+    return f"{NAME_PREFIX}{safe}-{secrets.token_hex(4)}"
+
+
+def _engine_lost(err: Exception, spec: RunSpec) -> BackendError:
+    return BackendError(f"the Docker engine stopped answering during run {spec.run_id} ({type(err).__name__}); "
+                        "start it again (e.g. `systemctl start docker`)")
+
+
+def runner_result(stdout: str) -> dict[str, Any] | None:
+    """The RunResult is the runner's last stdout line; None if the runner died before writing it."""
+    lines = stdout.strip().splitlines()
+    if not lines:
+        return None
+    try:
+        result = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return None
+    return result if isinstance(result, dict) else None
+
+
+def outcome(result: dict[str, Any] | None, state: dict[str, Any], stderr: str, elapsed_s: float) -> dict[str, Any]:
+    """Merge the runner's view with the engine's. On cgroup v1 the runner's oom_kill count and the engine's
+    OOMKilled flag can each miss a kill the other saw, so a SIGKILLed script counts as OOM when either says so."""
+    oom_killed = bool(state.get("OOMKilled"))
+    if result is None:
+        code = state.get("ExitCode")
+        detail = stderr.strip() or state.get("Error") or "the runner ended without a result"
+        return outside_result("oom" if oom_killed else "error", elapsed_s, detail, exit_code=code,
+                              signal=code - 128 if isinstance(code, int) and code > 128 else None)
+    if result.get("status") == "error" and oom_killed and result.get("signal") == 9:
+        result["status"] = "oom"
+    return result
+
+
+class DockerBackend:
+    """Runs each RunSpec in a fresh container of one image, resolved to its id once so a re-tag mid-session
+    cannot mix images."""
+
+    name = "docker"
+
+    def __init__(self, image: str) -> None:
+        self.client = _client()
+        try:
+            found = self.client.images.get(image)
+        except ImageNotFound:
+            self.client.close()
+            raise BackendError(f"Docker image {image} does not exist; run `make image` (or set IMAGE)") from None
+        self.image, self.image_id = image, found.id
+        self.image_attrs = found.attrs
+        self._info: dict[str, Any] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        if self._info is None:
+            try:
+                self._info = self._collect_info()
+            except (DockerException, requests.RequestException) as err:
+                raise BackendError(f"the Docker engine stopped answering ({type(err).__name__}); start it again "
+                                   "(e.g. `systemctl start docker`)") from None
+        return self._info
+
+    def _collect_info(self) -> dict[str, Any]:
+        """Provenance for every result: which image (id, digests, source), which engine and cgroups."""
+        engine = self.client.info()
+        labels = (self.image_attrs.get("Config") or {}).get("Labels") or {}
+        checkout = source_digest()
+        inside = self._probe_image()
+        return {
+            "backend": self.name, "isolation": "docker", "image": self.image, "image_id": self.image_id,
+            "image_digests": self.image_attrs.get("RepoDigests") or [],
+            "image_created": self.image_attrs.get("Created"), "image_source_digest": labels.get(SOURCE_LABEL),
+            "image_matches_checkout": checkout is not None and labels.get(SOURCE_LABEL) == checkout,
+            "image_python": inside.get("python"), "image_packages": inside.get("packages", {}),
+            "engine_version": engine.get("ServerVersion"), "api_version": self.client.api.api_version,
+            "cgroup_driver": engine.get("CgroupDriver"), "cgroup_version": engine.get("CgroupVersion"),
+            "runtime": engine.get("DefaultRuntime"), "engine_kernel": engine.get("KernelVersion"),
+            "swap_capped": bool(engine.get("SwapLimit")), "host_arch": platform.machine(),
+        }
+
+    def _probe_image(self) -> dict[str, Any]:
+        """Python and framework versions inside the image (the host's are not the ones that run)."""
+        try:
+            out = self.client.containers.run(self.image_id, ["python", "-c", _PACKAGES_PROBE], remove=True,
+                                             network_mode="none", read_only=True, cap_drop=["ALL"],
+                                             labels={LABEL: "probe"}, name=container_name("probe"))
+        except (DockerException, requests.RequestException):
+            return {}
+        return runner_result(out.decode(errors="replace")) or {}
+
+    def run(self, spec: RunSpec) -> dict[str, Any]:
+        model, script = Path(spec.model), Path(spec.script)
+        _check_readable(model, "model")
+        _check_readable(script, "bench script")
+        inside_model, inside_script = f"{MODEL_DIR}/{model.name}", f"{SCRIPT_DIR}/{script.name}"
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="harness-docker-") as workdir:
+            spec_path = Path(workdir) / "spec.json"
+            spec_path.write_text(json.dumps(spec.runner_spec(model=inside_model, script=inside_script)))
+            spec_path.chmod(0o644)
+            mounts = [Mount(SPEC_PATH, str(spec_path), type="bind", read_only=True),
+                      Mount(inside_model, str(model.resolve()), type="bind", read_only=True),
+                      Mount(inside_script, str(script.resolve()), type="bind", read_only=True)]
+            result = self._run_container(spec, mounts)
+        result["overhead_s"] = max(time.monotonic() - started - (result.get("runtime_s") or 0.0), 0.0)
+        return result
+
+    def _run_container(self, spec: RunSpec, mounts: list[Mount]) -> dict[str, Any]:
+        container = None
+        try:
+            container = self.client.containers.create(
+                self.image_id, RUNNER_COMMAND, name=container_name(spec.run_id),
+                labels={LABEL: spec.run_id, "org.harness.session": spec.session_id}, mounts=mounts,
+                network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,mode=1777,size={spec.memory_bytes}"},
+                pids_limit=PIDS_LIMIT, init=True, mem_limit=spec.memory_bytes,
+                memswap_limit=spec.memory_bytes + spec.swap_bytes, **cpu_options(spec))
+            started = time.monotonic()
+            container.start()
+            try:
+                container.wait(timeout=spec.timeout_s + GRACE_S)
+            except requests.exceptions.ReadTimeout:
+                with contextlib.suppress(APIError):  # it may have exited just now
+                    container.kill()
+                return outside_result("timeout", time.monotonic() - started, "the container did not stop in time")
+            elapsed = time.monotonic() - started
+            container.reload()
+            stdout = container.logs(stdout=True, stderr=False).decode(errors="replace")
+            stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
+            state = container.attrs.get("State", {})
+            result = outcome(runner_result(stdout), state, stderr, elapsed)
+            result["container"] = {"name": container.name, "id": container.id, "oom_killed": bool(
+                state.get("OOMKilled")), "exit_code": state.get("ExitCode")}
+            return result
+        except ImageNotFound:
+            raise BackendError(f"Docker image {self.image} ({self.image_id}) was removed during the session; "
+                               "run `make image`") from None
+        except APIError as err:
+            raise BackendError(f"the Docker engine refused run {spec.run_id}: {err.explanation or err}") from None
+        except (requests.RequestException, DockerException) as err:
+            raise _engine_lost(err, spec) from None
+        finally:
+            if container is not None:
+                with contextlib.suppress(NotFound, APIError, requests.RequestException, DockerException):
+                    container.remove(force=True)
+
+    def close(self) -> None:
+        self.client.close()

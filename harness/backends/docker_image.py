@@ -1,0 +1,102 @@
+"""Build the runtime image through the Docker SDK (`make image`), from an exact, reproducible context.
+
+The context is a tar made here rather than the whole checkout: only the Dockerfile, pyproject.toml,
+README.md and harness/*.py, with fixed owners and times so an unchanged tree hits every cached layer.
+The image is labelled with a digest of those sources, so a backend can tell an image built from
+another checkout (stale) from a current one. Values reach the engine as API fields, never a shell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import sys
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.errors import BackendError
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SOURCE_LABEL = "org.harness.source-digest"
+CA_NAME = "build-ca.pem"  # the Dockerfile lets pip trust this file when the context holds it
+
+
+def context_files(root: Path = ROOT) -> list[tuple[str, Path]]:
+    """(name in the context, file) for everything the image is built from, in a stable order."""
+    files = [(name, root / name) for name in ("Dockerfile", "pyproject.toml", "README.md")]
+    package = root / "harness"
+    files += [(str(path.relative_to(root)), path) for path in sorted(package.rglob("*.py"))]
+    return files
+
+
+def source_digest(root: Path = ROOT) -> str | None:
+    """sha256 over the files that decide what the image runs (README.md only feeds package metadata);
+    None for an installed package without its checkout (nothing to compare the image with)."""
+    if not (root / "Dockerfile").is_file():
+        return None
+    digest = hashlib.sha256()
+    for name, path in context_files(root):
+        if name != "README.md":
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _add(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), 0o644, 0
+    archive.addfile(info, io.BytesIO(data))
+
+
+def build_context(root: Path = ROOT, ca_bundle: Path | None = None) -> io.BytesIO:
+    """The context tar in memory (a few hundred KiB): deterministic, so layer caching works."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, path in context_files(root):
+            _add(archive, name, path.read_bytes())
+        if ca_bundle is not None:
+            _add(archive, CA_NAME, ca_bundle.read_bytes())
+    buffer.seek(0)
+    return buffer
+
+
+def default_ca_bundle() -> Path | None:
+    """The CA bundle host pip trusts (PIP_CERT), so a build behind the same TLS proxy can install too."""
+    value = os.environ.get("PIP_CERT")
+    return Path(value) if value and Path(value).is_file() else None
+
+
+def _lines(stream: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """Build output as text; an engine-side error becomes one BackendError line."""
+    for chunk in stream:
+        if "error" in chunk:
+            raise BackendError(f"image build failed: {chunk['error'].strip()}")
+        if chunk.get("stream"):
+            yield chunk["stream"]
+
+
+def build_image(tag: str, base_image: str, build_args: dict[str, str], ca_bundle: Path | None,
+                log: Any = sys.stderr) -> str:
+    """Build `tag` and return its image id. Output streams to `log` while the engine works."""
+    import docker
+    from docker.errors import APIError, DockerException
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except DockerException as err:
+        raise BackendError(f"no Docker engine answers ({err}); start it (e.g. `systemctl start docker`)") from None
+    args = {"BASE_IMAGE": base_image, **build_args}
+    context = build_context(ca_bundle=ca_bundle)
+    try:
+        stream = client.api.build(fileobj=context, custom_context=True, tag=tag, buildargs=args, rm=True,
+                                  forcerm=True, decode=True, labels={SOURCE_LABEL: source_digest()})
+        for line in _lines(stream):
+            log.write(line)
+        return client.images.get(tag).id
+    except APIError as err:
+        raise BackendError(f"image build failed: {err.explanation or err}") from None
+    finally:
+        client.close()
