@@ -31,8 +31,9 @@ SUMMARY_CSV = "summary.csv"
 
 
 def new_session_id() -> str:
-    """Sortable by start time, unique across parallel sessions."""
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    """Sortable by start time (to the millisecond), unique across parallel sessions."""
+    now = time.time()
+    return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"{int(now % 1 * 1000):03d}-{secrets.token_hex(2)}"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
