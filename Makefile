@@ -44,3 +44,13 @@ $(ZOO_STAMP): $(STAMP) pyproject.toml
 	touch $(ZOO_STAMP)
 
 test: $(ZOO_STAMP)
+
+# Docker runtime image for BACKEND=docker, tagged with the profile's IMAGE. BASE_IMAGE, TORCH=1 and
+# LITERT=1 reach `harness image` as environment variables, never through a shell string.
+BASE_IMAGE ?= python:3.11-slim
+.PHONY: image
+image: export HARNESS_BASE_IMAGE := $(BASE_IMAGE)
+image: export HARNESS_IMAGE_TORCH := $(TORCH)
+image: export HARNESS_IMAGE_LITERT := $(LITERT)
+image: $(STAMP)
+	$(HARNESS) image

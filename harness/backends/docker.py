@@ -49,7 +49,7 @@ _PACKAGES_PROBE = (
 )
 
 
-def _client(timeout: float | None = None) -> docker.DockerClient:
+def connect(timeout: float | None = None) -> docker.DockerClient:
     """A client that has answered a ping, or one clear BackendError naming the fix."""
     try:
         client = docker.from_env(**({"timeout": timeout} if timeout else {}))
@@ -64,7 +64,7 @@ def _client(timeout: float | None = None) -> docker.DockerClient:
 def engine_status(image: str) -> tuple[bool, str]:
     """(usable, reason) for BACKEND=auto: an engine must answer and the image must exist."""
     try:
-        client = _client(timeout=PING_TIMEOUT_S)
+        client = connect(timeout=PING_TIMEOUT_S)
     except BackendError:
         return False, "no Docker engine answers"
     try:
@@ -145,7 +145,7 @@ class DockerBackend:
     name = "docker"
 
     def __init__(self, image: str) -> None:
-        self.client = _client()
+        self.client = connect()
         try:
             found = self.client.images.get(image)
         except ImageNotFound:

@@ -68,11 +68,11 @@ def default_ca_bundle() -> Path | None:
     return Path(value) if value and Path(value).is_file() else None
 
 
-def _lines(stream: Iterator[dict[str, Any]]) -> Iterator[str]:
+def _lines(stream: Iterator[dict[str, Any]], failure: str) -> Iterator[str]:
     """Build output as text; an engine-side error becomes one BackendError line."""
     for chunk in stream:
         if "error" in chunk:
-            raise BackendError(f"image build failed: {chunk['error'].strip()}")
+            raise BackendError(f"{failure}: {chunk['error'].strip()}")
         if chunk.get("stream"):
             yield chunk["stream"]
 
@@ -80,23 +80,23 @@ def _lines(stream: Iterator[dict[str, Any]]) -> Iterator[str]:
 def build_image(tag: str, base_image: str, build_args: dict[str, str], ca_bundle: Path | None,
                 log: Any = sys.stderr) -> str:
     """Build `tag` and return its image id. Output streams to `log` while the engine works."""
-    import docker
-    from docker.errors import APIError, DockerException
+    from docker.errors import APIError
 
-    try:
-        client = docker.from_env()
-        client.ping()
-    except DockerException as err:
-        raise BackendError(f"no Docker engine answers ({err}); start it (e.g. `systemctl start docker`)") from None
+    from harness.backends.docker import connect
+
+    if source_digest() is None:
+        raise BackendError(f"no Dockerfile in {ROOT}: build the image from a checkout of the harness")
+    client = connect()
     args = {"BASE_IMAGE": base_image, **build_args}
     context = build_context(ca_bundle=ca_bundle)
+    failure = f"building {tag} from BASE_IMAGE={base_image} failed"
     try:
         stream = client.api.build(fileobj=context, custom_context=True, tag=tag, buildargs=args, rm=True,
                                   forcerm=True, decode=True, labels={SOURCE_LABEL: source_digest()})
-        for line in _lines(stream):
+        for line in _lines(stream, failure):
             log.write(line)
         return client.images.get(tag).id
     except APIError as err:
-        raise BackendError(f"image build failed: {err.explanation or err}") from None
+        raise BackendError(f"{failure}: {err.explanation or err}") from None
     finally:
         client.close()

@@ -1,0 +1,208 @@
+"""The Docker backend against a real engine and the image `make image` built: limits, exact peaks, outcomes,
+lockdown, cleanup. Skipped with the reason when no engine or no current image is there, unless
+HARNESS_REQUIRE_DOCKER=1 (CI), where that is a failure."""
+
+from __future__ import annotations
+
+import signal
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from harness.backends.docker import NAME_PREFIX, DockerBackend, engine_status
+from harness.config import VARIABLES
+from harness.spec import RunSpec, plan_cpu_limits
+from tests.conftest import docker_required, make_matmul_model
+from tests.helpers import entry, profile_json, session_runs
+
+pytestmark = pytest.mark.docker
+IMAGE = VARIABLES["IMAGE"][3]
+BURN_WORK = "20000000"  # loop iterations per process: about 0.8 s of one core here, so start-up is noise
+MIB = 1024 * 1024
+
+
+def unavailable(reason: str) -> None:
+    if docker_required():
+        pytest.fail(f"HARNESS_REQUIRE_DOCKER=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[DockerBackend]:
+    usable, why = engine_status(IMAGE)
+    if not usable:
+        unavailable(why)
+    instance = DockerBackend(IMAGE)
+    if not instance.describe()["image_matches_checkout"]:
+        unavailable(f"image {IMAGE} was built from other sources than this checkout (run `make image`)")
+    yield instance
+    instance.close()
+
+
+@pytest.fixture(scope="module")
+def engine(backend: DockerBackend) -> Iterator[docker.DockerClient]:
+    client = docker.from_env()
+    yield client
+    client.close()
+
+
+def containers_of(client: docker.DockerClient, session_id: str) -> list[Any]:
+    return client.containers.list(all=True, filters={"label": f"org.harness.session={session_id}"})
+
+
+def make_spec(script: Path, *args: str, model: Path, cpus: float = 1.0, memory_mib: int = 256,
+              timeout_s: float = 60.0, session_id: str | None = None) -> RunSpec:
+    session_id = session_id or f"test-{uuid.uuid4().hex[:8]}"
+    return RunSpec(run_id=f"{session_id}-r000-0000", session_id=session_id, round=0, repeat=0, model_name="m",
+                   model=str(model), script=str(script), script_args=args,
+                   cpu=plan_cpu_limits(cpus, "auto", [0, 1]), memory_bytes=memory_mib * MIB, swap_bytes=0,
+                   iterations=10, warmup=1, batch_size=1, sample_interval_ms=10, timeout_s=timeout_s, image=IMAGE)
+
+
+def docker_profile(capsys, results: Path, engine: docker.DockerClient, model: Path, *args: str) -> dict[str, Any]:
+    summary = profile_json(capsys, results, str(model), "--backend", "docker", *args)
+    assert summary["backend"] == "docker" and summary["isolation"] == "docker"
+    assert containers_of(engine, summary["session_id"]) == []
+    return summary
+
+
+def median_runtime(runs: list[dict[str, Any]]) -> float:
+    values = [r["runtime_s"] for r in runs if r["status"] == "ok"]
+    assert values, runs
+    return statistics.median(values)
+
+
+def test_profile_through_docker_names_the_image(capsys, in_tmp_cwd: Path, tiny_onnx: Path,
+                                                engine: docker.DockerClient) -> None:
+    results = in_tmp_cwd / "results"
+    summary = docker_profile(capsys, results, engine, tiny_onnx, "--repeats", "2", "--iterations", "50")
+    runs = session_runs(results)
+    image = engine.images.get(IMAGE)
+    assert entry(summary, "tiny_mlp")["statuses"] == {"ok": 2}
+    for run in runs:
+        assert run["backend"] == "docker" and run["status"] == "ok" and run["latency_ms"]["n"] == 50
+        info = run["provenance"]["backend"]
+        assert info["image"] == IMAGE and info["image_id"] == image.id
+        assert info["engine_version"] == engine.version()["Version"]
+        assert info["cgroup_version"] == engine.info()["CgroupVersion"]
+        assert info["image_packages"]["onnxruntime"]
+        assert run["container"]["name"].startswith(NAME_PREFIX) and run["overhead_s"] > 0
+        assert run["peak_source"] == "kernel" and run["cgroup_version"] == int(info["cgroup_version"])
+
+
+def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path,
+                         engine: docker.DockerClient) -> None:
+    times = {}
+    for cpus in ("2", "1", "0.5"):
+        results = in_tmp_cwd / f"results-{cpus}"
+        docker_profile(capsys, results, engine, tiny_onnx, "--cpus", cpus, "--repeats", "3",
+                       "--script", str(workloads / "cpu_burn.py"), "--", "2", BURN_WORK)
+        runs = session_runs(results)
+        assert all(r["limits"]["cpu_mode"] == ("quota" if cpus == "0.5" else "pinned") for r in runs)
+        times[cpus] = median_runtime(runs)
+    assert times["1"] / times["2"] >= 1.8, times
+    assert times["0.5"] / times["1"] >= 1.8, times
+
+
+def test_peak_memory_is_exact(backend: DockerBackend, workloads: Path, tiny_onnx: Path) -> None:
+    alloc = workloads / "alloc.py"
+    backend.run(make_spec(alloc, "0", model=tiny_onnx))  # warms the page cache
+    baseline = backend.run(make_spec(alloc, "0", model=tiny_onnx))["peak_memory_mib"]
+    for n_mib in (64, 200):
+        run = backend.run(make_spec(alloc, str(n_mib), model=tiny_onnx, memory_mib=512))
+        assert run["status"] == "ok" and run["peak_source"] == "kernel"
+        assert abs(run["peak_memory_mib"] - (baseline + n_mib)) <= max(0.02 * n_mib, 3.0), (n_mib, baseline, run)
+
+
+def test_oom_is_recorded_and_session_goes_on(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path,
+                                             engine: docker.DockerClient) -> None:
+    results = in_tmp_cwd / "results"
+    summary = docker_profile(capsys, results, engine, tiny_onnx, "--memory", "128m", "--repeats", "2",
+                             "--script", str(workloads / "alloc.py"), "--", "300")
+    runs = session_runs(results)
+    assert [r["status"] for r in runs] == ["oom", "oom"]
+    assert all(r["container"]["oom_killed"] and r["peak_memory_mib"] <= 128.5 for r in runs)
+    assert entry(summary, "tiny_mlp")["statuses"] == {"oom": 2}
+
+
+def test_timeout_and_crash_statuses_and_nothing_left(backend: DockerBackend, engine: docker.DockerClient,
+                                                     workloads: Path, tiny_onnx: Path) -> None:
+    timeout = make_spec(workloads / "sleep.py", "60", model=tiny_onnx, timeout_s=1.5)
+    started = time.monotonic()
+    run = backend.run(timeout)
+    assert run["status"] == "timeout" and 1.5 <= run["runtime_s"] < 3.0
+    assert time.monotonic() - started < 10
+    crash = make_spec(workloads / "crash.py", model=tiny_onnx)
+    run = backend.run(crash)
+    assert run["status"] == "error" and run["exit_code"] == 3
+    assert "loading model failed" in run["stderr_tail"]
+    for spec in (timeout, crash):
+        assert containers_of(engine, spec.session_id) == []
+
+
+def test_ctrl_c_removes_the_container(backend: DockerBackend, engine: docker.DockerClient, workloads: Path,
+                                      tiny_onnx: Path) -> None:
+    spec = make_spec(workloads / "sleep.py", "60", model=tiny_onnx)
+    main_thread = threading.get_ident()
+    timer = threading.Timer(2.0, signal.pthread_kill, (main_thread, signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        backend.run(spec)
+    assert time.monotonic() - started < 15
+    assert containers_of(engine, spec.session_id) == []
+
+
+LOCKDOWN_PROBE = '''
+import os, socket
+from harness.metrics import report
+
+def refused(action):
+    try:
+        action()
+    except OSError:
+        return True
+    return False
+
+status = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
+report(uid=os.getuid(), cap_eff=status["CapEff"].strip(), no_new_privs=status["NoNewPrivs"].strip(),
+       rootfs_read_only=refused(lambda: open("/usr/probe", "w")),
+       model_read_only=refused(lambda: open(os.environ["HARNESS_MODEL"], "a")),
+       tmp_writable=not refused(lambda: open("/tmp/probe", "w")),
+       network_refused=refused(lambda: socket.create_connection(("1.1.1.1", 53), timeout=2)),
+       interfaces=",".join(sorted(os.listdir("/sys/class/net"))))
+'''
+
+
+def test_container_is_locked_down(backend: DockerBackend, tmp_path: Path, tiny_onnx: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(LOCKDOWN_PROBE)
+    probe.chmod(0o644)
+    run = backend.run(make_spec(probe, model=tiny_onnx))
+    assert run["status"] == "ok", run["stderr_tail"]
+    seen = run["metrics"]
+    assert seen["uid"] != 0 and int(seen["cap_eff"], 16) == 0 and seen["no_new_privs"] == "1"
+    assert seen["rootfs_read_only"] and seen["model_read_only"] and seen["tmp_writable"]
+    assert seen["network_refused"] and seen["interfaces"] == "lo"
+
+
+def test_docker_and_local_agree(capsys, in_tmp_cwd: Path, engine: docker.DockerClient) -> None:
+    model = make_matmul_model(in_tmp_cwd / "mlp512.onnx", size=512, layers=4)
+    medians = {}
+    for name in ("local", "docker"):
+        results = in_tmp_cwd / f"results-{name}"
+        profile_json(capsys, results, str(model), "--backend", name, "--repeats", "5", "--iterations", "300",
+                     "--memory", "1g")
+        runs = session_runs(results)
+        assert [r["status"] for r in runs] == ["ok"] * 5
+        medians[name] = (median_runtime(runs), statistics.median(r["peak_memory_mib"] for r in runs))
+    (local_s, local_mib), (docker_s, docker_mib) = medians["local"], medians["docker"]
+    assert abs(docker_s - local_s) <= 0.10 * local_s, medians
+    assert abs(docker_mib - local_mib) <= 0.10 * local_mib, medians

@@ -1,0 +1,96 @@
+"""What needs no engine: the image's build context, the run container's options, and the errors a user
+sees when no engine answers (a real socket path that nothing listens on)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from harness.backends import docker as docker_backend
+from harness.backends.docker_image import CA_NAME, build_context, context_files, source_digest
+from harness.cli import main
+from harness.errors import BackendError
+from harness.spec import plan_cpu_limits
+from tests.test_docker import make_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def names(context: io.BytesIO) -> list[str]:
+    with tarfile.open(fileobj=context) as archive:
+        return archive.getnames()
+
+
+def fake_checkout(root: Path) -> Path:
+    (root / "harness").mkdir(parents=True)
+    for name in ("Dockerfile", "pyproject.toml", "README.md"):
+        (root / name).write_text(name)
+    (root / "harness" / "runner.py").write_text("x = 1\n")
+    (root / "harness" / "notes.txt").write_text("not part of the image")
+    return root
+
+
+def test_context_is_exact_and_reproducible(tmp_path: Path) -> None:
+    root = fake_checkout(tmp_path / "checkout")
+    first = build_context(root)
+    assert names(first) == ["Dockerfile", "pyproject.toml", "README.md", "harness/runner.py"]
+    (root / "harness" / "runner.py").touch()  # a new mtime alone must not change a byte (layer cache)
+    assert build_context(root).getvalue() == first.getvalue()
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    assert names(build_context(root, ca_bundle=ca))[-1] == CA_NAME
+
+
+def test_source_digest_follows_code_not_readme(tmp_path: Path) -> None:
+    root = fake_checkout(tmp_path / "checkout")
+    before = source_digest(root)
+    (root / "README.md").write_text("a new section")
+    assert source_digest(root) == before
+    (root / "harness" / "runner.py").write_text("x = 2\n")
+    assert source_digest(root) != before
+    assert source_digest(tmp_path / "elsewhere") is None
+
+
+def test_real_context_holds_the_package() -> None:
+    files = dict(context_files(ROOT))
+    assert {"Dockerfile", "harness/runner.py", "harness/metrics.py", "harness/benchloop.py"} <= set(files)
+    assert not any("__pycache__" in name or name.startswith("tests/") for name in files)
+
+
+@pytest.mark.parametrize(("cpus", "expected"), [
+    (2.0, {"cpuset_cpus": "0-1"}), (1.0, {"cpuset_cpus": "1"}), (0.5, {"nano_cpus": 500_000_000}),
+])
+def test_cpu_options(cpus: float, expected: dict, tiny_onnx: Path, workloads: Path) -> None:
+    spec = make_spec(workloads / "alloc.py", model=tiny_onnx, cpus=cpus)
+    assert spec.cpu == plan_cpu_limits(cpus, "auto", [0, 1])
+    assert docker_backend.cpu_options(spec) == expected
+
+
+def test_container_names_are_unique_and_valid() -> None:
+    first, second = docker_backend.container_name("s/1 r:0"), docker_backend.container_name("s/1 r:0")
+    assert first != second and first.startswith(docker_backend.NAME_PREFIX + "s-1-r-0-")
+
+
+def test_no_engine_is_one_clear_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys,
+                                     in_tmp_cwd: Path, tiny_onnx: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing-listens.sock")
+    usable, why = docker_backend.engine_status("harness-runtime:latest")
+    assert not usable and why == "no Docker engine answers"
+    with pytest.raises(BackendError, match="no Docker engine answers at unix://.*start it"):
+        docker_backend.DockerBackend("harness-runtime:latest")
+    assert main(["profile", str(tiny_onnx), "--backend", "docker", "--repeats", "1"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("harness: error: no Docker engine answers"), err
+
+
+def test_unreadable_model_is_refused_before_any_container(tmp_path: Path, workloads: Path) -> None:
+    model = tmp_path / "secret.onnx"
+    model.write_bytes(b"onnx")
+    model.chmod(0o600)
+    with pytest.raises(BackendError, match=r"not readable by the container's unprivileged user; run `chmod o\+r"):
+        docker_backend._check_readable(model, "model")
+    with pytest.raises(BackendError, match="does not exist"):
+        docker_backend._check_readable(tmp_path / "missing.onnx", "model")
