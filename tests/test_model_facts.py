@@ -1,0 +1,117 @@
+"""onnx_facts: MACs, params, layers and signature from the graph, checked against hand-computed shapes and
+against the published multiply-add counts of MobileNetV1 and ResNet-18 (within 2%)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from harness.errors import ModelError
+from harness.model_facts import onnx_facts
+from tests.zoo_support import CONV_MODEL_MACS, make_conv_model, zoo_cache  # noqa: F401  (fixture)
+
+
+def _mixed_graph(path: Path) -> dict[str, int]:
+    """Depthwise conv, ConvTranspose, batched MatMul and Gemm(transA) on a batch of 1: returns their expected MACs.
+
+    (A fixed batch: with a symbolic one the reshape's row count is unknown to shape inference.)"""
+    rng = np.random.default_rng(1)
+    arrays = {
+        "dw": rng.standard_normal((8, 1, 3, 3)), "up": rng.standard_normal((8, 4, 2, 2)),
+        "mm": rng.standard_normal((16, 6)), "g": rng.standard_normal((96, 10)),
+    }
+    inits = [numpy_helper.from_array(a.astype(np.float32), name) for name, a in arrays.items()]
+    nodes = [
+        helper.make_node("Conv", ["x", "dw"], ["d"], group=8, pads=[1, 1, 1, 1]),  # [1, 8, 16, 16]
+        helper.make_node("ConvTranspose", ["d", "up"], ["u"], strides=[2, 2]),  # [1, 4, 32, 32]
+        helper.make_node("Slice", ["u", "st", "en", "ax"], ["s"]),  # [1, 4, 32, 16]
+        helper.make_node("MatMul", ["s", "mm"], ["m"]),  # [1, 4, 32, 6]
+        helper.make_node("Reshape", ["m", "shape"], ["r"]),  # [8, 96]
+        helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0]),  # [96, 8]
+        helper.make_node("Gemm", ["t", "g"], ["y"], transA=1),  # [8, 10]
+    ]
+    inits += [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+              for n, v in (("st", [0]), ("en", [16]), ("ax", [3]), ("shape", [-1, 96]))]
+    graph = helper.make_graph(nodes, "mixed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return {
+        "Conv": 8 * 16 * 16 * (1 * 9),  # depthwise: one input channel per output channel
+        "ConvTranspose": 8 * 16 * 16 * (4 * 2 * 2),  # every input element scattered into 4 channels x 2x2
+        "MatMul": 4 * 32 * 6 * 16,
+        "Gemm": 8 * 10 * 96,  # 8 rows of 96 after the reshape
+    }
+
+
+def test_facts_of_a_small_convnet(tmp_path: Path) -> None:
+    path = make_conv_model(tmp_path / "conv.onnx")
+    facts = onnx_facts(path)
+    model = onnx.load(path)
+    assert facts["macs"] == CONV_MODEL_MACS
+    assert facts["flops"] == 2 * CONV_MODEL_MACS
+    assert facts["params"] == sum(numpy_helper.to_array(init).size for init in model.graph.initializer)
+    assert facts["layers"] == 3
+    assert facts["nodes"] == len(model.graph.node)
+    assert facts["size_mib"] == pytest.approx(os.path.getsize(path) / 2**20)
+    assert facts["inputs"] == [{"name": "x", "shape": ["batch", 3, 32, 32], "dtype": "float32"}]
+    assert facts["opset"] == 17
+
+
+def test_macs_of_depthwise_transpose_matmul_and_gemm(tmp_path: Path) -> None:
+    expected = _mixed_graph(tmp_path / "mixed.onnx")
+    facts = onnx_facts(tmp_path / "mixed.onnx")
+    assert facts["macs"] == sum(expected.values())
+    assert facts["layers"] == len(expected)
+
+
+def test_missing_and_corrupt_files_are_one_line_model_errors(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="does not exist"):
+        onnx_facts(tmp_path / "absent.onnx")
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\x08\x07not a protobuf at all" * 50)
+    with pytest.raises(ModelError) as caught:
+        onnx_facts(garbage)
+    assert "garbage.onnx" in str(caught.value) and "\n" not in str(caught.value)
+
+
+# Published multiply-adds: MobileNetV1 paper (Howard et al. 2017) Table 8: 569M; ResNet paper (He et al.
+# 2016) Table 1: 1.8 GFLOPs (multiply-adds), 1.82G in the usual precise count; MobileNetV2 paper Table 4:
+# 300M; ShuffleNetV2 paper Table 8: 146M at 1x, 41M at 0.5x.
+PUBLISHED_MACS = [
+    ("mobilenet_v1_1.0_224", 569e6, 0.02),
+    ("resnet18", 1.82e9, 0.02),
+    ("mobilenet_v2_1.0_224", 300e6, 0.02),
+    ("shufflenet_v2_x1_0", 146e6, 0.03),
+    ("shufflenet_v2_x0_5", 41e6, 0.03),
+]
+
+
+@pytest.mark.usefixtures("zoo_cache")
+@pytest.mark.parametrize(("name", "published", "tolerance"), PUBLISHED_MACS)
+def test_zoo_macs_match_published_counts(name: str, published: float, tolerance: float) -> None:
+    pytest.importorskip("torchvision", reason="needs the zoo extra: make setup-zoo")
+    from harness import zoo
+
+    macs = onnx_facts(zoo.export(name))["macs"]
+    assert abs(macs - published) / published < tolerance, f"{name}: {macs / 1e6:.1f}M vs {published / 1e6:.0f}M"
+
+
+@pytest.mark.usefixtures("zoo_cache")
+def test_quantized_variant_keeps_macs_and_signature() -> None:
+    pytest.importorskip("torchvision", reason="needs the zoo extra: make setup-zoo")
+    from harness import zoo
+
+    float_facts = onnx_facts(zoo.export("mobilenet_v2_0.25_96"))
+    for mode in ("dynamic", "static"):
+        int8_facts = onnx_facts(zoo.export(f"mobilenet_v2_0.25_96_int8_{mode}"))
+        assert int8_facts["macs"] == float_facts["macs"]
+        assert int8_facts["layers"] == float_facts["layers"]
+        assert int8_facts["inputs"] == float_facts["inputs"]
+        assert int8_facts["size_mib"] < 0.35 * float_facts["size_mib"]
