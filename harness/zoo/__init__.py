@@ -1,0 +1,64 @@
+"""Model zoo: standard edge architectures with random weights, exported on first use and cached.
+
+Nothing is downloaded. Torch is imported only when a model is built, so `is_zoo_name` and
+`list_models` work on the torch-free core install; building needs the `zoo` extra (`make setup-zoo`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ModelError
+from harness.zoo.cache import cache_dir, cached_files
+from harness.zoo.registry import FAMILIES, ZooSpec, get_family, is_zoo_name, listed_specs, parse
+
+__all__ = ["FAMILIES", "cache_dir", "export", "is_zoo_name", "list_models", "parse"]
+
+FORMATS = ("onnx", "torchscript")
+_ZOO_EXTRA_MODULES = {"torch", "torchvision", "onnxscript"}
+
+
+def list_models() -> list[dict[str, Any]]:
+    """The published variants of every family, with their input, provenance and cached exports."""
+    return [
+        {
+            **spec.as_dict(),
+            "grammar": get_family(spec.family).grammar,
+            "source": get_family(spec.family).source,
+            "description": get_family(spec.family).description,
+            "cached": [str(path) for path in cached_files(spec.name)],
+        }
+        for spec in listed_specs()
+    ]
+
+
+def _exporter() -> Any:
+    try:
+        return importlib.import_module("harness.zoo.exporter")
+    except ModuleNotFoundError as err:
+        if err.name in _ZOO_EXTRA_MODULES:
+            raise ModelError(f"zoo models need {err.name}: install the zoo extra: make setup-zoo") from err
+        raise
+
+
+def _export_quantized(spec: ZooSpec, exporter: Any) -> Path:
+    import onnxruntime
+
+    from harness.quantize import quantize
+
+    base = exporter.export_float(parse(spec.base_name), "onnx")
+    path = exporter.cached_path(spec, "onnx", {"onnxruntime": onnxruntime.__version__})
+    return path if path.exists() else quantize(base, spec.quant, path)
+
+
+def export(name: str, fmt: str = "onnx") -> Path:
+    """The cached file of zoo model `name` in `fmt` (onnx | torchscript), built on first use."""
+    if fmt not in FORMATS:
+        raise ModelError(f"zoo export format {fmt!r} is not one of {', '.join(FORMATS)}; pick one of those")
+    spec = parse(name)
+    if spec.quant and fmt != "onnx":
+        raise ModelError(f"{spec.name} is an onnxruntime int8 variant and exists as onnx only; drop the format")
+    exporter = _exporter()
+    return _export_quantized(spec, exporter) if spec.quant else exporter.export_float(spec, fmt)

@@ -1,0 +1,34 @@
+"""Where zoo exports live and how they get there (torch-free, so listing the cache needs no torch)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """HARNESS_ZOO_DIR, else ~/.cache/harness/zoo."""
+    return Path(os.environ.get("HARNESS_ZOO_DIR") or Path.home() / ".cache" / "harness" / "zoo").expanduser()
+
+
+def cached_files(name: str) -> list[Path]:
+    """Every cached export of the canonical zoo name `name` (any format, any library version)."""
+    root = cache_dir()
+    return sorted(p for p in root.glob(f"{name}-*") if p.suffix in (".onnx", ".pt")) if root.is_dir() else []
+
+
+def write_atomically(path: Path, writer: Callable[[Path], None]) -> Path:
+    """`writer` fills a temp file beside `path`, which then replaces it: a reader never sees half a model,
+    and two processes building the same model at once both end with a whole file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        writer(Path(tmp))
+        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; a container's user must read the model too
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return path

@@ -1,0 +1,80 @@
+"""Export zoo networks to ONNX or TorchScript into a cache keyed by everything that changes the bytes.
+
+ONNX goes through torch's dynamo exporter (`torch.onnx.export(..., dynamo=True)`): it is the default and
+maintained path since torch 2.9 (the TorchScript-based one is deprecated), its `onnxscript` dependency
+installs from the package index with the zoo extra, and it folds BatchNorm into the convolutions, which is
+the graph a deployed model has. The batch dimension is left dynamic so BATCH_SIZE works with any export.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from pathlib import Path
+
+import torch
+import torchvision
+
+from harness.zoo.build import SEED, build
+from harness.zoo.cache import cache_dir, write_atomically
+from harness.zoo.registry import ZooSpec
+
+OPSET = 18
+CACHE_FORMAT = 1  # bump when the export recipe changes, so stale cache entries are never reused
+SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
+
+
+def cache_key(spec: ZooSpec, fmt: str, extra: dict[str, str] | None = None) -> str:
+    """12 hex digits over the name, parameters, input, format, exporter settings and library versions."""
+    recipe = {
+        "cache_format": CACHE_FORMAT,
+        "spec": spec.as_dict(),
+        "fmt": fmt,
+        "opset": OPSET,
+        "seed": SEED,
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        **(extra or {}),
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def cached_path(spec: ZooSpec, fmt: str, extra: dict[str, str] | None = None) -> Path:
+    return cache_dir() / f"{spec.name}-{cache_key(spec, fmt, extra)}{SUFFIXES[fmt]}"
+
+
+def _export_onnx(spec: ZooSpec, target: Path) -> None:
+    net = build(spec)
+    # Batch 2 in the example: torch.export specialises a dimension whose example size is 1.
+    example = torch.randn(2, *spec.input_shape[1:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            net,
+            (example,),
+            str(target),
+            dynamo=True,
+            opset_version=OPSET,
+            external_data=False,
+            input_names=["input"],
+            output_names=["output"],
+            dynamic_shapes=({0: torch.export.Dim("batch")},),
+            verbose=False,
+        )
+
+
+def _export_torchscript(spec: ZooSpec, target: Path) -> None:
+    net = build(spec)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # torch.jit is deprecated upstream but still what TorchScript users load
+        traced = torch.jit.trace(net, torch.randn(*spec.input_shape))
+    traced.save(str(target))
+
+
+def export_float(spec: ZooSpec, fmt: str) -> Path:
+    """The cached export of a float zoo model, built on first use."""
+    path = cached_path(spec, fmt)
+    if not path.exists():
+        write_atomically(path, lambda tmp: (_export_onnx if fmt == "onnx" else _export_torchscript)(spec, tmp))
+    return path

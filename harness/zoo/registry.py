@@ -1,0 +1,260 @@
+"""The zoo's name grammar, torch-free: deciding whether MODEL names a zoo model must not cost a torch import.
+
+A name is `<family>[_<parameters>][_int8_dynamic|_int8_static]`; each family below owns one regular
+expression, the allowed values of its parameters and the input it is exported with. Decimal parameters
+are canonicalised (`mobilenet_v2_1_224` is `mobilenet_v2_1.0_224`), so one model has one cache entry.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import ModelError
+
+QUANT_SUFFIXES = {"_int8_dynamic": "dynamic", "_int8_static": "static"}
+_DECIMAL = r"\d+(?:\.\d+)?"
+# Resolutions the MobileNets accept: their stride is 32 and torchvision pools adaptively.
+_RES_MIN, _RES_MAX, _RES_STEP = 32, 640, 32
+IMAGENET_CLASSES = 1000
+KINETICS_CLASSES = 600  # Efficient-3DCNNs' default head (Kinetics-600).
+VIDEO_CLIP = (16, 112, 112)  # frames, height, width: the Efficient-3DCNNs benchmark input.
+
+
+def canonical_decimal(value: float) -> str:
+    """0.5 -> "0.5", 1 -> "1.0": one spelling per value."""
+    text = f"{value:.2f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+@dataclass(frozen=True)
+class Family:
+    """One architecture family: its grammar, allowed values and how it is built."""
+
+    key: str
+    template: str
+    source: str
+    choices: dict[str, tuple[str, ...]]
+    listed: tuple[dict[str, str], ...]
+    description: str
+
+    @property
+    def pattern(self) -> str:
+        """The template with each {parameter} turned into a named group (decimals are canonicalised later)."""
+        parts = re.split(r"\{(\w+)\}", self.template)
+        for index in range(1, len(parts), 2):
+            key = parts[index]
+            options = self.choices.get(key)
+            if options is None:
+                value = r"\d+"
+            elif any("." in option for option in options):
+                value = _DECIMAL
+            else:
+                value = "|".join(options)
+            parts[index] = f"(?P<{key}>{value})"
+        return "".join(parts)
+
+    @property
+    def grammar(self) -> str:
+        return self.template.replace("{", "<").replace("}", ">")
+
+    def compose(self, params: dict[str, str]) -> str:
+        return self.template.format(**params)
+
+    def match(self, base: str) -> dict[str, str] | None:
+        found = re.fullmatch(self.pattern, base)
+        return None if found is None else dict(found.groupdict())
+
+
+@dataclass(frozen=True)
+class ZooSpec:
+    """A validated zoo name: the family, its canonical parameters and the exported input shape."""
+
+    name: str
+    family: str
+    params: dict[str, str]
+    input_shape: tuple[int, ...]
+    num_classes: int
+    quant: str | None
+
+    @property
+    def base_name(self) -> str:
+        """The float model a quantized variant is made from (the name itself otherwise)."""
+        return self.name.removesuffix(f"_int8_{self.quant}") if self.quant else self.name
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "family": self.family,
+            "params": dict(self.params),
+            "input_shape": list(self.input_shape),
+            "num_classes": self.num_classes,
+            "quant": self.quant,
+        }
+
+
+def _grid(**values: tuple[str, ...]) -> tuple[dict[str, str], ...]:
+    """Every combination of the listed values, in order."""
+    combos: list[dict[str, str]] = [{}]
+    for key, options in values.items():
+        combos = [{**combo, key: option} for combo in combos for option in options]
+    return tuple(combos)
+
+
+_TORCHVISION = "torchvision"
+# Köpüklü et al., "Resource Efficient 3D Convolutional Neural Networks", ICCVW 2019.
+_EFFICIENT_3D = "hand-written after Efficient-3DCNNs (Köpüklü et al. 2019)"
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        key="mobilenet_v1",
+        template="mobilenet_v1_{alpha}_{res}",
+        source="hand-written after Howard et al. 2017 (not in torchvision)",
+        choices={"alpha": ("0.25", "0.5", "0.75", "1.0")},
+        listed=_grid(alpha=("0.25", "0.5", "0.75", "1.0"), res=("128", "160", "192", "224")),
+        description="MobileNetV1, width multiplier alpha, input res x res",
+    ),
+    Family(
+        key="mobilenet_v2",
+        template="mobilenet_v2_{alpha}_{res}",
+        source=_TORCHVISION,
+        choices={"alpha": ("0.25", "0.35", "0.5", "0.75", "1.0", "1.3", "1.4")},
+        listed=_grid(alpha=("0.25", "0.5", "0.75", "1.0", "1.4"), res=("96", "128", "160", "192", "224")),
+        description="MobileNetV2, width multiplier alpha, input res x res",
+    ),
+    Family(
+        key="squeezenet",
+        template="squeezenet{version}",
+        source=_TORCHVISION,
+        choices={"version": ("1_0", "1_1")},
+        listed=_grid(version=("1_0", "1_1")),
+        description="SqueezeNet 1.0 / 1.1, 224 x 224",
+    ),
+    Family(
+        key="shufflenet_v2",
+        template="shufflenet_v2_x{width}",
+        source=_TORCHVISION,
+        choices={"width": ("0_5", "1_0", "1_5", "2_0")},
+        listed=_grid(width=("0_5", "1_0", "1_5", "2_0")),
+        description="ShuffleNetV2 at width 0.5x..2.0x, 224 x 224",
+    ),
+    Family(
+        key="resnet",
+        template="resnet{depth}",
+        source=_TORCHVISION,
+        choices={"depth": ("18", "50")},
+        listed=_grid(depth=("18", "50")),
+        description="ResNet-18 / ResNet-50, 224 x 224",
+    ),
+    Family(
+        key="inception_v3",
+        template="inception_v3",
+        source=_TORCHVISION,
+        choices={},
+        listed=({},),
+        description="Inception-v3, 299 x 299",
+    ),
+    Family(
+        key="squeezenet3d",
+        template="squeezenet3d_{version}",
+        source=_EFFICIENT_3D,
+        choices={"version": ("1.0", "1.1")},
+        listed=_grid(version=("1.0", "1.1")),
+        description="3D SqueezeNet, clip 16 x 112 x 112, 600 classes",
+    ),
+    Family(
+        key="shufflenet_v2_3d",
+        template="shufflenet_v2_3d_{width}",
+        source=_EFFICIENT_3D,
+        choices={"width": ("0.25", "0.5", "1.0", "1.5", "2.0")},
+        listed=_grid(width=("0.25", "0.5", "1.0", "1.5", "2.0")),
+        description="3D ShuffleNetV2, clip 16 x 112 x 112, 600 classes",
+    ),
+    Family(
+        key="mobilenet_v2_3d",
+        template="mobilenet_v2_3d_{width}",
+        source=_EFFICIENT_3D,
+        choices={"width": ("0.2", "0.45", "0.7", "1.0")},
+        listed=_grid(width=("0.2", "0.45", "0.7", "1.0")),
+        description="3D MobileNetV2, clip 16 x 112 x 112, 600 classes",
+    ),
+)
+_BY_KEY = {family.key: family for family in FAMILIES}
+
+
+def _split_quant(name: str) -> tuple[str, str | None]:
+    for suffix, mode in QUANT_SUFFIXES.items():
+        if name.endswith(suffix):
+            return name.removesuffix(suffix), mode
+    return name, None
+
+
+def _match(name: str) -> tuple[Family, dict[str, str], str | None] | None:
+    base, quant = _split_quant(name)
+    for family in FAMILIES:
+        found = family.match(base)
+        if found is not None:
+            return family, found, quant
+    return None
+
+
+def is_zoo_name(name: str) -> bool:
+    """True when `name` is in the zoo's grammar; `parse` then checks its values and names the allowed ones."""
+    return _match(name) is not None
+
+
+def _input_shape(family: Family, params: dict[str, str]) -> tuple[int, ...]:
+    if family.key in ("mobilenet_v1", "mobilenet_v2"):
+        res = int(params["res"])
+        return (1, 3, res, res)
+    if family.key == "inception_v3":
+        return (1, 3, 299, 299)
+    if family.key.endswith("3d"):
+        return (1, 3, *VIDEO_CLIP)
+    return (1, 3, 224, 224)
+
+
+def _canonical(family: Family, raw: dict[str, str], name: str) -> dict[str, str]:
+    params = dict(raw)
+    for key, value in raw.items():
+        if key == "res":
+            res = int(value)
+            if not (_RES_MIN <= res <= _RES_MAX and res % _RES_STEP == 0):
+                raise ModelError(
+                    f"zoo model {name!r}: resolution {value} is not a multiple of {_RES_STEP} in "
+                    f"{_RES_MIN}..{_RES_MAX}; pick one such as 224 (see `harness zoo list`)"
+                )
+            params[key] = str(res)
+            continue
+        allowed = family.choices.get(key, ())
+        if "." in "".join(allowed):
+            value = canonical_decimal(float(value))
+        if value not in allowed:
+            raise ModelError(
+                f"zoo model {name!r}: {key} {raw[key]} is not one of {', '.join(allowed)}; "
+                f"use {family.grammar} with one of those (see `harness zoo list`)"
+            )
+        params[key] = value
+    return params
+
+
+def parse(name: str) -> ZooSpec:
+    """Validate a zoo name; raises ModelError naming the allowed values of a bad parameter."""
+    found = _match(name)
+    if found is None:
+        raise ModelError(f"{name!r} is not a zoo model name; see `harness zoo list` for the grammar")
+    family, raw, quant = found
+    params = _canonical(family, raw, name)
+    canonical = family.compose(params) + (f"_int8_{quant}" if quant else "")
+    classes = KINETICS_CLASSES if family.key.endswith("3d") else IMAGENET_CLASSES
+    return ZooSpec(canonical, family.key, params, _input_shape(family, params), classes, quant)
+
+
+def get_family(key: str) -> Family:
+    return _BY_KEY[key]
+
+
+def listed_specs() -> list[ZooSpec]:
+    """The published variants of every family (the grammar admits more)."""
+    return [parse(fam.compose(params)) for fam in FAMILIES for params in fam.listed]
