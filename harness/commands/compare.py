@@ -1,0 +1,165 @@
+"""`harness compare A B`: two models' static facts and measured medians side by side, with B/A ratios.
+
+Each model's runs come from the newest session that holds it, so `make profile MODEL=x` then
+`make profile MODEL=x_int8_static` compares the latest measurement of each. Medians over repeats with a
+bootstrap 95% CI (harness.stats.summarize); a ratio below 1 means B is smaller (faster, lighter).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from harness import zoo
+from harness.commands._analysis import fmt, print_json, stdout, warn
+from harness.errors import ConfigError, DataError
+from harness.run_values import resolve_results_dir
+from harness.stats import metric_value, summarize
+from harness.store import list_sessions, load_runs
+
+# (row label, where in model_facts, scale) for facts read from the graph, the same for every run of a model
+STATIC_ROWS = (("size MiB", "size_mib", 1.0), ("params", "params", 1.0), ("MMACs", "macs", 1e-6),
+               ("layers", "layers", 1.0))
+# (row label, harness.stats metric) for measured values, summarised over a model's ok runs
+MEASURED_ROWS = (
+    ("latency p50 ms", "latency_p50_ms"), ("latency p99 ms", "latency_p99_ms"),
+    ("throughput /s", "throughput_ips"), ("runtime s", "runtime_s"), ("load s", "load_s"),
+    ("peak memory MiB", "peak_memory_mib"), ("peak RSS MiB", "peak_rss_mib"), ("avg memory MiB", "avg_memory_mib"),
+)
+# Settings that must match for the two columns to be a fair comparison; a mismatch is warned about.
+CHECKED_SETTINGS = ("device_name", "memory_mib", "backend", "batch_size", "iterations")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="two models side by side: size, params, MACs, latency, memory, with B/A ratios",
+        description=__doc__,
+    )
+    parser.add_argument("models", nargs=2, metavar="MODEL", help="model names, files or zoo names (A then B)")
+    parser.add_argument("--cpus", type=float, help="compare the runs at this CPUS (default: every CPUS both have)")
+    parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
+    parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
+    parser.set_defaults(func=run)
+
+
+def _names(arg: str) -> set[str]:
+    """The model_name values a run of `arg` may carry: as typed, a file's stem, the canonical zoo name."""
+    names = {arg, Path(arg).stem}
+    if zoo.is_zoo_name(arg):
+        names.add(zoo.parse(arg).name)
+    return names
+
+
+def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[dict[str, Any]]]:
+    """(session id, runs of the model) from the newest session holding `arg`."""
+    names = _names(arg)
+    for session_dir in reversed(list_sessions(results_dir)):
+        runs = [run for run in load_runs(session_dir) if run.get("model_name") in names]
+        if runs:
+            return session_dir.name, runs
+    raise DataError(f"no runs of model {arg!r} under {results_dir}; run `make profile MODEL={arg}` first")
+
+
+def _side(arg: str, session: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [run for run in runs if run.get("status") == "ok"]
+    statuses: dict[str, int] = {}
+    for run in runs:
+        statuses[run.get("status", "error")] = statuses.get(run.get("status", "error"), 0) + 1
+    first = runs[-1]
+    return {
+        "model": arg, "model_name": first.get("model_name"), "session": session, "cpus": float(first["cpus"]),
+        "n_runs": len(runs), "n_ok": len(ok), "statuses": statuses,
+        "facts": first.get("model_facts") or {"size_mib": first.get("model_size_mib")},
+        "settings": {key: first.get(key) for key in CHECKED_SETTINGS},
+        "metrics": {metric: summarize([metric_value(run, metric) for run in ok]) for _, metric in MEASURED_ROWS},
+    }
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return b / a if a and b is not None else None
+
+
+def _rows(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for label, key, scale in STATIC_ROWS:
+        va, vb = (side["facts"].get(key) for side in (a, b))
+        va, vb = (v * scale if isinstance(v, (int, float)) and scale != 1.0 else v for v in (va, vb))
+        rows.append({"metric": label, "key": key, "a": va, "b": vb, "ratio": _ratio(va, vb)})
+    for label, metric in MEASURED_ROWS:
+        sa, sb = a["metrics"][metric], b["metrics"][metric]
+        rows.append({"metric": label, "key": metric, "a": sa["median"], "b": sb["median"],
+                     "ratio": _ratio(sa["median"], sb["median"]), "a_summary": sa, "b_summary": sb})
+    return rows
+
+
+def compare(results_dir: Path, model_a: str, model_b: str, cpus: float | None = None) -> list[dict[str, Any]]:
+    """One comparison per CPUS value both models were measured at (or the one asked for)."""
+    sessions = [latest_runs(results_dir, model) for model in (model_a, model_b)]
+    cpus_sets = [{float(run["cpus"]) for run in runs} for _, runs in sessions]
+    common = sorted(cpus_sets[0] & cpus_sets[1])
+    if cpus is not None:
+        if cpus not in common:
+            raise ConfigError(f"--cpus {cpus:g}: {model_a} has runs at {sorted(cpus_sets[0])}, {model_b} at "
+                              f"{sorted(cpus_sets[1])}; pick a value both have")
+        common = [cpus]
+    if not common:
+        raise DataError(f"{model_a} was measured at CPUS {sorted(cpus_sets[0])} and {model_b} at "
+                        f"{sorted(cpus_sets[1])}; profile both with the same CPUS to compare them")
+    comparisons = []
+    for value in common:
+        sides = [_side(model, session, [r for r in runs if float(r["cpus"]) == value])
+                 for model, (session, runs) in zip((model_a, model_b), sessions, strict=True)]
+        comparisons.append({"cpus": value, "a": sides[0], "b": sides[1], "rows": _rows(*sides)})
+    return comparisons
+
+
+def _warn_mismatches(comparison: dict[str, Any]) -> None:
+    a, b = comparison["a"], comparison["b"]
+    for key in CHECKED_SETTINGS:
+        if a["settings"][key] != b["settings"][key]:
+            warn(f"{key} differs: {a['settings'][key]} for {a['model']} vs {b['settings'][key]} for {b['model']}; "
+                 "the columns were measured under different conditions, profile both with the same ENV")
+    for side in (a, b):
+        if side["n_ok"] < side["n_runs"]:
+            warn(f"{side['model']}: only {side['n_ok']} of {side['n_runs']} runs ok ({side['statuses']}); "
+                 "its measured rows use the ok runs only")
+        unstable = [label for label, metric in MEASURED_ROWS if side["metrics"][metric]["unstable"]]
+        if unstable:
+            warn(f"{side['model']}: {', '.join(unstable)} vary (IQR/median > 10%); raise REPEATS or ITERATIONS")
+
+
+def _cell(value: Any, summary: dict[str, Any] | None) -> str:
+    text = f"{value:,}" if isinstance(value, int) else fmt(value)
+    if summary and summary.get("ci95_low") is not None and summary["ci95_low"] != summary["ci95_high"]:
+        text += f" [{fmt(summary['ci95_low'], 3)}, {fmt(summary['ci95_high'], 3)}]"
+    return text + ("*" if summary and summary.get("unstable") else "")
+
+
+def _table(comparison: dict[str, Any]) -> Table:
+    a, b = comparison["a"], comparison["b"]
+    table = Table(title=f"compare · cpus={comparison['cpus']:g} · median [95% CI] over ok runs · * unstable",
+                  title_justify="left")
+    table.add_column("metric")
+    for side in (a, b):
+        table.add_column(f"{side['model']}\n{side['session']} · {side['n_ok']}/{side['n_runs']} ok", justify="right")
+    table.add_column("B/A", justify="right")
+    for row in comparison["rows"]:
+        ratio = f"{row['ratio']:.3f}x" if row["ratio"] is not None else "—"
+        table.add_row(row["metric"], _cell(row["a"], row.get("a_summary")), _cell(row["b"], row.get("b_summary")),
+                      ratio)
+    return table
+
+
+def run(args: argparse.Namespace) -> int:
+    comparisons = compare(resolve_results_dir(args.results_dir), *args.models, cpus=args.cpus)
+    for comparison in comparisons:
+        _warn_mismatches(comparison)
+    if args.json:
+        print_json({"models": list(args.models), "comparisons": comparisons})
+        return 0
+    for comparison in comparisons:
+        stdout.print(_table(comparison))
+    return 0
