@@ -61,7 +61,7 @@ class Report:
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.]+", "_", text).strip("_").lower()
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", text).strip("_").lower()
 
 
 def session_section(info: dict[str, Any], runs: list[dict[str, Any]]) -> Section:

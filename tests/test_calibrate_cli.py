@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from analysis_fixtures import write_session
 
 from harness.cli import main
+from tests.analysis_fixtures import write_session
 
 HARNESS = {"net_a": [1.0, 1.2, 1.1], "net_b": [2.0, 2.1, 2.2], "net_c": [4.0, 4.4, 4.2], "net_d": [7.0, 7.2, 7.1],
            "net_e": [9.0, 9.3, 9.1]}

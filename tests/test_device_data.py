@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from analysis_fixtures import write_session
 
 from harness.cli import main
 from harness.device_data import load_device, match_models, normalise_model_name
+from tests.analysis_fixtures import write_session
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pixel3_quant_tflite.csv"
 MIB_PER_MB = 1e6 / 2**20

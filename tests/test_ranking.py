@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from analysis_fixtures import write_session
 from scipy import stats
 
 from harness.cli import main
 from harness.ranking import ALPHA, compare, rank_samples, smallest_mannwhitney_p
+from tests.analysis_fixtures import write_session
 
 
 def by_model(entries):

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from analysis_fixtures import write_session
 
 from harness.calibrate import calibrate_runs
 from harness.cli import main
 from harness.device_data import load_device
 from harness.store import load_runs
+from tests.analysis_fixtures import write_session
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LATENCIES = {"net_a": [1.0, 1.1, 1.2, 1.05], "net_b": [2.0, 2.2, 2.1, 2.3], "net_c": [4.1, 4.0, 4.3, 4.2],
