@@ -30,6 +30,7 @@ from harness.metrics import ENV_VAR as METRICS_ENV
 
 STDERR_TAIL_CHARS = 2000
 MIB = 1024 * 1024
+MAX_CATCH_UP = 10  # samples owed after a stall (a suspended VM, say) beyond which the schedule restarts
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
@@ -169,7 +170,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             with contextlib.suppress(OSError, ValueError):
                 values.append(float(sampler.working_set_bytes()))
                 times.append(now)
-            next_sample = max(next_sample + interval, now)
+            # A fixed schedule, caught up after a late wake-up, keeps the mean rate at 1/interval.
+            next_sample += interval
+            if now - next_sample > MAX_CATCH_UP * interval:
+                next_sample = now
             continue
         if poller.poll(min(next_sample, deadline) - now):
             break
@@ -243,7 +247,7 @@ def assemble_result(
         "cpu_nr_throttled": cpu_delta.get("nr_throttled", 0),
         "cpu_throttled_s": cpu_delta.get("throttled_ns", 0) / 1e9,
         "samples": len(values),
-        "sample_rate_hz": len(values) / runtime_s if runtime_s > 0 else 0.0,
+        "sample_rate_hz": (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0,
         "runner_cpu_s": runner_cpu_s,
         "oom_kills": oom_kills,
         "cgroup_version": cgroup_version,
