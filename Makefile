@@ -54,3 +54,17 @@ image: export HARNESS_IMAGE_TORCH := $(TORCH)
 image: export HARNESS_IMAGE_LITERT := $(LITERT)
 image: $(STAMP)
 	$(HARNESS) image
+
+# Calibration and reports. DEVICE, METRIC, GROUP_BY and SESSION reach the harness as environment variables
+# (read as argparse defaults), never through a shell string.
+.PHONY: regress report
+regress report: export HARNESS_DEVICE := $(DEVICE)
+regress report: export HARNESS_METRIC := $(METRIC)
+regress report: export HARNESS_GROUP_BY := $(GROUP_BY)
+regress report: export HARNESS_SESSION := $(SESSION)
+
+regress: $(STAMP)
+	$(HARNESS) regress
+
+report: $(STAMP)
+	$(HARNESS) report

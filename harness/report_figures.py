@@ -17,8 +17,9 @@ ROBUST_COLOR = "#7f7f7f"
 POINT_COLOR = "#1f77b4"
 INFLUENTIAL_COLOR = "#ff7f0e"
 DPI = 110
-MAX_LABELS = 30
-"""Points are labelled with their model names up to this many; beyond, labels would only overlap."""
+MAX_LABELS = 10
+"""Every point is labelled with its model name up to this many points; beyond, labels would overlap, so only
+influential points are (the tables name every point)."""
 
 
 def _png(figure: Figure) -> bytes:
@@ -51,8 +52,8 @@ def calibration_scatter(calibration: Calibration, device: str) -> bytes:
     if influential.any():
         ax.scatter(points["harness"][influential], points["device"][influential], color=INFLUENTIAL_COLOR, zorder=3,
                    marker="D", label="influential (Cook's D > 4/n)")
-    if len(points) <= MAX_LABELS:
-        for row in points.itertuples():
+    for row in points.itertuples():
+        if len(points) <= MAX_LABELS or row.influential:
             ax.annotate(str(row.model), (row.harness, row.device), fontsize=6, xytext=(3, 3),
                         textcoords="offset points", alpha=0.8)
     ax.set_xlabel(f"harness {calibration.metric} ({calibration.label})")
