@@ -4,7 +4,10 @@ HARNESS_REQUIRE_DOCKER=1 (CI), where that is a failure."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import socket
 import statistics
 import threading
 import time
@@ -16,8 +19,10 @@ from typing import Any
 import docker
 import pytest
 
-from harness.backends.docker import NAME_PREFIX, DockerBackend, engine_status
+from harness.backends.docker import NAME_PREFIX, PIDS_LIMIT, DockerBackend, engine_status
+from harness.cli import main
 from harness.config import VARIABLES
+from harness.errors import BackendError
 from harness.spec import RunSpec, plan_cpu_limits
 from tests.conftest import docker_required, make_matmul_model
 from tests.helpers import entry, profile_json, session_runs
@@ -178,19 +183,42 @@ report(uid=os.getuid(), cap_eff=status["CapEff"].strip(), no_new_privs=status["N
        tmp_writable=not refused(lambda: open("/tmp/probe", "w")),
        network_refused=refused(lambda: socket.create_connection(("1.1.1.1", 53), timeout=2)),
        interfaces=",".join(sorted(os.listdir("/sys/class/net"))))
+
+def first(*paths):
+    for path in paths:
+        if os.path.exists(path):
+            return open(path).read().strip()
+    return None
+
+v1, v2 = "/sys/fs/cgroup/{}/{}", "/sys/fs/cgroup/{}"
+cpu_max = first(v2.format("cpu.max"))
+quota, period = cpu_max.split() if cpu_max else (first(v1.format("cpu", "cpu.cfs_quota_us")),
+                                                 first(v1.format("cpu", "cpu.cfs_period_us")))
+report(cpu_quota=quota, cpu_period=period,
+       cpuset=first(v2.format("cpuset.cpus"), v1.format("cpuset", "cpuset.cpus")),
+       memory_limit=first(v2.format("memory.max"), v1.format("memory", "memory.limit_in_bytes")),
+       memory_swap_limit=first(v1.format("memory", "memory.memsw.limit_in_bytes")),
+       swap_limit=first(v2.format("memory.swap.max")),
+       pids_max=first(v2.format("pids.max"), v1.format("pids", "pids.max")))
 '''
 
 
-def test_container_is_locked_down(backend: DockerBackend, tmp_path: Path, tiny_onnx: Path) -> None:
+def test_container_is_locked_down_with_its_limits(backend: DockerBackend, tmp_path: Path, tiny_onnx: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(LOCKDOWN_PROBE)
     probe.chmod(0o644)
-    run = backend.run(make_spec(probe, model=tiny_onnx))
-    assert run["status"] == "ok", run["stderr_tail"]
-    seen = run["metrics"]
+    quota = backend.run(make_spec(probe, model=tiny_onnx, cpus=0.5, memory_mib=200))
+    assert quota["status"] == "ok", quota["stderr_tail"]
+    seen = quota["metrics"]
     assert seen["uid"] != 0 and int(seen["cap_eff"], 16) == 0 and seen["no_new_privs"] == "1"
     assert seen["rootfs_read_only"] and seen["model_read_only"] and seen["tmp_writable"]
     assert seen["network_refused"] and seen["interfaces"] == "lo"
+    assert int(seen["cpu_quota"]) * 2 == int(seen["cpu_period"]) and seen["memory_limit"] == str(200 * MIB)
+    assert seen["pids_max"] == str(PIDS_LIMIT)
+    if backend.describe()["swap_capped"]:
+        assert {seen.get("memory_swap_limit"), seen.get("swap_limit")} - {None} in ({str(200 * MIB)}, {"0"}), seen
+    pinned = backend.run(make_spec(probe, model=tiny_onnx, cpus=1))["metrics"]
+    assert pinned["cpuset"] == "1" and pinned["cpu_quota"] in ("-1", "max")
 
 
 def test_docker_and_local_agree(capsys, in_tmp_cwd: Path, engine: docker.DockerClient) -> None:
@@ -206,3 +234,89 @@ def test_docker_and_local_agree(capsys, in_tmp_cwd: Path, engine: docker.DockerC
     (local_s, local_mib), (docker_s, docker_mib) = medians["local"], medians["docker"]
     assert abs(docker_s - local_s) <= 0.10 * local_s, medians
     assert abs(docker_mib - local_mib) <= 0.10 * local_mib, medians
+
+
+class EngineProxy:
+    """Forwards a Unix socket to the real engine's; stop() is the engine vanishing mid-conversation.
+
+    With `stop_at_wait=n` it stops itself 0.5 s after the n-th container wait request goes through,
+    so "the engine died during run n" happens at a known point of a session."""
+
+    def __init__(self, path: Path, target: str, stop_at_wait: int = 0) -> None:
+        self.path, self.target, self.stop_at_wait, self.waits = path, target, stop_at_wait, 0
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(path))
+        self.server.listen()
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(self.target)
+            self.sockets += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, requests: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if requests and b"/wait" in data.split(b"\r\n", 1)[0]:
+                    self.waits += 1
+                    if self.waits == self.stop_at_wait:
+                        threading.Timer(0.5, self.stop).start()
+                sink.sendall(data)
+
+    def stop(self) -> None:
+        self.server.close()
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+
+@pytest.fixture
+def engine_socket(engine: docker.DockerClient) -> str:
+    url = engine.api.base_url
+    if not url.startswith("http+docker://localhost"):
+        pytest.skip("the engine does not listen on a local Unix socket")
+    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://")
+
+
+def test_engine_lost_mid_run_is_one_clear_error(engine: docker.DockerClient, engine_socket: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch, workloads: Path,
+                                                tiny_onnx: Path) -> None:
+    proxy = EngineProxy(tmp_path / "engine.sock", engine_socket, stop_at_wait=1)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{proxy.path}")
+    spec = make_spec(workloads / "sleep.py", "60", model=tiny_onnx)
+    lost = DockerBackend(IMAGE)
+    try:
+        with pytest.raises(BackendError, match=f"Docker engine stopped answering during run {spec.run_id}"):
+            lost.run(spec)
+    finally:
+        # Here the engine itself lives on, so the container it still holds is this test's to remove.
+        for container in containers_of(engine, spec.session_id):
+            container.remove(force=True)
+
+
+def test_engine_lost_mid_session_keeps_finished_runs(capsys, in_tmp_cwd: Path, engine: docker.DockerClient,
+                                                     engine_socket: str, monkeypatch: pytest.MonkeyPatch,
+                                                     workloads: Path, tiny_onnx: Path) -> None:
+    # Waits: the image probe of describe(), run 1, then run 2, during which the engine goes.
+    proxy = EngineProxy(in_tmp_cwd / "engine.sock", engine_socket, stop_at_wait=3)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{proxy.path}")
+    results = in_tmp_cwd / "results"
+    capsys.readouterr()
+    code = main(["profile", str(tiny_onnx), "--backend", "docker", "--repeats", "3", "--results-dir",
+                 str(results), "--script", str(workloads / "sleep.py"), "--", "2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    runs = session_runs(results)
+    for container in containers_of(engine, runs[0]["session_id"]):
+        container.remove(force=True)
+    assert code == 3 and [r["status"] for r in runs] == ["ok"]
+    assert err[-1].startswith("harness: error: the Docker engine stopped answering during run"), err
+    assert "1 finished runs kept" in err[-1]
