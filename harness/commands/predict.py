@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 
 from rich.table import Table
 
 from harness.calibrate import calibrate_runs, predict_models
 from harness.commands import _analysis as ui
 from harness.device_data import load_device
-from harness.errors import ConfigError, DataError
+from harness.errors import DataError
 from harness.run_values import resolve_results_dir, select_runs
 
 
@@ -19,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "predict", help="predict device values (95%% prediction interval) for profiled models",
         description="Predict a device's numbers for models the harness profiled, from the calibration line.",
     )
-    parser.add_argument("models", nargs="*", metavar="MODEL", help="harness model names (make: MODEL=\"a b\")")
+    parser.add_argument("models", nargs="+", metavar="MODEL", help="harness model names, as `harness rank` lists them")
     ui.add_device_option(parser)
     ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)")
     ui.add_results_options(parser, pooled=True)
@@ -27,9 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    models = args.models or shlex.split(ui.env_default("HARNESS_MODEL") or "")
-    if not models:
-        raise ConfigError("predict: name at least one profiled model (harness predict --device D MODEL...)")
+    models = args.models
     results_dir = resolve_results_dir(args.results_dir)
     device = load_device(results_dir, args.device)
     runs, session = select_runs(results_dir, args.session)
