@@ -1,5 +1,5 @@
-# Everything a user runs. Values given on the command line (MODEL=..., ENV=...) reach the harness
-# as arguments, never through a shell string.
+# Everything a user runs. Values given on the command line (MODEL=..., ENV=..., CPUS=...) reach the harness
+# as environment variables read in Python, never spliced into a shell command.
 PYTHON ?= python3
 VENV := .venv
 HARNESS := $(VENV)/bin/harness
@@ -68,3 +68,17 @@ regress: $(STAMP)
 
 report: $(STAMP)
 	$(HARNESS) report
+
+# CPU sweeps: MODEL and CPUS (a comma list, e.g. CPUS=1,2,4) as environment variables, as for profile.
+.PHONY: sweep experiment-1
+sweep: export HARNESS_CPUS_LIST := $(CPUS)
+sweep: $(ZOO_STAMP)
+	$(HARNESS) sweep
+
+# The seed's Experiment I: InceptionV3, SqueezeNet and MobileNetV2 0.25-1.0 at CPUS 1, 2 and 4 (capped at
+# this host's cores, with a note), 2 GB memory, 5 repeats; one session, one report.
+EXPERIMENT_1_MODELS := inception_v3 squeezenet1_0 mobilenet_v2_0.25_224 mobilenet_v2_0.5_224 \
+	mobilenet_v2_0.75_224 mobilenet_v2_1.0_224
+experiment-1: $(ZOO_STAMP)
+	$(HARNESS) sweep $(EXPERIMENT_1_MODELS) --cpus 1,2,4 --memory 2g --repeats 5 --iterations 100 --warmup 10 \
+		--device-name experiment-1

@@ -12,6 +12,7 @@ from harness.errors import HarnessError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.profile",
+    "harness.commands.sweep",
     "harness.commands.doctor",
     "harness.commands.import_device",
     "harness.commands.regress",
