@@ -251,6 +251,8 @@ def assemble_result(
         "runner_cpu_s": runner_cpu_s,
         "oom_kills": oom_kills,
         "cgroup_version": cgroup_version,
+        "memory_samples": {"t_s": [round(t - t0, 4) for t in times], "mib": [round(v / MIB, 3) for v in values]}
+        if spec.get("keep_samples") else None,
         "metrics": {k: v for k, v in reported.items() if isinstance(v, (int, float, str, bool)) and not (
             isinstance(v, float) and not math.isfinite(v))},
     }

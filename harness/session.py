@@ -50,7 +50,8 @@ def capped_cpus(values: Sequence[float], allowed: int) -> tuple[list[float], lis
 
 
 def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: Sequence[float] | None,
-                 script_args: Sequence[str], session_id: str, seed: int | None = None) -> Plan:
+                 script_args: Sequence[str], session_id: str, seed: int | None = None,
+                 keep_samples: bool = False) -> Plan:
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
     allowed = sorted(os.sched_getaffinity(0))
     cpus_list, notes = capped_cpus(cpus_values or [profile.cpus], host_cpu_count())
@@ -68,7 +69,7 @@ def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: S
                 cpu=plan_cpu_limits(cpus, profile.cpu_pinning, allowed), memory_bytes=profile.memory_bytes,
                 swap_bytes=profile.swap_bytes, iterations=profile.iterations, warmup=profile.warmup,
                 batch_size=profile.batch_size, sample_interval_ms=profile.sample_interval_ms,
-                timeout_s=profile.timeout_s, image=profile.image,
+                timeout_s=profile.timeout_s, image=profile.image, keep_samples=keep_samples,
             ))
     return Plan(session_id, seed, specs, models, cpus_list, notes)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 CPU_PERIOD_US = 100_000
@@ -73,7 +73,7 @@ class RunSpec:
     sample_interval_ms: float
     timeout_s: float
     image: str = ""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    keep_samples: bool = False  # store the raw memory time series in the result (for fidelity benchmarks)
 
     @property
     def threads(self) -> int:
@@ -85,7 +85,7 @@ class RunSpec:
             "model": model or self.model, "script": script or self.script, "script_args": list(self.script_args),
             "threads": self.threads, "cpus": self.cpu.cpus, "iterations": self.iterations, "warmup": self.warmup,
             "batch_size": self.batch_size, "sample_interval_ms": self.sample_interval_ms,
-            "timeout_s": self.timeout_s,
+            "timeout_s": self.timeout_s, "keep_samples": self.keep_samples,
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,9 +21,10 @@ from tests.helpers import profile_json, session_runs
 HARNESS = [sys.executable, "-m", "harness.cli"]
 
 
-def leftover_run_cgroups() -> list[Path]:
+def leftover_run_cgroups(results: Path) -> list[Path]:
+    """Run cgroups of the sessions under `results` that still exist (other sessions may run meanwhile)."""
     own = discover()
-    return [p for d in set(own.dirs.values()) for p in d.glob("harness-*")]
+    return [p for s in list_sessions(results) for d in set(own.dirs.values()) for p in d.glob(f"harness-{s.name}-*")]
 
 
 def one_error_line(capsys, *argv: str) -> str:
@@ -68,7 +69,7 @@ def test_timeout_kills_the_whole_tree(capsys, in_tmp_cwd: Path, tiny_onnx: Path,
     assert run["status"] == "timeout" and 1.0 <= run["runtime_s"] < 2.0
     sleepers = [p for p in psutil.process_iter(["cmdline"]) if "time.sleep(600)" in " ".join(p.info["cmdline"] or [])]
     assert not sleepers
-    assert not leftover_run_cgroups()
+    assert not leftover_run_cgroups(results)
 
 
 def test_user_script_arguments_and_custom_metrics(capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> None:
@@ -105,7 +106,7 @@ def test_ctrl_c_keeps_completed_runs_cleans_up_and_resumes(in_tmp_cwd: Path, tin
     kept = load_runs(session)
     assert 1 <= len(kept) < 4 and all(r["status"] == "ok" for r in kept)
     assert load_session_info(session)["state"] == "interrupted"
-    assert not leftover_run_cgroups()
+    assert not leftover_run_cgroups(results)
     resumed = subprocess.run([*HARNESS, "profile", "--resume", session.name, "--results-dir", str(results),
                               "--json"], capture_output=True, text=True, env=env, timeout=60)
     assert resumed.returncode == 0, resumed.stderr

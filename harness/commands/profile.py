@@ -42,6 +42,8 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
     parser.add_argument("--script", type=Path, help="your own bench script (arguments for it go after --)")
     parser.add_argument("--seed", type=int, help="seed of the run order shuffle (default: random, recorded)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout, nothing else")
+    parser.add_argument("--keep-samples", action="store_true",
+                        help="store each run's memory time series (memory_samples) in runs.jsonl")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -98,7 +100,7 @@ def run_profile(args: argparse.Namespace) -> int:
     extra = tuple(getattr(args, "extra_args", ()))
 
     def plan_for(models: list[ModelInfo]) -> Plan:
-        return plan_session(profile, models, None, extra, new_session_id(), args.seed)
+        return plan_session(profile, models, None, extra, new_session_id(), args.seed, args.keep_samples)
 
     return execute(profile, plan_for, args)
 

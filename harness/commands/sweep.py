@@ -34,7 +34,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     extra = tuple(getattr(args, "extra_args", ()))
 
     def plan_for(models: list[ModelInfo]) -> Plan:
-        return plan_session(profile, models, cpus_values, extra, new_session_id(), args.seed)
+        return plan_session(profile, models, cpus_values, extra, new_session_id(), args.seed, args.keep_samples)
 
     code = execute(profile, plan_for, args)
     if not args.no_report:
