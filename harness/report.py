@@ -205,7 +205,8 @@ def to_markdown(report: Report) -> str:
 
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-table{border-collapse:collapse;font-size:13px;margin:0.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 6px}
+.scroll{overflow-x:auto;margin:0.5em 0 1.5em}table{border-collapse:collapse;font-size:13px}
+th,td{border:1px solid #ccc;padding:3px 6px;white-space:nowrap}
 th{background:#f2f2f2}img{max-width:100%;display:block;margin:0.5em 0 1.5em}h2{border-bottom:1px solid #ddd}"""
 
 
@@ -217,8 +218,8 @@ def to_html(report: Report) -> str:
         parts.append(f"<h2>{html.escape(section.title)}</h2>")
         parts += [f"<p>{html.escape(p)}</p>" for p in section.paragraphs]
         for table in section.tables:
-            parts.append(f"<h3>{html.escape(table.title)}</h3>")
-            parts.append(_display(table.frame).to_html(index=False, border=0, na_rep="—"))
+            rendered = _display(table.frame).to_html(index=False, border=0, na_rep="—")
+            parts.append(f"<h3>{html.escape(table.title)}</h3><div class='scroll'>{rendered}</div>")
         for figure in section.figures:
             data = base64.b64encode(figure.png).decode("ascii")
             parts.append(f"<figure><img alt='{html.escape(figure.title)}' src='data:image/png;base64,{data}'>"
