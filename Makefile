@@ -82,3 +82,7 @@ EXPERIMENT_1_MODELS := inception_v3 squeezenet1_0 mobilenet_v2_0.25_224 mobilene
 experiment-1: $(ZOO_STAMP)
 	$(HARNESS) sweep $(EXPERIMENT_1_MODELS) --cpus 1,2,4 --memory 2g --repeats 5 --iterations 100 --warmup 10 \
 		--device-name experiment-1
+
+.PHONY: test-slow
+test-slow: $(ZOO_STAMP) lint
+	$(VENV)/bin/pytest -q -m "slow or not slow"
