@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import docker
 import pytest
 
 from harness.backends.docker import NAME_PREFIX, PIDS_LIMIT, DockerBackend, engine_status
+from harness.backends.local import LocalBackend
 from harness.cli import main
 from harness.config import VARIABLES
 from harness.errors import BackendError
@@ -221,19 +223,23 @@ def test_container_is_locked_down_with_its_limits(backend: DockerBackend, tmp_pa
     assert pinned["cpuset"] == "1" and pinned["cpu_quota"] in ("-1", "max")
 
 
-def test_docker_and_local_agree(capsys, in_tmp_cwd: Path, engine: docker.DockerClient) -> None:
-    model = make_matmul_model(in_tmp_cwd / "mlp512.onnx", size=512, layers=4)
-    medians = {}
-    for name in ("local", "docker"):
-        results = in_tmp_cwd / f"results-{name}"
-        profile_json(capsys, results, str(model), "--backend", name, "--repeats", "5", "--iterations", "300",
-                     "--memory", "1g")
-        runs = session_runs(results)
-        assert [r["status"] for r in runs] == ["ok"] * 5
-        medians[name] = (median_runtime(runs), statistics.median(r["peak_memory_mib"] for r in runs))
-    (local_s, local_mib), (docker_s, docker_mib) = medians["local"], medians["docker"]
-    assert abs(docker_s - local_s) <= 0.10 * local_s, medians
-    assert abs(docker_mib - local_mib) <= 0.10 * local_mib, medians
+def test_docker_and_local_agree(backend: DockerBackend, tmp_path: Path) -> None:
+    """Same model and limits, runs alternated so the drift of a busy machine hits both backends alike.
+    Small weights: the interpreters differ (the image's Python is the base image's), and some Python
+    builds hold more heap per MiB of weights, which is not the container's doing (see README)."""
+    model = make_matmul_model(tmp_path / "mlp512.onnx", size=512, layers=4)
+    script = Path(__file__).resolve().parent.parent / "bench_scripts" / "onnx_bench.py"
+    spec = replace(make_spec(script, model=model, memory_mib=1024), iterations=3000, warmup=50)
+    local = LocalBackend()
+    runs: dict[str, list[dict[str, Any]]] = {"local": [], "docker": []}
+    for _ in range(7):
+        runs["local"].append(local.run(spec))
+        runs["docker"].append(backend.run(spec))
+    local_s, docker_s = median_runtime(runs["local"]), median_runtime(runs["docker"])
+    local_mib, docker_mib = (statistics.median(r["peak_memory_mib"] for r in runs[name]) for name in runs)
+    assert all(r["status"] == "ok" and r["latency_ms"]["n"] == 3000 for name in runs for r in runs[name])
+    assert abs(docker_s - local_s) <= 0.10 * local_s, (local_s, docker_s)
+    assert abs(docker_mib - local_mib) <= 0.10 * local_mib, (local_mib, docker_mib)
 
 
 class EngineProxy:
