@@ -305,7 +305,7 @@ def calibrate_device(
     for metric, medians in medians_by_metric.items():
         points = paired_points(device, medians, metric, group_by)
         if points.empty:
-            result.skipped.append({"metric": metric, "group": {}, "n": 0, "reason": "no matched models"})
+            result.skipped.append({"metric": metric, "group": {}, "n": 0, "reason": _no_match_reason(device, medians)})
             continue
         matched.update(points["model"])
         for values, group_points in points.groupby(keys, sort=True):
@@ -330,6 +330,15 @@ def calibrate_device(
             "with a harness_model column"
         )
     return result
+
+
+def _no_match_reason(device: DeviceData, medians: pd.DataFrame) -> str:
+    threads = sorted(device.table["cpus"].dropna().unique()) if "cpus" in device.table else []
+    cpus = sorted(medians["cpus"].unique())
+    if len(threads) > 1 and not set(threads) & set(cpus):
+        return (f"the device's thread counts ({', '.join(f'{t:g}' for t in threads)}) never equal the harness's "
+                f"cpus ({', '.join(f'{c:g}' for c in cpus)}); profile with CPUS set to one of them")
+    return "no device model matches a profiled model"
 
 
 def _group_text(group: dict[str, Any]) -> str:

@@ -130,3 +130,15 @@ def test_bad_requests_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     code, out, err = run_cli(capsys, *argv, "--results-dir", str(results))
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("harness: error:") and needle in err
+
+
+def test_thread_counts_that_never_meet_the_harness_cpus_are_named(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    write_session(results, HARNESS, cpus=2.0)
+    rows = [f"{m},{threads},{v},x" for m, v in MEDIANS.items() for threads in (1, 4)]
+    run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
+            "--results-dir", str(results))
+    code, _, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results))
+    assert code == 2 and err.count("\n") == 1
+    assert "thread counts (1, 4) never equal the harness's cpus (2)" in err
