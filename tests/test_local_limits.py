@@ -91,3 +91,29 @@ def test_sampling_rate_and_phases(capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> 
     assert stats["latency_p50_ms"]["median"] == pytest.approx(
         sorted(metric_value(r, "latency_p50_ms") for r in runs)[0] / 2
         + sorted(metric_value(r, "latency_p50_ms") for r in runs)[1] / 2)
+
+
+def test_rlimit_fallback_enforces_memory_and_affinity(in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path) -> None:
+    """Where cgroups cannot be written, RLIMIT_AS + sched_setaffinity still limit the run, and say so."""
+    from harness.backends.local import LocalBackend
+    from harness.config import load_profile
+    from harness.models import resolve_model
+    from harness.session import Session, plan_session
+    from harness.store import load_runs
+
+    profile = load_profile(None, {"MEMORY": "300m", "REPEATS": "1", "CPUS": "1", "RESULTS_DIR": "results"})
+    backend = LocalBackend()
+    backend.isolation = "rlimit"  # what cgroup_isolation() picks on a machine without writable cgroups
+    script = workloads / "alloc.py"
+    models = [resolve_model(str(tiny_onnx), script)]
+    for n_mib, expected in (("50", "ok"), ("400", "oom")):
+        plan = plan_session(profile, models, None, (n_mib,), f"rlimit-{n_mib}", seed=1)
+        Session(profile, plan, backend, "test").run()
+        (run,) = load_runs(in_tmp_cwd / "results" / f"rlimit-{n_mib}")
+        assert run["status"] == expected, run["stderr_tail"]
+        assert run["isolation"] == "rlimit" and run["limits"]["cpuset"] is not None
+    probe = in_tmp_cwd / "affinity.py"
+    probe.write_text("import os\nfrom harness.metrics import report\nreport(cores=len(os.sched_getaffinity(0)))\n")
+    plan = plan_session(profile, [resolve_model(str(tiny_onnx), probe)], None, (), "rlimit-affinity", seed=1)
+    Session(profile, plan, backend, "test").run()
+    assert load_runs(in_tmp_cwd / "results" / "rlimit-affinity")[0]["metrics"]["cores"] == 1
