@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import ConfigError, DataError
-from harness.store import SCHEMA_VERSION, atomic_write_json, atomic_write_text, check_schema
+from harness.store import SCHEMA_VERSION, atomic_write_text, check_schema
 
 DEVICES_DIR = "devices"
 MEASUREMENTS_FILE = "measurements.csv"
@@ -147,8 +147,8 @@ def check_device_name(name: str) -> str:
     return name
 
 
-def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], list[str]]:
-    """Header, (line number, cells) per data row, and the leading `#` comment lines (the data's source)."""
+def _read_rows(path: Path) -> tuple[tuple[int, list[str]], list[tuple[int, list[str]]], list[str]]:
+    """(line number, cells) of the header and of each data row, and the leading `#` lines (the data's source)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError as err:
@@ -169,10 +169,10 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], list
     for number, cells in parsed[1:]:
         if len(cells) != len(header):
             raise DataError(f"{path}:{number}: {len(cells)} cells but the header has {len(header)}; fix that line")
-    return header, parsed[1:], comments
+    return (parsed[0][0], header), parsed[1:], comments
 
 
-def _canonical_columns(path: Path, header: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+def _canonical_columns(path: Path, header_line: int, header: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
     """Lower-cased column names with units converted to the harness's, and the conversions made."""
     names, conversions = [], []
     for column in header:
@@ -184,35 +184,35 @@ def _canonical_columns(path: Path, header: list[str]) -> tuple[list[str], list[d
                 name = converted
         if name in THREAD_COLUMNS:
             if "cpus" in names:
-                raise DataError(f"{path}: both `threads` and `cpus` columns; keep one")
+                raise DataError(f"{path}:{header_line}: both `threads` and `cpus` columns; keep one")
             name = "cpus"
         if not name or name in names:
-            raise DataError(f"{path}:header: column {column!r} is empty or repeats another; give each a unique name")
+            raise DataError(f"{path}:{header_line}: column {column!r} is empty or repeats another; name each once")
         names.append(name)
     if "model" not in names:
-        raise DataError(f"{path}: no `model` column; name the column of model names `model`")
+        raise DataError(f"{path}:{header_line}: no `model` column; name the column of model names `model`")
     return names, conversions
 
 
-def _to_number(path: Path, frame: pd.DataFrame, column: str, lines: pd.Series, positive: bool) -> pd.Series:
-    """Numbers of one column; an empty cell is missing, anything else that is not a number is an error."""
+def _to_number(path: Path, frame: pd.DataFrame, column: str, lines: pd.Series, positive: bool = False) -> pd.Series:
+    """Numbers of one column. An empty metric cell means "not measured"; an empty thread count is an error,
+    as is anything else that is not a number."""
     text = frame[column].str.strip()
     values = pd.to_numeric(text.where(text != ""), errors="coerce")
-    bad = values.isna() & (text != "")
+    bad = values.isna() & ((text != "") | positive)
     bad |= values <= 0 if positive else values < 0
     if bad.any():
         first = bad.idxmax()
-        raise DataError(
-            f"{path}:{lines[first]}: column {column} holds {frame[column][first]!r}, not a "
-            f"{'positive' if positive else 'non-negative'} number; fix that cell (leave it empty if not measured)"
-        )
+        kind = "positive number; fill that cell" if positive else (
+            "non-negative number; fix that cell (leave it empty if not measured)")
+        raise DataError(f"{path}:{lines[first]}: column {column} holds {frame[column][first]!r}, not a {kind}")
     return values
 
 
 def parse_device_csv(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Validated, canonical table (one row per model and cpus) plus what was done to get it."""
-    header, rows, comments = _read_rows(path)
-    names, conversions = _canonical_columns(path, header)
+    (header_line, header), rows, comments = _read_rows(path)
+    names, conversions = _canonical_columns(path, header_line, header)
     if not rows:
         raise DataError(f"{path}: a header but no data rows; add one line per measured model")
     frame = pd.DataFrame([cells for _, cells in rows], columns=names, dtype=str)
@@ -228,7 +228,7 @@ def parse_device_csv(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     frame["model"] = frame["model"].str.strip()
     for column in metrics:
         factor = next((c["factor"] for c in conversions if c["to"] == column), 1.0)
-        frame[column] = _to_number(path, frame, column, lines, positive=False) * factor
+        frame[column] = _to_number(path, frame, column, lines) * factor
     for column in ("cpus", "repeat"):
         if column in frame:
             frame[column] = _to_number(path, frame, column, lines, positive=column == "cpus")
@@ -267,7 +267,9 @@ def _average_duplicates(
         out.append(row)
     columns = keys + [c for c in carried if c not in keys] + metrics + ["n"]
     return pd.DataFrame(out, columns=columns), [
-        {"model": d["model"], "cpus": d.get("cpus"), "n": d["n"], "lines": d["lines"]} for d in duplicates
+        {"model": d["model"], "cpus": float(d["cpus"]) if "cpus" in d else None, "n": d["n"],
+         "lines": [int(line) for line in d["lines"]]}
+        for d in duplicates
     ]
 
 
@@ -280,7 +282,7 @@ def import_device_csv(csv_path: Path, device: str, results_dir: Path, harness_mo
     csv_path = Path(csv_path)
     target = device_dir(results_dir, device)
     table, info = parse_device_csv(csv_path)
-    measurements = table.to_csv(index=False, lineterminator="\n", float_format="%.17g")
+    measurements = table.to_csv(index=False, lineterminator="\n")
     record = {
         "schema_version": SCHEMA_VERSION,
         "device": device,
@@ -288,7 +290,7 @@ def import_device_csv(csv_path: Path, device: str, results_dir: Path, harness_mo
         "source_sha256": hashlib.sha256(csv_path.read_bytes()).hexdigest(),
         **info,
     }
-    record_text = json.dumps(record, indent=2, default=str) + "\n"
+    record_text = json.dumps(record, indent=2) + "\n"
     csv_file, json_file = target / MEASUREMENTS_FILE, target / IMPORT_FILE
     existed = csv_file.exists() and json_file.exists()
     unchanged = existed and csv_file.read_text(encoding="utf-8") == measurements and (
@@ -296,7 +298,7 @@ def import_device_csv(csv_path: Path, device: str, results_dir: Path, harness_mo
     )
     if not unchanged:
         atomic_write_text(csv_file, measurements)
-        atomic_write_json(json_file, record)
+        atomic_write_text(json_file, record_text)
     data = DeviceData(device, table, record)
     matched = data.match(harness_models)
     return ImportResult(
