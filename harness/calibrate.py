@@ -174,6 +174,12 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def group_label(group: dict[str, Any]) -> str:
+    """`cpus=2, family=mobilenet_v1`: numbers without a trailing `.0`."""
+    parts = [f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}" for key, value in group.items()]
+    return ", ".join(parts) or "all groups"
+
+
 @dataclass
 class Calibration:
     """One fitted metric × group: the points (with held-out predictions) and every statistic."""
@@ -187,8 +193,7 @@ class Calibration:
 
     @property
     def label(self) -> str:
-        return ", ".join(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}"
-                         for key, value in self.group.items())
+        return group_label(self.group)
 
     def to_dict(self) -> dict[str, Any]:
         return _clean(
@@ -322,7 +327,7 @@ def calibrate_device(
     result.unmatched_device_models = sorted(set(device.table["model"]) - matched)
     if not result.calibrations:
         detail = "; ".join(
-            f"{s['metric']} {_group_text(s['group'])}: {s['reason']}" for s in result.skipped
+            f"{s['metric']} {group_label(s['group'])}: {s['reason']}" for s in result.skipped
         ) or "no metric in common"
         raise DataError(
             f"device {device.name}: nothing to fit ({detail}); calibration needs at least {MIN_POINTS} models "
@@ -339,10 +344,6 @@ def _no_match_reason(device: DeviceData, medians: pd.DataFrame) -> str:
         return (f"the device's thread counts ({', '.join(f'{t:g}' for t in threads)}) never equal the harness's "
                 f"cpus ({', '.join(f'{c:g}' for c in cpus)}); profile with CPUS set to one of them")
     return "no device model matches a profiled model"
-
-
-def _group_text(group: dict[str, Any]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in group.items()) or "(all)"
 
 
 def predict_models(cset: CalibrationSet, medians_by_metric: dict[str, pd.DataFrame], models: list[str]) -> list[dict]:

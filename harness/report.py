@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.calibrate import CalibrationSet, calibrate_runs, predict_models
+from harness.calibrate import CalibrationSet, calibrate_runs, group_label, predict_models
 from harness.device_data import list_devices, load_device
 from harness.errors import DataError
 from harness.ranking import ALPHA, rank_runs, ranking_rows
@@ -152,7 +152,7 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str
     if unmeasured:
         predictions = pd.DataFrame(predict_models(cset, medians, unmeasured))
         if not predictions.empty:
-            predictions["group"] = predictions["group"].map(lambda g: ", ".join(f"{k}={v:g}" for k, v in g.items()))
+            predictions["group"] = predictions["group"].map(group_label)
             predictions = predictions.drop(columns=["calibrated_range", "measured_on_device"])
             section.tables.append(ReportTable(f"calibration_{key}_predictions",
                                               "Predictions for models not measured on the device", predictions))
@@ -164,7 +164,7 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str
             ReportFigure(f"{name}_residuals", f"{c.metric}, {c.label}: residuals",
                          calibration_residuals(c, device_name)),
         ]
-    section.paragraphs += [f"Not fitted: {s['metric']} {s['group']}: {s['reason']}" for s in cset.skipped]
+    section.paragraphs += [f"Not fitted: {s['metric']} {group_label(s['group'])}: {s['reason']}" for s in cset.skipped]
     if cset.unmatched_device_models:
         section.paragraphs.append("Device models without harness runs: " + ", ".join(cset.unmatched_device_models))
     return section

@@ -6,7 +6,7 @@ import argparse
 
 from rich.table import Table
 
-from harness.calibrate import calibrate_runs, predict_models
+from harness.calibrate import calibrate_runs, group_label, predict_models
 from harness.commands import _analysis as ui
 from harness.device_data import load_device
 from harness.errors import DataError
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(column)
     for p in predictions:
         table.add_row(
-            p["model"], p["metric"], ", ".join(f"{k}={v:g}" for k, v in p["group"].items()), ui.fmt(p["harness"]),
+            p["model"], p["metric"], group_label(p["group"]), ui.fmt(p["harness"]),
             ui.fmt(p["predicted"]), f"[{ui.fmt(p['pi_low'])}, {ui.fmt(p['pi_high'])}]", ui.fmt(p["measured_on_device"]),
             "outside" if p["out_of_range"] else "inside",
         )

@@ -6,7 +6,7 @@ import argparse
 
 from rich.table import Table
 
-from harness.calibrate import Calibration, calibrate_runs
+from harness.calibrate import Calibration, calibrate_runs, group_label
 from harness.commands import _analysis as ui
 from harness.device_data import load_device
 from harness.run_values import resolve_results_dir, select_runs
@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
     runs, session = select_runs(results_dir, args.session)
     cset, _ = calibrate_runs(device, runs, args.metric, args.group_by)
     for skipped in cset.skipped:
-        group = ", ".join(f"{k}={v}" for k, v in skipped["group"].items()) or "all groups"
-        ui.warn(f"{skipped['metric']} {group}: not fitted: {skipped['reason']}")
+        ui.warn(f"{skipped['metric']} {group_label(skipped['group'])}: not fitted: {skipped['reason']}")
     if cset.unmatched_device_models:
         ui.warn(f"device models without harness runs in session {session}: {', '.join(cset.unmatched_device_models)}")
     if args.json:
