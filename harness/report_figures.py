@@ -71,10 +71,10 @@ def calibration_residuals(calibration: Calibration, device: str) -> bytes:
     ax = figure.add_subplot()
     ax.axhline(0, color=FIT_COLOR, linewidth=1.5)
     ax.scatter(points["harness"], points["residual"], color=POINT_COLOR, zorder=3, label="residual (fit on all)")
-    ax.scatter(points["harness"], points["loo_predicted"] - points["device"], facecolors="none",
+    ax.scatter(points["harness"], points["device"] - points["loo_predicted"], facecolors="none",
                edgecolors=INFLUENTIAL_COLOR, zorder=3, label="leave-one-out error")
     ax.set_xlabel(f"harness {calibration.metric} ({calibration.label})")
-    ax.set_ylabel(f"{device} {calibration.metric}: predicted − measured")
+    ax.set_ylabel(f"{device} {calibration.metric}: measured − predicted")
     ax.set_title(f"residuals: {device} {calibration.metric}, {calibration.label}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
