@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import models
 from harness.cli import main
 from tests.helpers import profile_json, session_runs
 
@@ -51,13 +52,17 @@ def test_torch_bench_runs(capsys, in_tmp_cwd: Path, torch_models: dict[str, Path
     assert run["load_s"] > 0 and run["model_kind"] == "torch"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ai_edge_litert") is not None, reason="LiteRT is installed")
-def test_tflite_without_litert_says_what_to_install(capsys, in_tmp_cwd: Path) -> None:
+def test_missing_runtime_says_what_to_install(capsys, in_tmp_cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # LiteRT is a dev dependency, so make the .tflite kind need a module that cannot be installed
+    kind, script, _, _ = models.KINDS[".tflite"]
+    monkeypatch.setitem(models.KINDS, ".tflite", (kind, script, "harness_absent_runtime", "it: pip install absent"))
     (in_tmp_cwd / "m.tflite").write_bytes(b"TFL3")
     capsys.readouterr()
     assert main(["profile", "m.tflite", "--backend", "local"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "ai_edge_litert" in err and "pip install" in err
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert "harness_absent_runtime" in err and "pip install absent" in err
+    assert not (in_tmp_cwd / "results").exists()  # stopped before any session was started
 
 
 def test_dynamic_dimension_needs_a_size(capsys, in_tmp_cwd: Path) -> None:
