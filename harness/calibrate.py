@@ -343,7 +343,7 @@ def _no_match_reason(device: DeviceData, medians: pd.DataFrame) -> str:
     if len(threads) > 1 and not set(threads) & set(cpus):
         return (f"the device's thread counts ({', '.join(f'{t:g}' for t in threads)}) never equal the harness's "
                 f"cpus ({', '.join(f'{c:g}' for c in cpus)}); profile with CPUS set to one of them")
-    return "no device model matches a profiled model"
+    return "no device model matches a model with ok runs"
 
 
 def predict_models(cset: CalibrationSet, medians_by_metric: dict[str, pd.DataFrame], models: list[str]) -> list[dict]:
