@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 
+from harness.bench_inputs import random_input
 from harness.benchloop import parse_args, parse_pairs, report, resolve_shape, timed_load, timed_loop
 
 # onnxruntime's type strings -> numpy dtypes for the random inputs
@@ -17,14 +18,6 @@ DTYPES = {
     "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8,
     "tensor(bool)": np.bool_,
 }
-
-
-def random_input(dtype: type, shape: list[int], rng: np.random.Generator) -> np.ndarray:
-    if np.issubdtype(dtype, np.floating):
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype is np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    return rng.integers(0, 10, shape).astype(dtype)  # small ids: valid for embeddings and indices
 
 
 def main() -> None:

@@ -10,16 +10,8 @@ from __future__ import annotations
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
+from harness.bench_inputs import random_input
 from harness.benchloop import parse_args, report, timed_load, timed_loop
-
-
-def random_input(dtype: type, shape: list[int], rng: np.random.Generator) -> np.ndarray:
-    """Data any input accepts: the full integer range would overflow id and index inputs, so ints stay small."""
-    if np.issubdtype(dtype, np.floating):
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype is np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    return rng.integers(0, 10, shape).astype(dtype)
 
 
 def main() -> None:
