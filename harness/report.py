@@ -83,18 +83,15 @@ def summary_section(runs: list[dict[str, Any]]) -> Section:
                                "ok_runs": f"{entry['n_ok']}/{entry['n_runs']}"}
         for name in SUMMARY_COLUMNS:
             summary = entry["metrics"].get(name, {})
-            row[f"{name} median"] = summary.get("median")
+            row[f"{name}_median"] = summary.get("median")
             if name == "latency_p50_ms":
-                row["latency_p50_ms ci95"] = _interval(summary.get("ci95_low"), summary.get("ci95_high"))
-        row["unstable (IQR/median > 10%)"] = ", ".join(entry["unstable_metrics"])
+                row.update({f"{name}_ci95_low": summary.get("ci95_low"), f"{name}_ci95_high": summary.get("ci95_high")})
+        row["unstable_metrics"] = ", ".join(entry["unstable_metrics"])
         rows.append(row)
     frame = pd.DataFrame(rows).sort_values(["cpus", "model"]) if rows else pd.DataFrame()
-    return Section("Summary", ["Medians over the ok repeats of each model; latency is the per-run p50."],
+    return Section("Summary", ["Medians over the ok repeats of each model; latency is the per-run p50, with the 95% "
+                               "bootstrap CI of its median. Unstable metrics have IQR/median > 10%."],
                    [ReportTable("summary", "Per-model summary", frame)])
-
-
-def _interval(low: float | None, high: float | None) -> str:
-    return "—" if low is None or high is None else f"[{low:.{DIGITS}g}, {high:.{DIGITS}g}]"
 
 
 def ranking_section(runs: list[dict[str, Any]]) -> Section:

@@ -73,7 +73,7 @@ def test_report_numbers_are_the_calibration_and_ranking_numbers(report_dir: tupl
     ranking = pd.read_csv(tables / "ranking_latency_ms.csv")
     assert ranking.sort_values("median")["model"].tolist() == ["net_a", "net_b", "net_c", "net_new", "net_d"]
     summary = pd.read_csv(tables / "summary.csv").set_index("model")
-    assert summary.loc["net_b", "latency_p50_ms median"] == pytest.approx(2.15)
+    assert summary.loc["net_b", "latency_p50_ms_median"] == pytest.approx(2.15)
     html = (session / "report" / "report.html").read_text()
     assert f"device = {calibration.fit.slope:.4g} · harness" in html
 
