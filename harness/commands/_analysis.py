@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from harness.run_values import ALL_SESSIONS, METRICS
+from harness.store import SCHEMA_VERSION
 
 WIDTH = shutil.get_terminal_size((160, 24)).columns
 """Piped output (no terminal) gets 160 columns, so tables stay readable in files and CI logs."""
@@ -49,8 +50,9 @@ def add_device_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, default=str)
+def print_json(obj: dict[str, Any]) -> None:
+    """The command's result as one JSON document on stdout, versioned like the stored results."""
+    json.dump({"schema_version": SCHEMA_VERSION, **obj}, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
 
 
