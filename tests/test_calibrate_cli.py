@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.store import SCHEMA_VERSION
 from tests.analysis_fixtures import write_session
 
 HARNESS = {"net_a": [1.0, 1.2, 1.1], "net_b": [2.0, 2.1, 2.2], "net_c": [4.0, 4.4, 4.2], "net_d": [7.0, 7.2, 7.1],
@@ -35,6 +36,7 @@ def test_regress_recovers_an_exact_law_from_store_and_csv(tmp_path: Path, capsys
     code, out, err = run_cli(capsys, "regress", "--device", "phone", "--results-dir", str(results), "--json")
     assert code == 0, err
     result = json.loads(out)
+    assert result["schema_version"] == SCHEMA_VERSION and result["device"] == "phone"
     (calibration,) = result["calibrations"]
     assert calibration["group"] == {"cpus": 2.0}
     assert calibration["fit"]["slope"] == pytest.approx(0.37, abs=1e-9)
