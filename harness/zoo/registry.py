@@ -87,7 +87,7 @@ class ZooSpec:
         return {
             "name": self.name,
             "family": self.family,
-            "params": dict(self.params),
+            "values": dict(self.params),  # the name's values; "params" elsewhere means a parameter count
             "input_shape": list(self.input_shape),
             "num_classes": self.num_classes,
             "quant": self.quant,
