@@ -316,14 +316,12 @@ def calibrate_device(
         for values, group_points in points.groupby(keys, sort=True):
             group = dict(zip(keys, values, strict=True))
             models = group_points["model"].tolist()
-            if len(models) < MIN_POINTS:
-                result.skipped.append({"metric": metric, "group": group, "n": len(models), "models": models,
-                                       "reason": f"{len(models)} matched models, a line needs {MIN_POINTS}"})
-            elif group_points["harness"].nunique() < 2:
-                result.skipped.append({"metric": metric, "group": group, "n": len(models), "models": models,
-                                       "reason": "all harness values are identical"})
-            else:
+            try:
                 result.calibrations.append(calibrate_points(metric, group, group_points))
+            except DataError as err:
+                reason = f"{len(models)} matched models" if len(models) < MIN_POINTS else str(err)
+                result.skipped.append({"metric": metric, "group": group, "n": len(models), "models": models,
+                                       "reason": reason})
     result.unmatched_device_models = sorted(set(device.table["model"]) - matched)
     if not result.calibrations:
         detail = "; ".join(

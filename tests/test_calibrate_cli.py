@@ -144,3 +144,18 @@ def test_thread_counts_that_never_meet_the_harness_cpus_are_named(tmp_path: Path
     code, _, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results))
     assert code == 2 and err.count("\n") == 1
     assert "thread counts (1, 4) never equal the harness's cpus (2)" in err
+
+
+def test_a_degenerate_group_is_skipped_with_its_reason_and_the_rest_fitted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results"
+    session = write_session(results, HARNESS, cpus=2.0).name
+    write_session(results, {"net_a": [1.0], "net_b": [1.0], "net_c": [2.0]}, cpus=1.0, session_id=session)
+    rows = [f"{m},{threads},{v * threads},x" for m, v in MEDIANS.items() for threads in (1, 2)]
+    run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
+            "--results-dir", str(results))
+    code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json")
+    assert code == 0, err
+    assert [c["group"] for c in json.loads(out)["calibrations"]] == [{"cpus": 2.0}]
+    assert "latency_ms cpus=1: not fitted: leaving one model out leaves identical harness values" in err
