@@ -154,6 +154,19 @@ def test_timeout_and_crash_statuses_and_nothing_left(backend: DockerBackend, eng
         assert containers_of(engine, spec.session_id) == []
 
 
+def test_container_past_the_grace_is_killed_from_outside(backend: DockerBackend, engine: docker.DockerClient,
+                                                        monkeypatch: pytest.MonkeyPatch, workloads: Path,
+                                                        tiny_onnx: Path) -> None:
+    """The runner stops its script at TIMEOUT_S; should the runner itself hang, the backend kills the
+    container GRACE_S later. A negative grace stands in for the hung runner: the kill comes at 2 s."""
+    monkeypatch.setattr(backend, "grace_s", -28.0)
+    spec = make_spec(workloads / "sleep.py", "60", model=tiny_onnx, timeout_s=30.0)
+    run = backend.run(spec)
+    assert run["status"] == "timeout" and "did not stop in time" in run["stderr_tail"]
+    assert 2.0 <= run["runtime_s"] < 5.0
+    assert containers_of(engine, spec.session_id) == []
+
+
 def test_ctrl_c_removes_the_container(backend: DockerBackend, engine: docker.DockerClient, workloads: Path,
                                       tiny_onnx: Path) -> None:
     spec = make_spec(workloads / "sleep.py", "60", model=tiny_onnx)

@@ -143,6 +143,7 @@ class DockerBackend:
     cannot mix images."""
 
     name = "docker"
+    grace_s = GRACE_S
 
     def __init__(self, image: str) -> None:
         self.client = connect()
@@ -222,8 +223,11 @@ class DockerBackend:
             started = time.monotonic()
             container.start()
             try:
-                container.wait(timeout=spec.timeout_s + GRACE_S)
-            except requests.exceptions.ReadTimeout:
+                container.wait(timeout=spec.timeout_s + self.grace_s)
+            except requests.RequestException:
+                # The SDK reports a wait that timed out as a connection error: tell it apart from a lost engine.
+                if not self._engine_answers():
+                    raise
                 with contextlib.suppress(APIError):  # it may have exited just now
                     container.kill()
                 return outside_result("timeout", time.monotonic() - started, "the container did not stop in time")
@@ -247,6 +251,12 @@ class DockerBackend:
             if container is not None:
                 with contextlib.suppress(NotFound, APIError, requests.RequestException, DockerException):
                     container.remove(force=True)
+
+    def _engine_answers(self) -> bool:
+        try:
+            return bool(self.client.ping())
+        except (DockerException, requests.RequestException):
+            return False
 
     def close(self) -> None:
         self.client.close()
