@@ -18,6 +18,7 @@ import secrets
 import stat
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,11 @@ PIDS_LIMIT = 1024  # ample for thread pools and multiprocessing, bounded against
 PING_TIMEOUT_S = 5
 SPEC_PATH, MODEL_DIR, SCRIPT_DIR = "/harness/spec.json", "/harness/model", "/harness/script"
 RUNNER_COMMAND = ["python", "-m", "harness.runner", "--spec", SPEC_PATH]
+# Every container, runs and probes alike: no network, read-only root, no capabilities, no new privileges,
+# bounded process count, tini as PID 1 (reaps orphans, and the container ends when the runner does).
+HARDENING: dict[str, Any] = {"network_mode": "none", "read_only": True, "cap_drop": ["ALL"],
+                             "security_opt": ["no-new-privileges"], "pids_limit": PIDS_LIMIT, "init": True}
+PROBE_TIMEOUT_S, PROBE_MEMORY_BYTES = 60.0, 256 * 1024 * 1024
 _PACKAGES_PROBE = (
     "import importlib.metadata as m, json, platform\n"
     "names = ('onnxruntime', 'numpy', 'psutil', 'torch', 'ai-edge-litert')\n"
@@ -138,6 +144,18 @@ def outcome(result: dict[str, Any] | None, state: dict[str, Any], stderr: str, e
     return result
 
 
+@dataclass(frozen=True)
+class Finished:
+    """What the engine tells about a container that ended by itself."""
+
+    name: str
+    id: str
+    state: dict[str, Any]
+    stdout: str
+    stderr: str
+    elapsed_s: float
+
+
 class DockerBackend:
     """Runs each RunSpec in a fresh container of one image, resolved to its id once so a re-tag mid-session
     cannot mix images."""
@@ -186,12 +204,11 @@ class DockerBackend:
     def _probe_image(self) -> dict[str, Any]:
         """Python and framework versions inside the image (the host's are not the ones that run)."""
         try:
-            out = self.client.containers.run(self.image_id, ["python", "-c", _PACKAGES_PROBE], remove=True,
-                                             network_mode="none", read_only=True, cap_drop=["ALL"],
-                                             labels={LABEL: "probe"}, name=container_name("probe"))
+            done = self._contain(["python", "-c", _PACKAGES_PROBE], name=container_name("probe"),
+                                 labels={LABEL: "probe"}, timeout_s=PROBE_TIMEOUT_S, mem_limit=PROBE_MEMORY_BYTES)
         except (DockerException, requests.RequestException):
             return {}
-        return runner_result(out.decode(errors="replace")) or {}
+        return (runner_result(done.stdout) or {}) if done else {}
 
     def run(self, spec: RunSpec) -> dict[str, Any]:
         model, script = Path(spec.model), Path(spec.script)
@@ -211,35 +228,13 @@ class DockerBackend:
         return result
 
     def _run_container(self, spec: RunSpec, mounts: list[Mount]) -> dict[str, Any]:
-        container = None
+        """One run's container; engine faults become one BackendError line naming the run."""
         try:
-            container = self.client.containers.create(
-                self.image_id, RUNNER_COMMAND, name=container_name(spec.run_id),
+            done = self._contain(
+                RUNNER_COMMAND, name=container_name(spec.run_id), timeout_s=spec.timeout_s + self.grace_s,
                 labels={LABEL: spec.run_id, "org.harness.session": spec.session_id}, mounts=mounts,
-                network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,mode=1777,size={spec.memory_bytes}"},
-                pids_limit=PIDS_LIMIT, init=True, mem_limit=spec.memory_bytes,
-                memswap_limit=spec.memory_bytes + spec.swap_bytes, **cpu_options(spec))
-            started = time.monotonic()
-            container.start()
-            try:
-                container.wait(timeout=spec.timeout_s + self.grace_s)
-            except requests.RequestException:
-                # The SDK reports a wait that timed out as a connection error: tell it apart from a lost engine.
-                if not self._engine_answers():
-                    raise
-                with contextlib.suppress(APIError):  # it may have exited just now
-                    container.kill()
-                return outside_result("timeout", time.monotonic() - started, "the container did not stop in time")
-            elapsed = time.monotonic() - started
-            container.reload()
-            stdout = container.logs(stdout=True, stderr=False).decode(errors="replace")
-            stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
-            state = container.attrs.get("State", {})
-            result = outcome(runner_result(stdout), state, stderr, elapsed)
-            result["container"] = {"name": container.name, "id": container.id, "oom_killed": bool(
-                state.get("OOMKilled")), "exit_code": state.get("ExitCode")}
-            return result
+                mem_limit=spec.memory_bytes, memswap_limit=spec.memory_bytes + spec.swap_bytes, **cpu_options(spec))
         except ImageNotFound:
             raise BackendError(f"Docker image {self.image} ({self.image_id}) was removed during the session; "
                                "run `make image`") from None
@@ -247,6 +242,38 @@ class DockerBackend:
             raise BackendError(f"the Docker engine refused run {spec.run_id}: {err.explanation or err}") from None
         except (requests.RequestException, DockerException) as err:
             raise _engine_lost(err, spec) from None
+        if done is None:
+            return outside_result("timeout", spec.timeout_s + self.grace_s, "the container did not stop in time")
+        result = outcome(runner_result(done.stdout), done.state, done.stderr, done.elapsed_s)
+        result["container"] = {"name": done.name, "id": done.id, "oom_killed": bool(done.state.get("OOMKilled")),
+                               "exit_code": done.state.get("ExitCode")}
+        return result
+
+    def _contain(self, command: list[str], *, name: str, labels: dict[str, str], timeout_s: float,
+                 **options: Any) -> Finished | None:
+        """Create, start and wait for one hardened container, collect its output, and always remove it
+        (Ctrl-C included). None when it outlived timeout_s and was killed. Engine errors propagate."""
+        container = None
+        try:
+            container = self.client.containers.create(self.image_id, command, name=name, labels=labels,
+                                                      **HARDENING, **options)
+            started = time.monotonic()
+            container.start()
+            try:
+                container.wait(timeout=timeout_s)
+            except requests.RequestException:
+                # The SDK reports a wait that timed out as a connection error: tell it apart from a lost engine.
+                if not self._engine_answers():
+                    raise
+                with contextlib.suppress(APIError):  # it may have exited just now
+                    container.kill()
+                return None
+            elapsed = time.monotonic() - started
+            container.reload()
+            return Finished(
+                name=container.name, id=container.id, state=container.attrs.get("State", {}), elapsed_s=elapsed,
+                stdout=container.logs(stdout=True, stderr=False).decode(errors="replace"),
+                stderr=container.logs(stdout=False, stderr=True).decode(errors="replace"))
         finally:
             if container is not None:
                 with contextlib.suppress(NotFound, APIError, requests.RequestException, DockerException):
