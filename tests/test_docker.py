@@ -167,6 +167,26 @@ def test_container_past_the_grace_is_killed_from_outside(backend: DockerBackend,
     assert containers_of(engine, spec.session_id) == []
 
 
+def test_parallel_sessions_with_equal_run_ids_never_collide(backend: DockerBackend, engine: docker.DockerClient,
+                                                            workloads: Path, tiny_onnx: Path) -> None:
+    spec = make_spec(workloads / "alloc.py", "8", "1.0", model=tiny_onnx)  # held 1 s: the two overlap
+    results: list[dict[str, Any]] = []
+
+    def session() -> None:
+        own = DockerBackend(IMAGE)
+        results.append(own.run(spec))
+        own.close()
+
+    threads = [threading.Thread(target=session) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r["status"] for r in results] == ["ok", "ok"]
+    assert results[0]["container"]["name"] != results[1]["container"]["name"]
+    assert containers_of(engine, spec.session_id) == []
+
+
 def test_ctrl_c_removes_the_container(backend: DockerBackend, engine: docker.DockerClient, workloads: Path,
                                       tiny_onnx: Path) -> None:
     spec = make_spec(workloads / "sleep.py", "60", model=tiny_onnx)
