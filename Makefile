@@ -45,6 +45,9 @@ $(ZOO_STAMP): $(STAMP) pyproject.toml
 
 test: $(ZOO_STAMP)
 
+# Extra options for every run container (only volumes, env and devices; see README, "Docker backend").
+export HARNESS_DOCKER_ARGS := $(DOCKER_ARGS)
+
 # Docker runtime image for BACKEND=docker, tagged with the profile's IMAGE. BASE_IMAGE, TORCH=1 and
 # LITERT=1 reach `harness image` as environment variables, never through a shell string.
 BASE_IMAGE ?= python:3.11-slim

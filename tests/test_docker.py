@@ -256,6 +256,28 @@ def test_container_is_locked_down_with_its_limits(backend: DockerBackend, tmp_pa
     assert pinned["cpuset"] == "1" and pinned["cpu_quota"] in ("-1", "max")
 
 
+def test_docker_args_reach_the_script(backend: DockerBackend, tmp_path: Path, tiny_onnx: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    (data / "labels.txt").write_text("cat\n")
+    (data / "labels.txt").chmod(0o644)
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os\nfrom harness.metrics import report\n"
+                     "report(greeting=os.environ['GREETING'], labels=open('/data/labels.txt').read().strip(),\n"
+                     "       null_device=os.path.exists('/dev/net/tun'))\n")
+    probe.chmod(0o644)
+    args = f"-v {data}:/data -e 'GREETING=hello world' --device /dev/null:/dev/net/tun"
+    extra = DockerBackend(IMAGE, docker_args=args)
+    try:
+        run = extra.run(make_spec(probe, model=tiny_onnx))
+        assert extra.describe()["docker_args"] == {"volumes": [f"{data}:/data:ro"], "env": ["GREETING"],
+                                                   "devices": ["/dev/null:/dev/net/tun"]}
+    finally:
+        extra.close()
+    assert run["status"] == "ok", run["stderr_tail"]
+    assert run["metrics"] == {"greeting": "hello world", "labels": "cat", "null_device": True}
+
+
 def test_docker_and_local_agree(backend: DockerBackend, tmp_path: Path) -> None:
     """Same model and limits, runs alternated so the drift of a busy machine hits both backends alike.
     Small weights: the interpreters differ (the image's Python is the base image's), and some Python

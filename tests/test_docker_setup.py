@@ -4,15 +4,17 @@ sees when no engine answers (a real socket path that nothing listens on)."""
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from harness.backends import docker as docker_backend
+from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import CA_NAME, build_context, context_files, source_digest
 from harness.cli import main
-from harness.errors import BackendError
+from harness.errors import BackendError, ConfigError
 from harness.spec import plan_cpu_limits
 from tests.test_docker import make_spec
 
@@ -94,3 +96,37 @@ def test_unreadable_model_is_refused_before_any_container(tmp_path: Path, worklo
         docker_backend._check_readable(model, "model")
     with pytest.raises(BackendError, match="does not exist"):
         docker_backend._check_readable(tmp_path / "missing.onnx", "model")
+
+
+def test_docker_args_whitelist(tmp_path: Path) -> None:
+    parsed = parse_docker_args(f"-v {tmp_path}:/data --volume={tmp_path}:/out:rw -e 'GREETING=hello world' "
+                               "--env=EMPTY= --device /dev/null")
+    assert [(m["Source"], m["Target"], m["ReadOnly"]) for m in parsed.mounts] == [
+        (str(tmp_path), "/data", True), (str(tmp_path), "/out", False)]
+    assert parsed.environment == {"GREETING": "hello world", "EMPTY": ""}
+    assert parsed.options() == {"environment": {"GREETING": "hello world", "EMPTY": ""}, "devices": ["/dev/null"]}
+    assert parse_docker_args(None) == parse_docker_args("") == DockerArgs()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("--privileged", "DOCKER_ARGS --privileged: is not allowed; allowed: -v/--volume"),
+    ("--network=host", "DOCKER_ARGS --network=host: is not allowed"),
+    ("-v", "DOCKER_ARGS -v: needs a value"),
+    ("-v relative:/data", "must be an existing absolute host path"),
+    ("-v /:/harness/model", "target must be absolute and outside /harness, /tmp"),
+    ("-v /:/data:rx", "expected SRC:DST or SRC:DST:ro|rw"),
+    ("-e 1BAD=x", "DOCKER_ARGS --env 1BAD=x: expected NAME=VALUE"),
+    ("--device /etc/passwd", "is not an existing device under /dev"),
+    ("-e 'unclosed", "cannot be split"),
+])
+def test_docker_args_refused_with_one_line(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)) as caught:
+        parse_docker_args(text)
+    assert "\n" not in str(caught.value)
+
+
+def test_bad_docker_args_stop_before_any_engine_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing-listens.sock")
+    monkeypatch.setenv("HARNESS_DOCKER_ARGS", "--cap-add SYS_ADMIN")
+    with pytest.raises(ConfigError, match="DOCKER_ARGS --cap-add: is not allowed"):
+        docker_backend.DockerBackend("harness-runtime:latest")

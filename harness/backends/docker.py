@@ -28,6 +28,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
 from harness.backends.base import outside_result
+from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import SOURCE_LABEL, source_digest
 from harness.errors import BackendError
 from harness.spec import RunSpec
@@ -163,7 +164,10 @@ class DockerBackend:
     name = "docker"
     grace_s = GRACE_S
 
-    def __init__(self, image: str) -> None:
+    def __init__(self, image: str, docker_args: str | None = None) -> None:
+        """`docker_args` defaults to $HARNESS_DOCKER_ARGS (make's DOCKER_ARGS); see docker_args.py."""
+        self.extra: DockerArgs = parse_docker_args(
+            os.environ.get("HARNESS_DOCKER_ARGS") if docker_args is None else docker_args)
         self.client = connect()
         try:
             found = self.client.images.get(image)
@@ -199,6 +203,7 @@ class DockerBackend:
             "cgroup_driver": engine.get("CgroupDriver"), "cgroup_version": engine.get("CgroupVersion"),
             "runtime": engine.get("DefaultRuntime"), "engine_kernel": engine.get("KernelVersion"),
             "swap_capped": bool(engine.get("SwapLimit")), "host_arch": platform.machine(),
+            "docker_args": self.extra.describe(),
         }
 
     def _probe_image(self) -> dict[str, Any]:
@@ -232,9 +237,10 @@ class DockerBackend:
         try:
             done = self._contain(
                 RUNNER_COMMAND, name=container_name(spec.run_id), timeout_s=spec.timeout_s + self.grace_s,
-                labels={LABEL: spec.run_id, "org.harness.session": spec.session_id}, mounts=mounts,
+                labels={LABEL: spec.run_id, "org.harness.session": spec.session_id}, mounts=mounts + self.extra.mounts,
                 tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,mode=1777,size={spec.memory_bytes}"},
-                mem_limit=spec.memory_bytes, memswap_limit=spec.memory_bytes + spec.swap_bytes, **cpu_options(spec))
+                mem_limit=spec.memory_bytes, memswap_limit=spec.memory_bytes + spec.swap_bytes, **cpu_options(spec),
+                **self.extra.options())
         except ImageNotFound:
             raise BackendError(f"Docker image {self.image} ({self.image_id}) was removed during the session; "
                                "run `make image`") from None
