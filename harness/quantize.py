@@ -32,6 +32,9 @@ from harness.zoo.cache import write_atomically
 MODES = ("dynamic", "static")
 CALIBRATION_SAMPLES = 8
 CALIBRATION_SEED = 0
+# Everything besides the mode and onnxruntime's version that shapes the output (the zoo's cache key uses it).
+RECIPE = {"calibration_samples": CALIBRATION_SAMPLES, "calibration_seed": CALIBRATION_SEED, "format": "QDQ",
+          "static_types": "U8S8 per-channel", "dynamic_weights": "U8"}
 
 
 def random_feeds(path: Path, count: int, seed: int = CALIBRATION_SEED) -> Iterator[dict[str, np.ndarray]]:

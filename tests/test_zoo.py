@@ -137,6 +137,18 @@ def test_torchscript_export_agrees_with_onnx() -> None:
     np.testing.assert_allclose(session.run(None, {"input": x})[0], want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
 
 
+@pytest.mark.usefixtures("zoo_cache")
+def test_torchscript_export_profiles_with_its_input_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("torchvision")
+    path = zoo.export("squeezenet1_1", "torchscript")
+    shape = "x".join(map(str, zoo.parse("squeezenet1_1").input_shape))
+    profile_json(capsys, tmp_path, str(path), "--backend", "local", "--repeats", "1", "--iterations", "3",
+                 "--", "--shape", f"input={shape}")
+    (run,) = session_runs(tmp_path)
+    assert run["status"] == "ok", run.get("stderr_tail")
+    assert run["model_kind"] == "torch" and run["latency_ms"]["n"] == 3
+
+
 def _profile_zoo(capsys: pytest.CaptureFixture[str], tmp_path: Path, names: list[str]) -> None:
     pytest.importorskip("torchvision")
     summary = profile_json(capsys, tmp_path / "results", *names, "--env", str(ROOT / "devices" / "jetson-nano.env"),

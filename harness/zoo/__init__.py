@@ -46,10 +46,10 @@ def _exporter() -> Any:
 def _export_quantized(spec: ZooSpec, exporter: Any) -> Path:
     import onnxruntime
 
-    from harness.quantize import quantize
+    from harness.quantize import RECIPE, quantize
 
     base = exporter.export_float(parse(spec.base_name), "onnx")
-    path = exporter.cached_path(spec, "onnx", {"onnxruntime": onnxruntime.__version__})
+    path = exporter.cached_path(spec, "onnx", {"onnxruntime": onnxruntime.__version__, **RECIPE})
     return path if path.exists() else quantize(base, spec.quant, path)
 
 

@@ -12,6 +12,7 @@ import hashlib
 import json
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 import torchvision
@@ -25,7 +26,7 @@ CACHE_FORMAT = 1  # bump when the export recipe changes, so stale cache entries 
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
 
 
-def cache_key(spec: ZooSpec, fmt: str, extra: dict[str, str] | None = None) -> str:
+def cache_key(spec: ZooSpec, fmt: str, extra: dict[str, Any] | None = None) -> str:
     """12 hex digits over the name, parameters, input, format, exporter settings and library versions."""
     recipe = {
         "cache_format": CACHE_FORMAT,
@@ -40,7 +41,7 @@ def cache_key(spec: ZooSpec, fmt: str, extra: dict[str, str] | None = None) -> s
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def cached_path(spec: ZooSpec, fmt: str, extra: dict[str, str] | None = None) -> Path:
+def cached_path(spec: ZooSpec, fmt: str, extra: dict[str, Any] | None = None) -> Path:
     return cache_dir() / f"{spec.name}-{cache_key(spec, fmt, extra)}{SUFFIXES[fmt]}"
 
 
