@@ -22,16 +22,12 @@ _ZOO_EXTRA_MODULES = {"torch", "torchvision", "onnxscript"}
 
 def list_models() -> list[dict[str, Any]]:
     """The published variants of every family, with their input, provenance and cached exports."""
-    return [
-        {
-            **spec.as_dict(),
-            "grammar": get_family(spec.family).grammar,
-            "source": get_family(spec.family).source,
-            "description": get_family(spec.family).description,
-            "cached": [str(path) for path in cached_files(spec.name)],
-        }
-        for spec in listed_specs()
-    ]
+    models = []
+    for spec in listed_specs():
+        family = get_family(spec.family)
+        models.append({**spec.as_dict(), "grammar": family.grammar, "source": family.source,
+                       "description": family.description, "cached": [str(p) for p in cached_files(spec.name)]})
+    return models
 
 
 def _exporter() -> Any:

@@ -9,7 +9,7 @@ import torchvision.models as tvm
 from torch import nn
 
 from harness.zoo.mobilenet_v1 import MobileNetV1
-from harness.zoo.registry import ZooSpec
+from harness.zoo.registry import ZooSpec, get_family
 from harness.zoo.video3d import MobileNetV2_3D, ShuffleNetV2_3D, SqueezeNet3D
 
 SEED = 0
@@ -22,12 +22,8 @@ def _torchvision(spec: ZooSpec) -> nn.Module:
     if spec.family == "inception_v3":
         # No auxiliary head: it is dropped in eval mode anyway and would only bloat the export.
         return tvm.inception_v3(weights=None, aux_logits=False, init_weights=True, num_classes=classes)
-    builder = {
-        "squeezenet": lambda: getattr(tvm, f"squeezenet{params['version']}"),
-        "shufflenet_v2": lambda: getattr(tvm, f"shufflenet_v2_x{params['width']}"),
-        "resnet": lambda: getattr(tvm, f"resnet{params['depth']}"),
-    }[spec.family]()
-    return builder(weights=None, num_classes=classes)
+    # For the other families the zoo name is torchvision's builder name (squeezenet1_1, resnet18, ...).
+    return getattr(tvm, get_family(spec.family).compose(params))(weights=None, num_classes=classes)
 
 
 def build(spec: ZooSpec) -> nn.Module:
