@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import onnxscript  # noqa: F401  (used by torch's dynamo exporter; imported here so its absence names the extra)
 import torch
 import torchvision
 
@@ -50,7 +51,7 @@ def _export_onnx(spec: ZooSpec, target: Path) -> None:
     # Batch 2 in the example: torch.export specialises a dimension whose example size is 1.
     example = torch.randn(2, *spec.input_shape[1:])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # the exporter's notes about its own internals; nothing a user can act on
         torch.onnx.export(
             net,
             (example,),
