@@ -113,7 +113,9 @@ def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: P
                        "--script", str(workloads / "cpu_burn.py"), "--", "2", BURN_WORK)
         runs = session_runs(results)
         assert all(r["limits"]["cpu_mode"] == ("quota" if cpus == "0.5" else "pinned") for r in runs)
-        times[cpus] = median_runtime(runs)
+        # The fastest repeat is the one least disturbed by other load on the host (timeit's rationale);
+        # a limit that did not hold would make every repeat fast.
+        times[cpus] = min(r["runtime_s"] for r in runs if r["status"] == "ok")
     assert times["1"] / times["2"] >= 1.8, times
     assert times["0.5"] / times["1"] >= 1.8, times
 
