@@ -104,6 +104,14 @@ def test_profile_through_docker_names_the_image(capsys, in_tmp_cwd: Path, tiny_o
         assert run["peak_source"] == "kernel" and run["cgroup_version"] == int(info["cgroup_version"])
 
 
+def test_auto_picks_docker_only_with_the_image(backend: DockerBackend) -> None:
+    assert engine_status(IMAGE) == (True, f"docker, since an engine answers and image {IMAGE} exists")
+    missing = "harness-runtime:no-such-tag"
+    assert engine_status(missing) == (False, f"image {missing} does not exist (run `make image`)")
+    with pytest.raises(BackendError, match=f"Docker image {missing} does not exist; run `make image`"):
+        DockerBackend(missing)
+
+
 def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path,
                          engine: docker.DockerClient) -> None:
     times = {}

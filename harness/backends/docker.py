@@ -75,14 +75,17 @@ def engine_status(image: str) -> tuple[bool, str]:
     except BackendError:
         return False, "no Docker engine answers"
     try:
-        client.images.get(image)
+        found = client.images.get(image)
     except ImageNotFound:
         return False, f"image {image} does not exist (run `make image`)"
     except (DockerException, requests.RequestException) as err:
         return False, f"the Docker engine failed to answer ({type(err).__name__})"
     finally:
         client.close()
-    return True, f"docker, since an engine answers and image {image} exists"
+    checkout = source_digest()
+    stale = checkout is not None and (found.labels or {}).get(SOURCE_LABEL) != checkout
+    note = " (built from other harness sources than this checkout: `make image` refreshes it)" if stale else ""
+    return True, f"docker, since an engine answers and image {image} exists{note}"
 
 
 def _check_readable(path: Path, what: str) -> None:
