@@ -149,6 +149,16 @@ def test_oom_is_recorded_and_session_goes_on(capsys, in_tmp_cwd: Path, tiny_onnx
     assert entry(summary, "tiny_mlp")["statuses"] == {"oom": 2}
 
 
+def test_runner_killed_at_the_limit_is_oom(backend: DockerBackend, engine: docker.DockerClient, workloads: Path,
+                                           tiny_onnx: Path) -> None:
+    """Below what the runner needs (the CLI refuses MEMORY < 16 MiB), the engine's flag alone tells the OOM."""
+    spec = make_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=8)
+    run = backend.run(spec)
+    assert run["status"] == "oom" and run["container"]["oom_killed"] and run["signal"] == 9
+    assert "runner itself was killed at the memory limit" in run["stderr_tail"]
+    assert containers_of(engine, spec.session_id) == []
+
+
 def test_timeout_and_crash_statuses_and_nothing_left(backend: DockerBackend, engine: docker.DockerClient,
                                                      workloads: Path, tiny_onnx: Path) -> None:
     timeout = make_spec(workloads / "sleep.py", "60", model=tiny_onnx, timeout_s=1.5)

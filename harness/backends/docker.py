@@ -140,7 +140,9 @@ def outcome(result: dict[str, Any] | None, state: dict[str, Any], stderr: str, e
     oom_killed = bool(state.get("OOMKilled"))
     if result is None:
         code = state.get("ExitCode")
-        detail = stderr.strip() or state.get("Error") or "the runner ended without a result"
+        detail = stderr.strip() or state.get("Error") or (
+            "the runner itself was killed at the memory limit: raise MEMORY (the runner needs about 12 MiB)"
+            if oom_killed else "the runner ended without a result")
         return outside_result("oom" if oom_killed else "error", elapsed_s, detail, exit_code=code,
                               signal=code - 128 if isinstance(code, int) and code > 128 else None)
     if result.get("status") == "error" and oom_killed and result.get("signal") == 9:
