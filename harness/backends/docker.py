@@ -141,7 +141,7 @@ def outcome(result: dict[str, Any] | None, state: dict[str, Any], stderr: str, e
     if result is None:
         code = state.get("ExitCode")
         detail = stderr.strip() or state.get("Error") or (
-            "the runner itself was killed at the memory limit: raise MEMORY (the runner needs about 12 MiB)"
+            "the runner itself was killed at the memory limit: raise MEMORY (an idle script peaks near 14 MiB)"
             if oom_killed else "the runner ended without a result")
         return outside_result("oom" if oom_killed else "error", elapsed_s, detail, exit_code=code,
                               signal=code - 128 if isinstance(code, int) and code > 128 else None)
