@@ -18,12 +18,20 @@ from harness.calibrate import CalibrationSet, calibrate_runs, group_label, predi
 from harness.device_data import list_devices, load_device
 from harness.errors import DataError
 from harness.ranking import ALPHA, rank_runs, ranking_rows
-from harness.report_figures import calibration_residuals, calibration_scatter, equation, ranking_chart
+from harness.report_figures import (
+    calibration_residuals,
+    calibration_scatter,
+    equation,
+    ranking_chart,
+    scaling_chart,
+)
 from harness.stats import summarize_runs
 from harness.store import atomic_write_text, load_runs, load_session_info
 
 REPORT_DIR = "report"
 RANKED_METRICS = ("latency_ms", "runtime_s", "peak_memory_mib")
+SCALING_COLUMNS = ("latency_p50_ms_median", "peak_memory_mib_median")
+"""Plotted against CPUS when a session (a sweep) has several CPU counts."""
 SUMMARY_COLUMNS = ("latency_p50_ms", "runtime_s", "load_s", "peak_memory_mib", "peak_rss_mib", "avg_memory_mib")
 DIGITS = 4
 
@@ -89,9 +97,14 @@ def summary_section(runs: list[dict[str, Any]]) -> Section:
         row["unstable_metrics"] = ", ".join(entry["unstable_metrics"])
         rows.append(row)
     frame = pd.DataFrame(rows).sort_values(["cpus", "model"]) if rows else pd.DataFrame()
-    return Section("Summary", ["Medians over the ok repeats of each model; latency is the per-run p50, with the 95% "
-                               "bootstrap CI of its median. Unstable metrics have IQR/median > 10%."],
-                   [ReportTable("summary", "Per-model summary", frame)])
+    section = Section("Summary", ["Medians over the ok repeats of each model; latency is the per-run p50, with the "
+                                  "95% bootstrap CI of its median. Unstable metrics have IQR/median > 10%."],
+                      [ReportTable("summary", "Per-model summary", frame)])
+    if rows and frame["cpus"].nunique() > 1:
+        for column in SCALING_COLUMNS:
+            title = f"{column} against CPUS"
+            section.figures.append(ReportFigure(f"scaling_{column}", title, scaling_chart(frame, column, title)))
+    return section
 
 
 def ranking_section(runs: list[dict[str, Any]]) -> Section:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -94,4 +95,19 @@ def ranking_chart(entries: list[RankEntry], metric: str, title: str) -> bytes:
     ax.set_xlabel(f"{metric} (median, 95% CI)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, axis="x")
+    return _png(figure)
+
+
+def scaling_chart(summary: pd.DataFrame, column: str, title: str) -> bytes:
+    """One line per model: `column` (a median) against the CPU count, to see where more cores stop paying."""
+    figure = Figure(figsize=(7, 4.5))
+    ax = figure.add_subplot()
+    for model, rows in summary.dropna(subset=[column]).groupby("model"):
+        rows = rows.sort_values("cpus")
+        ax.plot(rows["cpus"], rows[column], marker="o", label=str(model))
+    ax.set_xlabel("CPUS")
+    ax.set_ylabel(column)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
     return _png(figure)

@@ -82,3 +82,19 @@ def test_report_without_runs_is_one_clear_line(tmp_path: Path, capsys: pytest.Ca
     assert main(["report", "--results-dir", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no sessions under" in err
+
+
+def test_a_sweep_session_gets_scaling_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    session = write_session(results, {"net_a": [4.0, 4.2], "net_b": [8.0, 8.4]}, cpus=1.0)
+    write_session(results, {"net_a": [2.0, 2.2], "net_b": [4.0, 4.4]}, cpus=2.0, session_id=session.name)
+    assert main(["report", "--results-dir", str(results)]) == 0
+    out = session / "report"
+    assert {"scaling_latency_p50_ms_median", "scaling_peak_memory_mib_median"} <= {
+        p.stem for p in (out / "figures").glob("*.png")}
+    summary = pd.read_csv(out / "tables" / "summary.csv")
+    medians = {(r.model, r.cpus): r.latency_p50_ms_median for r in summary.itertuples()}
+    expected = {("net_a", 1.0): 4.1, ("net_a", 2.0): 2.1, ("net_b", 1.0): 8.2, ("net_b", 2.0): 4.2}
+    assert medians == pytest.approx(expected)
+    ranking = pd.read_csv(out / "tables" / "ranking_latency_ms.csv")
+    assert sorted(ranking["cpus"].unique()) == [1.0, 2.0]
