@@ -33,14 +33,14 @@ DEVICE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 METRIC_SUFFIXES = ("_ms", "_s", "_mib")
 """A column whose name ends with a unit is a measurement and must hold numbers."""
-UNIT_CONVERSIONS: dict[str, tuple[str, float]] = {
-    "_kb": ("_mib", 1e3 / 2**20),
-    "_mb": ("_mib", 1e6 / 2**20),
-    "_gb": ("_mib", 1e9 / 2**20),
-    "_us": ("_ms", 1e-3),
+UNIT_CONVERSIONS: dict[str, tuple[str, float, str]] = {
+    "_kb": ("_mib", 1e3 / 2**20, "1 kB = 10³ bytes"),
+    "_mb": ("_mib", 1e6 / 2**20, "1 MB = 10⁶ bytes"),
+    "_gb": ("_mib", 1e9 / 2**20, "1 GB = 10⁹ bytes"),
+    "_us": ("_ms", 1e-3, "1 µs = 10⁻³ ms"),
 }
-"""Suffix → (harness suffix, factor). kB/MB/GB are decimal (10³ᵏ bytes); name a column `_mib` if your
-tool already reports binary mebibytes."""
+"""Suffix → (harness suffix, factor, what the factor assumes). kB/MB/GB are decimal; name a column `_mib` if
+your tool already reports binary mebibytes."""
 THREAD_COLUMNS = ("threads", "cpus")
 RESERVED = ("model", "harness_model", "repeat", *THREAD_COLUMNS)
 
@@ -177,10 +177,10 @@ def _canonical_columns(path: Path, header_line: int, header: list[str]) -> tuple
     names, conversions = [], []
     for column in header:
         name = column.lower()
-        for suffix, (target, factor) in UNIT_CONVERSIONS.items():
+        for suffix, (target, factor, note) in UNIT_CONVERSIONS.items():
             if name.endswith(suffix):
                 converted = name.removesuffix(suffix) + target
-                conversions.append({"from": name, "to": converted, "factor": factor})
+                conversions.append({"from": name, "to": converted, "factor": factor, "note": note})
                 name = converted
         if name in THREAD_COLUMNS:
             if "cpus" in names:

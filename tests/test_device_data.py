@@ -28,7 +28,7 @@ def import_csv(capsys: pytest.CaptureFixture[str], csv: Path, results: Path, dev
 def test_pixel3_example_imports_with_units_converted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = import_csv(capsys, EXAMPLE, tmp_path / "results", "pixel3")
     assert code == 0, err
-    assert "size_mb → size_mib" in out and "created" in out
+    assert "converted size_mb → size_mib (× 0.953674; 1 MB = 10⁶ bytes)" in out and "created" in out
     source = pd.read_csv(EXAMPLE, comment="#")
     device = load_device(tmp_path / "results", "pixel3")
     assert len(device.table) == len(source) == 21
@@ -57,11 +57,12 @@ def test_reimporting_the_same_file_changes_nothing(tmp_path: Path, capsys: pytes
 
 def test_duplicates_are_averaged_with_their_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     csv = tmp_path / "d.csv"
-    csv.write_text("model,repeat,latency_ms,peak_memory_mb\nnet_a,1,10,100\nnet_b,1,5,50\nnet_a,2,12,110\n"
-                   "net_a,3,14,120\n")
+    csv.write_text("model,repeat,latency_us,peak_memory_mb\nnet_a,1,10000,100\nnet_b,1,5000,50\n"
+                   "net_a,2,12000,110\nnet_a,3,14000,120\n")
     code, out, err = import_csv(capsys, csv, tmp_path / "results")
     assert code == 0, err
     assert "averaged 3 rows of net_a (lines 2, 4, 5); n=3 kept" in out
+    assert "converted latency_us → latency_ms (× 0.001; 1 µs = 10⁻³ ms)" in out
     table = load_device(tmp_path / "results", "dev").table.set_index("model")
     assert table.loc["net_a", "latency_ms"] == pytest.approx(12.0)
     assert table.loc["net_a", "peak_memory_mib"] == pytest.approx(110 * MIB_PER_MB)

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     for conversion in result.conversions:
         stdout.print(
             f"converted {conversion['from']} → {conversion['to']} (× {fmt(conversion['factor'], 6)}; "
-            "decimal units: 1 MB = 10⁶ bytes)", highlight=False,
+            f"{conversion['note']})", highlight=False,
         )
     for duplicate in result.duplicates:
         stdout.print(
