@@ -143,13 +143,13 @@ def calibration_tables(cset: CalibrationSet) -> tuple[pd.DataFrame, pd.DataFrame
     return pd.DataFrame(fits), pd.concat(points, ignore_index=True)
 
 
-def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str, Any]]) -> Section:
+def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str, Any]], group_by: str) -> Section:
     section = Section(f"Calibration: {device_name}")
     device = load_device(results_dir, device_name)
     source = "; ".join(device.info.get("comments") or []) or device.info.get("source_name", "")
     section.paragraphs.append(f"Device data: {source}")
     try:
-        cset, medians = calibrate_runs(device, runs)
+        cset, medians = calibrate_runs(device, runs, group_by=group_by)
     except DataError as err:
         section.paragraphs.append(f"Not calibrated: {err}")
         return section
@@ -159,7 +159,7 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str
                        ReportTable(f"calibration_{key}_points", "Matched models", points)]
     profiled = sorted({run["model_name"] for run in runs if "model_name" in run})
     unmeasured = sorted(set(profiled) - set(points["harness_model"]))
-    if unmeasured:
+    if unmeasured and group_by == "cpus":  # a tag group needs the tag, which only device rows have
         predictions = pd.DataFrame(predict_models(cset, medians, unmeasured))
         if not predictions.empty:
             predictions["group"] = predictions["group"].map(group_label)
@@ -180,14 +180,17 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str
     return section
 
 
-def build_report(results_dir: Path, session_dir: Path, devices: list[str] | None = None) -> Report:
+def build_report(
+    results_dir: Path, session_dir: Path, devices: list[str] | None = None, group_by: str = "cpus"
+) -> Report:
     """Everything the report shows, computed once from the session's runs and the imported device data."""
     runs = load_runs(session_dir)
     if not runs:
         raise DataError(f"session {session_dir.name} has no runs yet; profile first (make profile MODEL=...)")
     info = load_session_info(session_dir)
     sections = [session_section(info, runs), summary_section(runs), ranking_section(runs)]
-    sections += [calibration_section(results_dir, name, runs) for name in devices or list_devices(results_dir)]
+    for name in devices or list_devices(results_dir):
+        sections.append(calibration_section(results_dir, name, runs, group_by))
     return Report(session_dir.name, sections)
 
 

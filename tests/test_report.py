@@ -98,3 +98,17 @@ def test_a_sweep_session_gets_scaling_figures(tmp_path: Path, capsys: pytest.Cap
     assert medians == pytest.approx(expected)
     ranking = pd.read_csv(out / "tables" / "ranking_latency_ms.csv")
     assert sorted(ranking["cpus"].unique()) == [1.0, 2.0]
+
+
+def test_report_groups_calibration_by_a_tag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    session = write_session(results, {**LATENCIES, "net_e": [3.0, 3.1], "net_f": [5.0, 5.1], "net_g": [7.0, 7.2]})
+    rows = DEVICE + "net_e,4,9.1,y\nnet_f,4,15.1,y\nnet_g,4,21.2,y\n"
+    (tmp_path / "phone.csv").write_text(rows)
+    assert main(["import-device", str(tmp_path / "phone.csv"), "--device", "phone", "--results-dir", str(results)]) == 0
+    assert main(["report", "--results-dir", str(results), "--group-by", "family"]) == 0
+    fits = pd.read_csv(session / "report" / "tables" / "calibration_phone_fits.csv")
+    assert fits["group"].tolist() == ["cpus=2, family=x", "cpus=2, family=y"]
+    assert fits["fit_n"].tolist() == [4, 3]
+    assert main(["report", "--results-dir", str(results), "--group-by", "os"]) == 2
+    assert "--group-by os" in capsys.readouterr().err

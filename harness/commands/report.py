@@ -19,6 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_results_options(parser, json_flag=False)
     parser.add_argument("--device", action="append", default=None,
                         help="calibrate against this device only (repeatable; default: every imported device)")
+    parser.add_argument("--group-by", default=env_default("HARNESS_GROUP_BY") or "cpus",
+                        help="calibration groups: cpus (default) or a tag column of the device CSV, as for regress")
     parser.add_argument("--out", type=Path, help=f"output directory (default: <session>/{REPORT_DIR})")
     parser.set_defaults(func=run)
 
@@ -32,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         sessions = [resolve_session(results_dir, args.session)]
     for session_dir in sessions:
         out = args.out / session_dir.name if args.out and len(sessions) > 1 else args.out or session_dir / REPORT_DIR
-        written = write_report(build_report(results_dir, session_dir, devices), out)
+        written = write_report(build_report(results_dir, session_dir, devices, args.group_by), out)
         stdout.print(f"report of session {session_dir.name}: {out / 'report.html'} ({len(written)} files)",
                      highlight=False)
     return 0
