@@ -172,3 +172,24 @@ def test_every_family_profiles_under_a_device_preset(capsys: pytest.CaptureFixtu
 @pytest.mark.usefixtures("zoo_cache")
 def test_every_listed_model_profiles(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     _profile_zoo(capsys, tmp_path, OTHERS)
+
+
+@pytest.mark.usefixtures("zoo_cache")
+def test_cli_lists_exports_and_quantizes_zoo_names(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torchvision")
+    from harness.cli import main
+
+    assert main(["zoo", "list", "--names"]) == 0
+    assert capsys.readouterr().out.split() == [m["name"] for m in zoo.list_models()]
+    assert main(["zoo", "export", "mobilenet_v1_0.25_128", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    path = zoo.export("mobilenet_v1_0.25_128")
+    assert row == {"name": "mobilenet_v1_0.25_128", "path": str(path), **onnx_facts(path)}
+    assert main(["zoo", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "mobilenet_v1_<alpha>_<res>" in listing and "_int8_static" in listing
+    assert main(["quantize", "mobilenet_v1_0.25_128", "--mode", "dynamic"]) == 0
+    assert str(zoo.export("mobilenet_v1_0.25_128_int8_dynamic")) in capsys.readouterr().out
+    assert main(["zoo", "export", "mobilenet_v1_0.3_128"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "alpha 0.3 is not one of 0.25, 0.5, 0.75, 1.0" in err
