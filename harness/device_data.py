@@ -190,7 +190,9 @@ def _canonical_columns(path: Path, header_line: int, header: list[str]) -> tuple
             raise DataError(f"{path}:{header_line}: column {column!r} is empty or repeats another; name each once")
         names.append(name)
     if "model" not in names:
-        raise DataError(f"{path}:{header_line}: no `model` column; name the column of model names `model`")
+        hint = "; the file seems to use ';' or tabs: save it with commas" if any(
+            ";" in column or "\t" in column for column in header) else ""
+        raise DataError(f"{path}:{header_line}: no `model` column; name the column of model names `model`{hint}")
     return names, conversions
 
 

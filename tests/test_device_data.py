@@ -89,6 +89,8 @@ BAD_INPUTS = [
     ("model,latency_ms\nnet_a,1\nnet_b,2,3\n", "d.csv:3: 3 cells but the header has 2"),
     ("model,latency_ms\n,1\n", "d.csv:2: empty `model` cell"),
     ("# from a phone\nname,latency_ms\nnet_a,1\n", "d.csv:2: no `model` column"),
+    ("model;latency_ms\nnet_a;1\n", "d.csv:1: no `model` column; name the column of model names `model`; the file "
+     "seems to use ';' or tabs: save it with commas"),
     ("model,family\nnet_a,x\n", "no metric column"),
     ("model,threads,cpus,latency_ms\nnet_a,1,1,1\n", "both `threads` and `cpus`"),
     ("model,latency_ms\n", "a header but no data rows"),
