@@ -121,7 +121,7 @@ def cooks_distance(fit: LineFit, x: Any, y: Any) -> np.ndarray:
     """Cook's D_i = e_i² / (p s²) · h_ii / (1 − h_ii)², with p = 2 parameters."""
     x = np.asarray(x, dtype=float)
     residuals = np.asarray(y, dtype=float) - fit.predict(x)
-    if fit.r2 >= EXACT_FIT_R2:
+    if fit.r2 >= EXACT_FIT_R2 or fit.residual_std == 0:
         return np.zeros(len(x))
     h = leverage(fit, x)
     return residuals**2 / (2 * fit.residual_std**2) * h / (1 - h) ** 2
