@@ -8,6 +8,7 @@ bootstrap 95% CI (harness.stats.summarize); a ratio below 1 means B is smaller (
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -64,16 +65,15 @@ def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[dict[str, Any]]]
 
 
 def _side(arg: str, session: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One column: facts and settings from the latest run, each measured metric summarised over the ok runs."""
     ok = [run for run in runs if run.get("status") == "ok"]
-    statuses: dict[str, int] = {}
-    for run in runs:
-        statuses[run.get("status", "error")] = statuses.get(run.get("status", "error"), 0) + 1
-    first = runs[-1]
+    statuses = Counter(run.get("status", "error") for run in runs)
+    latest = runs[-1]
     return {
-        "model": arg, "model_name": first.get("model_name"), "session": session, "cpus": float(first["cpus"]),
-        "n_runs": len(runs), "n_ok": len(ok), "statuses": statuses,
-        "facts": first.get("model_facts") or {"size_mib": first.get("model_size_mib")},
-        "settings": {key: first.get(key) for key in CHECKED_SETTINGS},
+        "model": arg, "model_name": latest.get("model_name"), "session": session, "cpus": float(latest["cpus"]),
+        "n_runs": len(runs), "n_ok": len(ok), "statuses": dict(statuses),
+        "facts": latest.get("model_facts") or {"size_mib": latest.get("model_size_mib")},
+        "settings": {key: latest.get(key) for key in CHECKED_SETTINGS},
         "metrics": {metric: summarize([metric_value(run, metric) for run in ok]) for _, metric in MEASURED_ROWS},
     }
 
