@@ -9,13 +9,12 @@ import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from harness.backends import select_backend
 from harness.config import DeviceProfile, load_profile
 from harness.console import err_console, print_summary, run_progress
 from harness.errors import ConfigError
-from harness.models import ModelInfo, resolve_model
+from harness.models import resolve_model
 from harness.session import Plan, Session, load_plan, plan_session
 from harness.store import new_session_id, resolve_session
 
@@ -66,11 +65,12 @@ def model_args(args: argparse.Namespace) -> list[str]:
     return models
 
 
-def execute(profile: DeviceProfile, plan_for: Any, args: argparse.Namespace) -> int:
-    """Pick the backend, resolve models, plan, run with a progress bar, print the summary."""
+def start_session(profile: DeviceProfile, args: argparse.Namespace, cpus_values: list[float] | None) -> Session:
+    """Pick the backend, resolve and check every model, plan all runs, and say what is about to happen."""
     backend, reason = select_backend(profile)
     models = [resolve_model(m, args.script, check_runtime=backend.name == "local") for m in model_args(args)]
-    plan: Plan = plan_for(models)
+    plan = plan_session(profile, models, cpus_values, tuple(args.extra_args), new_session_id(), args.seed,
+                        args.keep_samples)
     session = Session(profile, plan, backend, reason)
     info = backend.describe()
     err_console.print(f"[bold]{profile.device_name}[/]: cpus={','.join(f'{c:g}' for c in plan.cpus_values)} "
@@ -79,7 +79,7 @@ def execute(profile: DeviceProfile, plan_for: Any, args: argparse.Namespace) -> 
                       f"seed {plan.seed} · session {plan.session_id}")
     for note in plan.notes:
         err_console.print(f"[yellow]note[/]: {note}")
-    return finish(session, args)
+    return session
 
 
 def finish(session: Session, args: argparse.Namespace) -> int:
@@ -96,13 +96,7 @@ def finish(session: Session, args: argparse.Namespace) -> int:
 def run_profile(args: argparse.Namespace) -> int:
     if args.resume:
         return resume(args)
-    profile = profile_from_args(args)
-    extra = tuple(getattr(args, "extra_args", ()))
-
-    def plan_for(models: list[ModelInfo]) -> Plan:
-        return plan_session(profile, models, None, extra, new_session_id(), args.seed, args.keep_samples)
-
-    return execute(profile, plan_for, args)
+    return finish(start_session(profile_from_args(args), args, None), args)
 
 
 def resume(args: argparse.Namespace) -> int:

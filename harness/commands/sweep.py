@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
-from harness.commands.profile import add_profile_options, execute, profile_from_args
+from harness.commands.profile import add_profile_options, finish, profile_from_args, start_session
 from harness.config import VARIABLES
 from harness.console import err_console
 from harness.errors import ConfigError
-from harness.models import ModelInfo
 from harness.report import REPORT_DIR, build_report, write_report
-from harness.session import Plan, plan_session
-from harness.store import new_session_id, resolve_session
 
 
 def parse_cpus_list(text: str) -> list[float]:
@@ -30,17 +26,11 @@ def parse_cpus_list(text: str) -> list[float]:
 
 def run_sweep(args: argparse.Namespace) -> int:
     cpus_values = parse_cpus_list(args.cpus or os.environ.get("HARNESS_CPUS_LIST") or "1")
-    profile = profile_from_args(args, skip=("cpus",))
-    extra = tuple(getattr(args, "extra_args", ()))
-
-    def plan_for(models: list[ModelInfo]) -> Plan:
-        return plan_session(profile, models, cpus_values, extra, new_session_id(), args.seed, args.keep_samples)
-
-    code = execute(profile, plan_for, args)
+    session = start_session(profile_from_args(args, skip=("cpus",)), args, cpus_values)
+    code = finish(session, args)
     if not args.no_report:
-        session_dir = resolve_session(Path(profile.results_dir), None)
-        out = session_dir / REPORT_DIR
-        write_report(build_report(Path(profile.results_dir), session_dir), out)
+        out = session.store.path / REPORT_DIR
+        write_report(build_report(session.store.path.parent, session.store.path), out)
         err_console.print(f"report: {out / 'report.html'}")
     return code
 
