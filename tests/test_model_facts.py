@@ -86,6 +86,8 @@ def test_missing_and_corrupt_files_are_one_line_model_errors(tmp_path: Path) -> 
 # 300M; ShuffleNetV2 paper Table 8: 146M at 1x, 41M at 0.5x.
 PUBLISHED_MACS = [
     ("mobilenet_v1_1.0_224", 569e6, 0.02),
+    ("mobilenet_v1_0.5_224", 149e6, 0.02),  # MobileNetV1 paper, Table 6 (width multiplier)
+    ("mobilenet_v1_1.0_128", 186e6, 0.02),  # MobileNetV1 paper, Table 7 (resolution)
     ("resnet18", 1.82e9, 0.02),
     ("mobilenet_v2_1.0_224", 300e6, 0.02),
     ("shufflenet_v2_x1_0", 146e6, 0.03),
