@@ -91,3 +91,20 @@ def test_unknown_model_and_missing_cpus_are_one_line_errors(measured: dict[str, 
     assert code == 2 and err.count("\n") == 1 and "no runs of model 'nothing_here'" in err
     code, _, err = _compare(capsys, "convnet", "convnet_int8_static", "--cpus", "2", "--results-dir", str(results))
     assert code == 2 and err.count("\n") == 1 and "--cpus 2" in err
+
+
+def test_files_are_matched_by_content_not_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+    small = make_conv_model(tmp_path / "one" / "convnet.onnx", classes=10)
+    large = make_conv_model(tmp_path / "two" / "convnet.onnx", classes=2000)
+    results = tmp_path / "results"
+    _profile(capsys, results, str(small), "--repeats", "1")
+    _profile(capsys, results, str(large), "--repeats", "1")
+    code, out, _ = _compare(capsys, str(small), str(large), "--results-dir", str(results), "--json")
+    assert code == 0
+    (comparison,) = json.loads(out)["comparisons"]
+    size = _row(comparison, "size_mib")
+    assert (size["a"], size["b"]) == (pytest.approx(onnx_facts(small)["size_mib"]),
+                                      pytest.approx(onnx_facts(large)["size_mib"]))
+    assert _row(comparison, "macs")["ratio"] > 1

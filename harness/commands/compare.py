@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from rich.table import Table
 from harness import zoo
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.errors import ConfigError, DataError
+from harness.models import sha256_of
 from harness.run_values import resolve_results_dir
 from harness.stats import metric_value, summarize
 from harness.store import list_sessions, load_runs
@@ -39,26 +41,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare", help="two models side by side: size, params, MACs, latency, memory, with B/A ratios",
         description=__doc__,
     )
-    parser.add_argument("models", nargs=2, metavar="MODEL", help="model names, files or zoo names (A then B)")
+    parser.add_argument("models", nargs=2, metavar="MODEL",
+                        help="A then B: model names as profiled, model files (matched by content) or zoo names")
     parser.add_argument("--cpus", type=float, help="compare the runs at this CPUS (default: every CPUS both have)")
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
     parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
     parser.set_defaults(func=run)
 
 
-def _names(arg: str) -> set[str]:
-    """The model_name values a run of `arg` may carry: as typed, a file's stem, the canonical zoo name."""
-    names = {arg, Path(arg).stem}
-    if zoo.is_zoo_name(arg):
-        names.add(zoo.parse(arg).name)
-    return names
+def _matcher(arg: str) -> Callable[[dict[str, Any]], bool]:
+    """Which runs belong to `arg`: for a file, runs of those exact bytes (sha256), wherever it was profiled
+    from; otherwise runs whose model_name is `arg` as typed or, for a zoo name, its canonical spelling."""
+    path = Path(arg).expanduser()
+    if path.is_file():
+        digest = sha256_of(path)
+        return lambda run: run.get("model_sha256") == digest
+    names = {arg, zoo.parse(arg).name} if zoo.is_zoo_name(arg) else {arg}
+    return lambda run: run.get("model_name") in names
 
 
 def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[dict[str, Any]]]:
     """(session id, runs of the model) from the newest session holding `arg`."""
-    names = _names(arg)
+    belongs = _matcher(arg)
     for session_dir in reversed(list_sessions(results_dir)):
-        runs = [run for run in load_runs(session_dir) if run.get("model_name") in names]
+        runs = [run for run in load_runs(session_dir) if belongs(run)]
         if runs:
             return session_dir.name, runs
     raise DataError(f"no runs of model {arg!r} under {results_dir}; run `make profile MODEL={arg}` first")
