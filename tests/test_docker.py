@@ -69,7 +69,8 @@ def make_spec(script: Path, *args: str, model: Path, cpus: float = 1.0, memory_m
     session_id = session_id or f"test-{uuid.uuid4().hex[:8]}"
     return RunSpec(run_id=f"{session_id}-r000-0000", session_id=session_id, round=0, repeat=0, model_name="m",
                    model=str(model), script=str(script), script_args=args,
-                   cpu=plan_cpu_limits(cpus, "auto", [0, 1]), memory_bytes=memory_mib * MIB, swap_bytes=0,
+                   cpu=plan_cpu_limits(cpus, "auto", sorted(os.sched_getaffinity(0))), memory_bytes=memory_mib * MIB,
+                   swap_bytes=0,
                    iterations=10, warmup=1, batch_size=1, sample_interval_ms=10, timeout_s=timeout_s, image=IMAGE)
 
 

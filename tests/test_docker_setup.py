@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import re
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -66,8 +67,7 @@ def test_real_context_holds_the_package() -> None:
     (2.0, {"cpuset_cpus": "0-1"}), (1.0, {"cpuset_cpus": "1"}), (0.5, {"nano_cpus": 500_000_000}),
 ])
 def test_cpu_options(cpus: float, expected: dict, tiny_onnx: Path, workloads: Path) -> None:
-    spec = make_spec(workloads / "alloc.py", model=tiny_onnx, cpus=cpus)
-    assert spec.cpu == plan_cpu_limits(cpus, "auto", [0, 1])
+    spec = replace(make_spec(workloads / "alloc.py", model=tiny_onnx), cpu=plan_cpu_limits(cpus, "auto", [0, 1]))
     assert docker_backend.cpu_options(spec) == expected
 
 
