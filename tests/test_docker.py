@@ -308,7 +308,7 @@ def test_docker_and_local_agree(backend: DockerBackend, tmp_path: Path) -> None:
     spec = replace(make_spec(script, model=model, memory_mib=1024), iterations=3000, warmup=50)
     local = LocalBackend()
     runs: dict[str, list[dict[str, Any]]] = {"local": [], "docker": []}
-    for _ in range(7):
+    for _ in range(9):
         runs["local"].append(local.run(spec))
         runs["docker"].append(backend.run(spec))
     local_s, docker_s = median_runtime(runs["local"]), median_runtime(runs["docker"])
