@@ -1,10 +1,15 @@
-"""Shared by the benchmark scripts: run the real CLI, read the stored runs, print a table, write JSON."""
+"""Shared by the benchmark scripts: run the real CLI (and bare scripts), read the stored runs, print a table,
+write JSON with the goals each benchmark checks."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +17,29 @@ from harness.store import list_sessions, load_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_MODEL_NAME = "bench_input.onnx"
+OUT_DIR = ROOT / "results" / "bench"
+ONNX_BENCH = ROOT / "bench_scripts" / "onnx_bench.py"
+WORKLOADS = Path(__file__).resolve().parent / "workloads"
+TEST_WORKLOADS = ROOT / "tests" / "workloads"
+
+
+@dataclass(frozen=True)
+class Session:
+    """One CLI session: its stored runs, and the CLI's whole wall time (start-up, every run, teardown)."""
+
+    runs: list[dict[str, Any]]
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One goal of the issue: what was promised, what this run measured, and why it was missed if it was."""
+
+    name: str
+    target: str
+    measured: str
+    met: bool | None  # None: informative figure, no target
+    note: str = ""
 
 
 def placeholder_model(directory: Path) -> Path:
@@ -23,21 +51,69 @@ def placeholder_model(directory: Path) -> Path:
     return path if path.exists() else make_matmul_model(path, size=64, layers=1)
 
 
+def zoo_model(name: str) -> Path:
+    """A zoo model's cached ONNX export (built on first use; needs `make setup-zoo`)."""
+    from harness.zoo import export
+
+    return export(name)
+
+
+def docker_usable(image: str = "harness-runtime:latest") -> tuple[bool, str]:
+    """Whether the Docker backend can run here (an engine answers and the image exists), and why not."""
+    from harness.backends.docker import engine_status
+
+    return engine_status(image)
+
+
+def unbound_limit_flags(iterations: int, warmup: int) -> list[str]:
+    """Profile flags for every host core and all host memory: the limits exist but never bind."""
+    memory_mib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 1024**2
+    return ["--cpus", str(len(os.sched_getaffinity(0))), "--memory", f"{memory_mib}m",
+            "--iterations", str(iterations), "--warmup", str(warmup)]
+
+
 def profile_runs(directory: Path, script: Path | None, script_args: list[str], *, backend: str, repeats: int,
-                 extra_flags: list[str] | None = None, model: Path | None = None) -> list[dict[str, Any]]:
-    """One `harness profile` session through the real CLI; returns its stored runs."""
+                 extra_flags: list[str] | None = None, models: list[Path] | None = None,
+                 command: str = "profile") -> Session:
+    """One `harness profile` (or `sweep`) session through the real CLI; returns its stored runs and wall time."""
     results = directory / "results"
     before = set(list_sessions(results))
-    command = [sys.executable, "-m", "harness.cli", "profile", str(model or placeholder_model(directory)),
-               "--backend", backend, "--repeats", str(repeats), "--results-dir", str(results), "--json",
-               *(extra_flags or [])]
+    argv = [sys.executable, "-m", "harness.cli", command, *map(str, models or [placeholder_model(directory)]),
+            "--backend", backend, "--repeats", str(repeats), "--results-dir", str(results), "--json",
+            *(extra_flags or [])]
     if script is not None:
-        command += ["--script", str(script), "--", *script_args]
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        argv += ["--script", str(script), "--", *script_args]
+    started = time.monotonic()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    wall_s = time.monotonic() - started
     if done.returncode != 0:
-        raise SystemExit(f"harness profile failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+        raise SystemExit(f"harness {command} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     (session,) = set(list_sessions(results)) - before
-    return load_runs(session)
+    runs = load_runs(session)
+    failed = [run for run in runs if run["status"] != "ok"]
+    if failed:
+        raise SystemExit(f"{len(failed)} run(s) of {session} ended {failed[0]['status']}: {failed[0]['stderr_tail']}")
+    return Session(runs, wall_s)
+
+
+def bare_run(script: Path, args: list[str]) -> tuple[float, dict[str, Any]]:
+    """The script run directly, no harness: (wall time spawn to exit, what it reported via HARNESS_METRICS)."""
+    with tempfile.TemporaryDirectory(prefix="bench-bare-") as tmp:
+        metrics = Path(tmp) / "metrics.jsonl"
+        env = {**os.environ, "HARNESS_METRICS": str(metrics)}
+        started = time.monotonic()
+        subprocess.run([sys.executable, str(script), *args], env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, check=True)
+        wall_s = time.monotonic() - started
+        reported: dict[str, Any] = {}
+        for line in metrics.read_text().splitlines():
+            reported.update(json.loads(line))
+    return wall_s, reported
+
+
+def pct(value: float, reference: float) -> float:
+    """Signed error of `value` against `reference`, in percent."""
+    return 100.0 * (value - reference) / reference
 
 
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:
@@ -48,10 +124,22 @@ def print_table(title: str, rows: list[dict[str, Any]]) -> None:
     for column in rows[0] if rows else []:
         table.add_column(str(column), justify="right")
     for row in rows:
-        table.add_row(*(str(value) for value in row.values()))
+        table.add_row(*(f"{value:.4g}" if isinstance(value, float) else str(value) for value in row.values()))
     Console(width=200).print(table)
 
 
 def write_json(path: Path, rows: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+def write_report(name: str, rows: list[dict[str, Any]], goals: list[Goal], notes: list[str] | None = None,
+                 raw: dict[str, Any] | None = None) -> Path:
+    """results/bench/<name>.json: the table's rows, the goals (read by goals.py), notes and raw per-run values."""
+    path = OUT_DIR / f"{name}.json"
+    write_json(path, {"benchmark": name, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "rows": rows,
+                      "goals": [asdict(goal) for goal in goals], "notes": notes or [], "raw": raw or {}})
+    for note in notes or []:
+        print(f"note: {note}")
+    print(json.dumps({"written": str(path)}))
+    return path

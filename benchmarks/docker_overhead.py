@@ -46,7 +46,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for backend in ("local", "docker"):
             (Path(tmp) / backend).mkdir()
-            runs = profile_runs(Path(tmp) / backend, WORKLOAD, ["0"], backend=backend, repeats=args.repeats)
+            runs = profile_runs(Path(tmp) / backend, WORKLOAD, ["0"], backend=backend, repeats=args.repeats).runs
             for field in ("overhead_s", "runtime_s", "peak_memory_mib"):
                 rows.append({"what": f"alloc.py 0: {field}", "backend": backend,
                              "median": round(statistics.median(r[field] for r in runs), 3)})

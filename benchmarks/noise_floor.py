@@ -1,0 +1,87 @@
+"""Noise floor: an A/A session (one model file copied under two names) and how often the ranking calls the
+two identical models different (goal: never).
+
+    .venv/bin/python benchmarks/noise_floor.py [--model mobilenet_v2_0.5_224] [--repeats 10] [--subset 5]
+
+One interleaved session of both copies, REPEATS runs each. For every metric the ranking compares: the
+verdict on the whole session (harness.ranking.rank_runs), and the share of random SUBSET-vs-SUBSET draws
+of those runs (SUBSET = the default REPEATS) that harness.ranking.compare calls significantly different.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _common import Goal, pct, print_table, profile_runs, write_report, zoo_model
+
+from harness.ranking import ALPHA, compare, rank_runs
+from harness.run_values import METRICS, metric_table
+
+COPIES = ("copy_a", "copy_b")
+
+
+def false_calls(a: list[float], b: list[float], subset: int, draws: int,
+                rng: np.random.Generator) -> tuple[float, float]:
+    """Random subset-vs-subset draws (without replacement): (share that compare() calls different, the widest
+    gap between the two medians among those calls, in percent; 0 without calls)."""
+    gaps = []
+    for _ in range(draws):
+        sub_a, sub_b = rng.choice(a, subset, replace=False), rng.choice(b, subset, replace=False)
+        if compare(list(sub_a), list(sub_b))[0]:
+            gaps.append(abs(pct(float(np.median(sub_b)), float(np.median(sub_a)))))
+    return len(gaps) / draws, max(gaps, default=0.0)
+
+
+def metric_row(runs: list[dict[str, Any]], metric: str, args: argparse.Namespace,
+               rng: np.random.Generator) -> dict[str, Any]:
+    (entries,) = rank_runs(runs, metric).values()
+    by_name = {entry.model: entry for entry in entries}
+    first, second = (by_name[name] for name in COPIES)
+    table = metric_table(runs, metric)
+    values = [table.loc[table["model_name"] == name, "value"].tolist() for name in COPIES]
+    decider = second if second.compared_with else first
+    rate, gap = false_calls(*values, args.subset, args.draws, rng)
+    return {"metric": metric, "median_a": first.median, "median_b": second.median,
+            "b_over_a": second.median / first.median, "rank_a": first.rank, "rank_b": second.rank,
+            "test": decider.method, "p_value": "-" if decider.p_value is None else f"{decider.p_value:.3f}",
+            f"called_different_{args.subset}v{args.subset}_%": 100 * rate, "widest_gap_called_%": gap}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="mobilenet_v2_0.5_224")
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--iterations", type=int, default=300)
+    parser.add_argument("--subset", type=int, default=5, help="runs per model in each draw (default REPEATS)")
+    parser.add_argument("--draws", type=int, default=1000)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory(prefix="bench-aa-") as tmp:
+        directory = Path(tmp)
+        source = zoo_model(args.model)
+        copies = [Path(shutil.copy(source, directory / f"{name}.onnx")) for name in COPIES]
+        runs = profile_runs(directory, None, [], backend="local", repeats=args.repeats, models=copies,
+                            extra_flags=["--cpus", "1", "--iterations", str(args.iterations)]).runs
+    rows = [metric_row(runs, metric, args, rng) for metric in METRICS]
+    rate_column = f"called_different_{args.subset}v{args.subset}_%"
+    split = [row["metric"] for row in rows if row["rank_a"] != row["rank_b"]]
+    worst = max(rows, key=lambda row: row[rate_column])
+    print_table(f"A/A: {args.model} twice in one session, {args.repeats} runs each (ranking at alpha {ALPHA})", rows)
+    goals = [Goal(f"A/A, whole session ({args.repeats} v {args.repeats}): metrics ranked apart", "none",
+                  ", ".join(split) or "none", not split),
+             Goal(f"A/A, {args.subset} v {args.subset} draws called different (worst metric)", "never",
+                  f"{worst[rate_column]:.1f}% ({worst['metric']})", worst[rate_column] == 0,
+                  "" if worst[rate_column] == 0 else
+                  f"called apart over median gaps of at most {worst['widest_gap_called_%']:.2g}%: a test at alpha "
+                  f"{ALPHA} flags any consistent gap however small, and some identical pairs by chance; a minimum "
+                  "factor (as in asv) would make it never")]
+    write_report("noise_floor", rows, goals)
+
+
+if __name__ == "__main__":
+    main()
