@@ -13,7 +13,7 @@ import pytest
 
 from harness.backends import docker as docker_backend
 from harness.backends.docker_args import DockerArgs, parse_docker_args
-from harness.backends.docker_image import CA_NAME, build_context, context_files, source_digest
+from harness.backends.docker_image import CA_NAME, build_context, context_files, read_sources, source_digest
 from harness.cli import main
 from harness.errors import BackendError, ConfigError
 from harness.spec import plan_cpu_limits
@@ -38,13 +38,13 @@ def fake_checkout(root: Path) -> Path:
 
 def test_context_is_exact_and_reproducible(tmp_path: Path) -> None:
     root = fake_checkout(tmp_path / "checkout")
-    first = build_context(root)
+    first = build_context(read_sources(root))
     assert names(first) == ["Dockerfile", "pyproject.toml", "README.md", "harness/runner.py"]
     (root / "harness" / "runner.py").touch()  # a new mtime alone must not change a byte (layer cache)
-    assert build_context(root).getvalue() == first.getvalue()
+    assert build_context(read_sources(root)).getvalue() == first.getvalue()
     ca = tmp_path / "ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    assert names(build_context(root, ca_bundle=ca))[-1] == CA_NAME
+    assert names(build_context(read_sources(root), ca_bundle=ca))[-1] == CA_NAME
 
 
 def test_source_digest_follows_code_not_readme(tmp_path: Path) -> None:

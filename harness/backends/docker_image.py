@@ -32,16 +32,23 @@ def context_files(root: Path = ROOT) -> list[tuple[str, Path]]:
     return files
 
 
-def source_digest(root: Path = ROOT) -> str | None:
-    """sha256 over the files that decide what the image runs (README.md only feeds package metadata);
-    None for an installed package without its checkout (nothing to compare the image with)."""
-    if not (root / "Dockerfile").is_file():
-        return None
+def read_sources(root: Path = ROOT) -> list[tuple[str, bytes]]:
+    """The context's files read once, so the tar and its digest describe the same bytes."""
+    return [(name, path.read_bytes()) for name, path in context_files(root)]
+
+
+def digest_of(sources: list[tuple[str, bytes]]) -> str:
+    """sha256 over the files that decide what the image runs (README.md only feeds package metadata)."""
     digest = hashlib.sha256()
-    for name, path in context_files(root):
+    for name, data in sources:
         if name != "README.md":
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+            digest.update(name.encode() + b"\0" + data + b"\0")
     return digest.hexdigest()
+
+
+def source_digest(root: Path = ROOT) -> str | None:
+    """The checkout's digest; None for an installed package without its checkout (nothing to compare)."""
+    return digest_of(read_sources(root)) if (root / "Dockerfile").is_file() else None
 
 
 def _add(archive: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -50,12 +57,12 @@ def _add(archive: tarfile.TarFile, name: str, data: bytes) -> None:
     archive.addfile(info, io.BytesIO(data))
 
 
-def build_context(root: Path = ROOT, ca_bundle: Path | None = None) -> io.BytesIO:
-    """The context tar in memory (a few hundred KiB): deterministic, so layer caching works."""
+def build_context(sources: list[tuple[str, bytes]], ca_bundle: Path | None = None) -> io.BytesIO:
+    """The context tar in memory (a few hundred KiB), with fixed owners and times so layer caching works."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for name, path in context_files(root):
-            _add(archive, name, path.read_bytes())
+        for name, data in sources:
+            _add(archive, name, data)
         if ca_bundle is not None:
             _add(archive, CA_NAME, ca_bundle.read_bytes())
     buffer.seek(0)
@@ -80,23 +87,27 @@ def _lines(stream: Iterator[dict[str, Any]], failure: str) -> Iterator[str]:
 def build_image(tag: str, base_image: str, build_args: dict[str, str], ca_bundle: Path | None,
                 log: Any = sys.stderr) -> str:
     """Build `tag` and return its image id. Output streams to `log` while the engine works."""
-    from docker.errors import APIError
+    import requests
+    from docker.errors import APIError, DockerException
 
     from harness.backends.docker import connect
 
-    if source_digest() is None:
+    if not (ROOT / "Dockerfile").is_file():
         raise BackendError(f"no Dockerfile in {ROOT}: build the image from a checkout of the harness")
+    sources = read_sources(ROOT)
     client = connect()
     args = {"BASE_IMAGE": base_image, **build_args}
-    context = build_context(ca_bundle=ca_bundle)
     failure = f"building {tag} from BASE_IMAGE={base_image} failed"
     try:
-        stream = client.api.build(fileobj=context, custom_context=True, tag=tag, buildargs=args, rm=True,
-                                  forcerm=True, decode=True, labels={SOURCE_LABEL: source_digest()})
+        stream = client.api.build(fileobj=build_context(sources, ca_bundle), custom_context=True, tag=tag,
+                                  buildargs=args, rm=True, forcerm=True, decode=True,
+                                  labels={SOURCE_LABEL: digest_of(sources)})
         for line in _lines(stream, failure):
             log.write(line)
         return client.images.get(tag).id
     except APIError as err:
         raise BackendError(f"{failure}: {err.explanation or err}") from None
+    except (DockerException, requests.RequestException) as err:
+        raise BackendError(f"{failure}: the Docker engine stopped answering ({type(err).__name__})") from None
     finally:
         client.close()
