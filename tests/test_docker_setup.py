@@ -4,7 +4,9 @@ sees when no engine answers (a real socket path that nothing listens on)."""
 from __future__ import annotations
 
 import io
+import os
 import re
+import subprocess
 import tarfile
 from dataclasses import replace
 from pathlib import Path
@@ -130,3 +132,14 @@ def test_bad_docker_args_stop_before_any_engine_call(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("HARNESS_DOCKER_ARGS", "--cap-add SYS_ADMIN")
     with pytest.raises(ConfigError, match="DOCKER_ARGS --cap-add: is not allowed"):
         docker_backend.DockerBackend("harness-runtime:latest")
+
+
+def test_make_image_never_hands_base_image_to_a_shell(tmp_path: Path) -> None:
+    """BASE_IMAGE travels as data: shell syntax in it reaches the harness verbatim and runs nothing."""
+    marker = tmp_path / "ran"
+    base = f"x'; touch {marker}; echo '$$(touch {marker})"
+    done = subprocess.run(["make", "-s", "-o", ".venv/.installed", "image", f"BASE_IMAGE={base}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/nothing-listens.sock"})
+    assert done.returncode != 0 and "harness: error: no Docker engine answers" in done.stderr, done.stderr
+    assert not marker.exists()
