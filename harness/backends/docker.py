@@ -286,9 +286,9 @@ class DockerBackend:
                 stdout=container.logs(stdout=True, stderr=False).decode(errors="replace"),
                 stderr=container.logs(stdout=False, stderr=True).decode(errors="replace"))
         finally:
-            if container is not None:
-                with contextlib.suppress(NotFound, APIError, requests.RequestException, DockerException):
-                    container.remove(force=True)
+            with contextlib.suppress(NotFound, APIError, requests.RequestException, DockerException):
+                # By name when Ctrl-C came while the engine was creating it (no handle yet).
+                (container or self.client.containers.get(name)).remove(force=True)
 
     def _engine_answers(self) -> bool:
         try:
