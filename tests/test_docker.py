@@ -113,6 +113,19 @@ def test_auto_picks_docker_only_with_the_image(backend: DockerBackend) -> None:
         DockerBackend(missing)
 
 
+def test_missing_framework_is_named_before_any_run(backend: DockerBackend, engine: docker.DockerClient,
+                                                  tmp_path: Path) -> None:
+    if "torch" in backend.describe()["image_modules"]:
+        pytest.skip(f"image {IMAGE} was built with TORCH=1")
+    model = tmp_path / "net.pt"
+    model.write_bytes(b"not loaded: the check comes first")
+    model.chmod(0o644)
+    spec = make_spec(Path(__file__).resolve().parent.parent / "bench_scripts" / "torch_bench.py", model=model)
+    with pytest.raises(BackendError, match=r"has no torch for net.pt; rebuild it with `make image TORCH=1`"):
+        backend.run(spec)
+    assert containers_of(engine, spec.session_id) == []
+
+
 def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path,
                          engine: docker.DockerClient) -> None:
     times = {}

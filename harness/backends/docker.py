@@ -31,6 +31,7 @@ from harness.backends.base import outside_result
 from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import SOURCE_LABEL, source_digest
 from harness.errors import BackendError
+from harness.models import KINDS
 from harness.spec import RunSpec
 
 LABEL = "org.harness.run"  # every run container carries it (value: run id): `docker ps -a --filter label=...`
@@ -46,14 +47,17 @@ HARDENING: dict[str, Any] = {"network_mode": "none", "read_only": True, "cap_dro
                              "security_opt": ["no-new-privileges"], "pids_limit": PIDS_LIMIT, "init": True}
 PROBE_TIMEOUT_S, PROBE_MEMORY_BYTES = 60.0, 256 * 1024 * 1024
 _PACKAGES_PROBE = (
-    "import importlib.metadata as m, json, platform\n"
+    "import importlib.metadata as m, importlib.util as u, json, platform, sys\n"
     "names = ('onnxruntime', 'numpy', 'psutil', 'torch', 'ai-edge-litert')\n"
     "found = {}\n"
     "for n in names:\n"
     "    try: found[n] = m.version(n)\n"
     "    except m.PackageNotFoundError: pass\n"
-    "print(json.dumps({'python': platform.python_version(), 'packages': found}))\n"
+    "modules = [name for name in sys.argv[1:] if u.find_spec(name) is not None]\n"
+    "print(json.dumps({'python': platform.python_version(), 'packages': found, 'modules': modules}))\n"
 )
+# Framework module a default bench script needs -> the `make image` option that adds it
+IMAGE_OPTIONS = {"torch": "TORCH=1", "ai_edge_litert": "LITERT=1"}
 
 
 def connect(timeout: float | None = None) -> docker.DockerClient:
@@ -204,6 +208,7 @@ class DockerBackend:
             "image_created": self.image_attrs.get("Created"), "image_source_digest": labels.get(SOURCE_LABEL),
             "image_matches_checkout": checkout is not None and labels.get(SOURCE_LABEL) == checkout,
             "image_python": inside.get("python"), "image_packages": inside.get("packages", {}),
+            "image_modules": inside.get("modules"),
             "engine_version": engine.get("ServerVersion"), "api_version": self.client.api.api_version,
             "cgroup_driver": engine.get("CgroupDriver"), "cgroup_version": engine.get("CgroupVersion"),
             "runtime": engine.get("DefaultRuntime"), "engine_kernel": engine.get("KernelVersion"),
@@ -214,16 +219,28 @@ class DockerBackend:
     def _probe_image(self) -> dict[str, Any]:
         """Python and framework versions inside the image (the host's are not the ones that run)."""
         try:
-            done = self._contain(["python", "-c", _PACKAGES_PROBE], name=container_name("probe"),
+            frameworks = sorted({module for _, _, module, _ in KINDS.values()})
+            done = self._contain(["python", "-c", _PACKAGES_PROBE, *frameworks], name=container_name("probe"),
                                  labels={LABEL: "probe"}, timeout_s=PROBE_TIMEOUT_S, mem_limit=PROBE_MEMORY_BYTES)
         except (DockerException, requests.RequestException):
             return {}
         return (runner_result(done.stdout) or {}) if done else {}
 
+    def _check_framework(self, model: Path, script: Path) -> None:
+        """A default bench script whose framework the image lacks would fail every run: say so once, first."""
+        kind = KINDS.get(model.suffix.lower())
+        modules = self.describe().get("image_modules")
+        if kind is None or script.name != kind[1] or modules is None or kind[2] in modules:
+            return
+        rebuild = " ".join(["make image", *([IMAGE_OPTIONS[kind[2]]] if kind[2] in IMAGE_OPTIONS else [])])
+        raise BackendError(f"image {self.image} has no {kind[2]} for {model.name}; rebuild it with `{rebuild}` "
+                           "or use BACKEND=local")
+
     def run(self, spec: RunSpec) -> dict[str, Any]:
         model, script = Path(spec.model), Path(spec.script)
         _check_readable(model, "model")
         _check_readable(script, "bench script")
+        self._check_framework(model, script)
         inside_model, inside_script = f"{MODEL_DIR}/{model.name}", f"{SCRIPT_DIR}/{script.name}"
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="harness-docker-") as workdir:
