@@ -97,3 +97,6 @@ BENCHMARKS := sampling_overhead peak_fidelity overhead latency cpu_limits noise_
 bench: $(ZOO_STAMP)
 	for name in $(BENCHMARKS); do $(VENV)/bin/python benchmarks/$$name.py || exit 1; done
 	$(VENV)/bin/python benchmarks/goals.py $(BENCHMARKS)
+
+# Zoo MACs against published counts, and float vs int8 under the Jetson Nano preset (about a minute once cached).
+BENCHMARKS += zoo_facts
