@@ -1,12 +1,14 @@
 """The zoo's name grammar, torch-free: deciding whether MODEL names a zoo model must not cost a torch import.
 
-A name is `<family>[_<parameters>][_int8_dynamic|_int8_static]`; each family below owns one regular
-expression, the allowed values of its parameters and the input it is exported with. Decimal parameters
-are canonicalised (`mobilenet_v2_1_224` is `mobilenet_v2_1.0_224`), so one model has one cache entry.
+A name is `<family>[_<parameters>][_int8_dynamic|_int8_static]`; each family below owns one name template
+(`mobilenet_v2_{alpha}_{res}`), the allowed values of its parameters and the input it is exported with.
+Decimal parameters are canonicalised (`mobilenet_v2_1_224` is `mobilenet_v2_1.0_224`), so one model has one
+cache entry.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +32,7 @@ def canonical_decimal(value: float) -> str:
 
 @dataclass(frozen=True)
 class Family:
-    """One architecture family: its grammar, allowed values and how it is built."""
+    """One architecture family: its name template, allowed values, published variants and provenance."""
 
     key: str
     template: str
@@ -96,10 +98,7 @@ class ZooSpec:
 
 def _grid(**values: tuple[str, ...]) -> tuple[dict[str, str], ...]:
     """Every combination of the listed values, in order."""
-    combos: list[dict[str, str]] = [{}]
-    for key, options in values.items():
-        combos = [{**combo, key: option} for combo in combos for option in options]
-    return tuple(combos)
+    return tuple(dict(zip(values, combo, strict=True)) for combo in itertools.product(*values.values()))
 
 
 _TORCHVISION = "torchvision"
