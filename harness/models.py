@@ -17,7 +17,7 @@ from harness.model_facts import onnx_facts
 
 BENCH_SCRIPTS_DIR = Path(__file__).resolve().parent.parent / "bench_scripts"
 
-_TORCH = ("torch", "torch_bench.py", "torch", "PyTorch (make setup-zoo installs a CPU build)")
+_TORCH = ("torch", "torch_bench.py", "torch", "PyTorch (make setup-zoo installs it)")
 # extension -> (kind, bench script, importable module it needs, what installs it)
 KINDS: dict[str, tuple[str, str, str, str]] = {
     ".onnx": ("onnx", "onnx_bench.py", "onnxruntime", "the core install (make setup)"),
@@ -52,21 +52,22 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _zoo_path(name: str) -> Path | None:
+def _zoo_model(name: str) -> tuple[Path, str] | None:
+    """(exported file, canonical name) of a zoo name: `mobilenet_v2_1_224` is `mobilenet_v2_1.0_224`."""
     from harness import zoo
 
-    return zoo.export(name) if zoo.is_zoo_name(name) else None
+    return (zoo.export(name), zoo.parse(name).name) if zoo.is_zoo_name(name) else None
 
 
 def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = True) -> ModelInfo:
     """A path or a zoo name -> ModelInfo. With a user SCRIPT, any existing file is accepted as its input."""
     path = Path(arg).expanduser()
     if not path.exists():
-        zoo_path = _zoo_path(arg)
-        if zoo_path is None:
+        zoo_model = _zoo_model(arg)
+        if zoo_model is None:
             raise ModelError(f"model {arg!r} not found: give a path to a model file or a zoo name "
                              "(see `harness zoo list`)")
-        path, name = zoo_path, arg
+        path, name = zoo_model
     else:
         name = path.stem
     if not path.is_file():
