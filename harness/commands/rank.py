@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     for cpus, entries in rankings.items():
         for entry in entries:
             if entry.unstable:
-                warn(f"{entry.model} at cpus={cpus:g}: {args.metric} varies (IQR/median > 10%); add REPEATS")
+                warn(f"{entry.model} at cpus={cpus:g}: {args.metric} varies (IQR/median > 10%); "
+                     "raise REPEATS or quiet the machine")
     fallbacks = sum(e.method != "mann-whitney" for entries in rankings.values() for e in entries if e.compared_with)
     if fallbacks:
         warn(f"{fallbacks} comparisons could not use Mann–Whitney (too few repeats to reach p < {ALPHA}; "
