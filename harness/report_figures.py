@@ -18,6 +18,7 @@ ROBUST_COLOR = "#7f7f7f"
 POINT_COLOR = "#1f77b4"
 INFLUENTIAL_COLOR = "#ff7f0e"
 DPI = 110
+LINE_STYLES = ("-", "--", ":", "-.")
 MAX_LABELS = 10
 """Every point is labelled with its model name up to this many points; beyond, labels would overlap, so only
 influential points are (the tables name every point)."""
@@ -100,14 +101,18 @@ def ranking_chart(entries: list[RankEntry], metric: str, title: str) -> bytes:
 
 def scaling_chart(summary: pd.DataFrame, column: str, title: str) -> bytes:
     """One line per model: `column` (a median) against the CPU count, to see where more cores stop paying."""
-    figure = Figure(figsize=(7, 4.5))
+    figure = Figure(figsize=(9, 4.5))
     ax = figure.add_subplot()
-    for model, rows in summary.dropna(subset=[column]).groupby("model"):
+    for index, (model, rows) in enumerate(summary.dropna(subset=[column]).groupby("model")):
         rows = rows.sort_values("cpus")
-        ax.plot(rows["cpus"], rows[column], marker="o", label=str(model))
+        # matplotlib cycles 10 colours; the line style tells apart models that share one.
+        ax.plot(rows["cpus"], rows[column], marker="o", linestyle=LINE_STYLES[index // 10 % len(LINE_STYLES)],
+                label=str(model))
+    ax.set_xticks(sorted(summary["cpus"].unique()))
+    ax.set_yscale("log")
     ax.set_xlabel("CPUS")
-    ax.set_ylabel(column)
+    ax.set_ylabel(f"{column} (log scale)")
     ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(figure)
