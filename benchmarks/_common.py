@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,11 @@ def bare_run(script: Path, args: list[str]) -> tuple[float, dict[str, Any]]:
 def pct(value: float, reference: float) -> float:
     """Signed error of `value` against `reference`, in percent."""
     return 100.0 * (value - reference) / reference
+
+
+def farthest(values: Iterable[float]) -> float:
+    """The value farthest from zero, sign kept: the worst of a set of errors."""
+    return max(values, key=abs)
 
 
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:

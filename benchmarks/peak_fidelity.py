@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import WORKLOADS, Goal, Session, docker_usable, pct, print_table, profile_runs, write_report
+from _common import WORKLOADS, Goal, Session, docker_usable, farthest, pct, print_table, profile_runs, write_report
 from _polling import poller_view, typical_and_worst
 
 WORKLOAD = WORKLOADS / "memory_shape.py"
@@ -34,7 +34,8 @@ def shape_args(shape: str, mib: int, seconds: float, spike_ms: float) -> list[st
 
 def run_rows(backend: str, shape: str, runs: list[dict[str, Any]], baseline: Session, args: argparse.Namespace,
              rng: np.random.Generator) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(peak row, average row) of one workload: the harness's errors per run, the pollers' over runs x phases."""
+    """(peak row, average row) of one workload: the harness's worst error over its runs; the pollers' typical
+    (median) and worst error over runs x phase offsets."""
     base_peak = statistics.median(run["peak_memory_mib"] for run in baseline.runs)
     base_avg = statistics.median(run["avg_memory_mib"] for run in baseline.runs)
     true_peak = base_peak + args.mib
@@ -42,13 +43,13 @@ def run_rows(backend: str, shape: str, runs: list[dict[str, Any]], baseline: Ses
     head = {"backend": backend, "workload": shape}
     peak_row: dict[str, Any] = {**head, "true_mib": true_peak,
                                 "harness_mib": statistics.median(run["peak_memory_mib"] for run in runs),
-                                "harness_err_%": max((pct(run["peak_memory_mib"], true_peak) for run in runs), key=abs),
-                                "sampled_10ms_err_%": statistics.median(pct(run["sampled_peak_mib"], true_peak)
-                                                                        for run in runs)}
+                                "harness_worst_%": farthest(pct(run["peak_memory_mib"], true_peak) for run in runs),
+                                "sampled_10ms_worst_%": farthest(pct(run["sampled_peak_mib"], true_peak)
+                                                                 for run in runs)}
     avg_row: dict[str, Any] = {**head, "true_avg_mib": statistics.median(true_avg),
                                "harness_avg_mib": statistics.median(run["avg_memory_mib"] for run in runs),
-                               "harness_err_%": max((pct(run["avg_memory_mib"], truth)
-                                                     for run, truth in zip(runs, true_avg, strict=True)), key=abs)}
+                               "harness_worst_%": farthest(pct(run["avg_memory_mib"], truth)
+                                                           for run, truth in zip(runs, true_avg, strict=True))}
     for period in POLL_PERIODS_S:
         views = [poller_view(run["memory_samples"], period, rng) for run in runs]
         peak_err = np.concatenate([pct(view.peaks_mib, true_peak) for view in views])
@@ -63,7 +64,7 @@ def run_rows(backend: str, shape: str, runs: list[dict[str, Any]], baseline: Ses
 def backend_rows(backend: str, args: argparse.Namespace, rng: np.random.Generator) -> list[tuple[dict, dict]]:
     with tempfile.TemporaryDirectory(prefix="bench-peak-") as tmp:
         directory = Path(tmp)
-        directory.chmod(0o755)
+        directory.chmod(0o755)  # the placeholder model is made here; the container's user must be able to read it
 
         def session(shape: str, mib: int) -> Session:
             return profile_runs(directory, WORKLOAD, shape_args(shape, mib, args.seconds, args.spike_ms),
@@ -77,16 +78,16 @@ def backend_rows(backend: str, args: argparse.Namespace, rng: np.random.Generato
 def goals_from(peak_rows: list[dict[str, Any]]) -> list[Goal]:
     """Informative: the worst peak error of each approach over every workload and backend."""
     def worst(column: str) -> float:
-        return max((row[column] for row in peak_rows), key=abs)
+        return farthest(row[column] for row in peak_rows)
 
     spike = [row for row in peak_rows if row["workload"] == "spike"]
-    return [Goal("peak error, worst case: harness (kernel high-water mark)", "-", f"{worst('harness_err_%'):+.1f}%",
+    return [Goal("peak error, worst case: harness (kernel high-water mark)", "-", f"{worst('harness_worst_%'):+.1f}%",
                  None),
             Goal("peak error, worst case: docker stats every 1 s / 3 s", "-",
                  f"{worst('poll_1s_worst_%'):+.1f}% / {worst('poll_3s_worst_%'):+.1f}%", None),
             Goal("spike peak error, typical: docker stats every 1 s / 3 s", "-",
-                 f"{max((r['poll_1s_err_%'] for r in spike), key=abs):+.1f}% / "
-                 f"{max((r['poll_3s_err_%'] for r in spike), key=abs):+.1f}%", None)]
+                 f"{farthest(r['poll_1s_err_%'] for r in spike):+.1f}% / "
+                 f"{farthest(r['poll_3s_err_%'] for r in spike):+.1f}%", None)]
 
 
 def main() -> None:
