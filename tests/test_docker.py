@@ -20,7 +20,14 @@ from typing import Any
 import docker
 import pytest
 
-from harness.backends.docker import NAME_PREFIX, PIDS_LIMIT, DockerBackend, engine_status
+from harness.backends.docker import (
+    DEADLINE_LABEL,
+    LABEL,
+    NAME_PREFIX,
+    PIDS_LIMIT,
+    DockerBackend,
+    engine_status,
+)
 from harness.backends.local import LocalBackend
 from harness.cli import main
 from harness.config import VARIABLES
@@ -219,6 +226,25 @@ def test_parallel_sessions_with_equal_run_ids_never_collide(backend: DockerBacke
     assert [r["status"] for r in results] == ["ok", "ok"]
     assert results[0]["container"]["name"] != results[1]["container"]["name"]
     assert containers_of(engine, spec.session_id) == []
+
+
+def test_orphans_of_a_killed_harness_are_swept_by_the_next_session(backend: DockerBackend,
+                                                                   engine: docker.DockerClient) -> None:
+    """A harness killed with SIGKILL removes nothing; its containers carry a deadline the next one honours."""
+    session = f"test-{uuid.uuid4().hex[:8]}"
+    now = int(time.time())
+    made = {when: engine.containers.create(backend.image_id, ["sleep", "600"], labels={
+        "org.harness.session": session, LABEL: f"{session}-{when}", DEADLINE_LABEL: str(now + offset)})
+        for when, offset in (("past", -1), ("future", 600))}
+    made["past"].start()
+    try:
+        fresh = DockerBackend(IMAGE)
+        fresh.close()
+        left = {c.labels[LABEL] for c in containers_of(engine, session)}
+        assert fresh.orphans_removed >= 1 and left == {f"{session}-future"}
+    finally:
+        for container in containers_of(engine, session):
+            container.remove(force=True)
 
 
 def test_ctrl_c_removes_the_container(backend: DockerBackend, engine: docker.DockerClient, workloads: Path,

@@ -36,6 +36,10 @@ from harness.spec import RunSpec
 
 LABEL = "org.harness.run"  # every run container carries it (value: run id): `docker ps -a --filter label=...`
 NAME_PREFIX = "harness-run-"
+# Wall-clock time after which a container is an orphan (its harness was killed before it could remove it):
+# a live session removes each container by then, so any session may sweep it.
+DEADLINE_LABEL = "org.harness.deadline"
+SWEEP_MARGIN_S = 60
 GRACE_S = 15.0  # beyond TIMEOUT_S before the container is killed from outside (the runner stops it first)
 PIDS_LIMIT = 1024  # ample for thread pools and multiprocessing, bounded against fork bombs
 PING_TIMEOUT_S = 5
@@ -90,6 +94,18 @@ def engine_status(image: str) -> tuple[bool, str]:
     stale = checkout is not None and (found.labels or {}).get(SOURCE_LABEL) != checkout
     note = " (built from other harness sources than this checkout: `make image` refreshes it)" if stale else ""
     return True, f"docker, since an engine answers and image {image} exists{note}"
+
+
+def sweep_orphans(client: docker.DockerClient) -> int:
+    """Remove harness containers past their deadline (left by a harness killed with SIGKILL or SIGTERM)."""
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": DEADLINE_LABEL}):
+        deadline = container.labels.get(DEADLINE_LABEL, "")
+        if deadline.isdigit() and int(deadline) < time.time():
+            with contextlib.suppress(NotFound, APIError):
+                container.remove(force=True)
+                removed += 1
+    return removed
 
 
 def _check_readable(path: Path, what: str) -> None:
@@ -180,9 +196,14 @@ class DockerBackend:
         self.client = connect()
         try:
             found = self.client.images.get(image)
+            self.orphans_removed = sweep_orphans(self.client)
         except ImageNotFound:
             self.client.close()
             raise BackendError(f"Docker image {image} does not exist; run `make image` (or set IMAGE)") from None
+        except (DockerException, requests.RequestException) as err:
+            self.client.close()
+            raise BackendError(f"the Docker engine stopped answering ({type(err).__name__}); start it again "
+                               "(e.g. `systemctl start docker`)") from None
         self.image, self.image_id = image, found.id
         self.image_attrs = found.attrs
         self._info: dict[str, Any] | None = None
@@ -213,7 +234,7 @@ class DockerBackend:
             "cgroup_driver": engine.get("CgroupDriver"), "cgroup_version": engine.get("CgroupVersion"),
             "runtime": engine.get("DefaultRuntime"), "engine_kernel": engine.get("KernelVersion"),
             "swap_capped": bool(engine.get("SwapLimit")), "host_arch": platform.machine(),
-            "docker_args": self.extra.describe(),
+            "docker_args": self.extra.describe(), "orphan_containers_removed": self.orphans_removed,
         }
 
     def _probe_image(self) -> dict[str, Any]:
@@ -283,7 +304,9 @@ class DockerBackend:
         (Ctrl-C included). None when it outlived timeout_s and was killed. Engine errors propagate."""
         container = None
         try:
-            container = self.client.containers.create(self.image_id, command, name=name, labels=labels,
+            deadline = str(int(time.time() + timeout_s + SWEEP_MARGIN_S))
+            container = self.client.containers.create(self.image_id, command, name=name,
+                                                      labels={**labels, DEADLINE_LABEL: deadline},
                                                       **HARDENING, **options)
             started = time.monotonic()
             container.start()
