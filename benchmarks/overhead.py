@@ -2,20 +2,21 @@
 
     .venv/bin/python benchmarks/overhead.py [--model mobilenet_v2_0.5_224] [--runs 10] [--iterations 1000]
 
-Bare = bench_scripts/onnx_bench.py run directly with the same flags and threads, no harness, timed from spawn
-to exit. K bare runs, then one harness session of K runs per backend (every host core, all host memory: no
-limit that binds) timed whole, CLI start-up included; then all again in mirrored order. The ratio depends on
-the run length, so the fixed costs are reported too: per run (`overhead_s`: runner start, cgroup or container
-create and teardown, which runtime_s excludes) and per session (CLI start-up, provenance, image probe), and
-the run length from which the ratio would meet the goal. `vs_own_runtime` divides by the session's own
-runtime_s instead: the harness's cost alone, whatever the script's speed inside the limited environment. The
-same runs give the runner's CPU use at the 10 ms sampling interval.
+Bare = bench_scripts/onnx_bench.py run directly with the same flags, no harness, timed from spawn to exit.
+Both run one intra-op thread, so the script's own speed does not depend on whether another process holds the
+host's other core (benchmarks/latency.py compares latency with every core too). K bare runs, then one harness
+session of K runs per backend (every host core, all host memory: no limit that binds) timed whole, CLI
+start-up included; then all again in mirrored order. The ratio depends on the run length, so the fixed costs
+are reported too: per run (`overhead_s`: runner start, cgroup or container create and teardown, which
+runtime_s excludes) and per session (CLI start-up, provenance, image probe), and the run length from which the
+ratio would meet the goal. `vs_own_runtime` divides by the session's own runtime_s instead: the harness's cost
+alone, whatever the script's speed inside the limited environment. The same runs give the runner's CPU use at
+the 10 ms sampling interval.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 from pathlib import Path
@@ -35,6 +36,7 @@ from _common import (
 )
 
 GOAL_WALL_RATIO, GOAL_RUNNER_CPU_PCT = 1.10, 2.0
+ONE_THREAD = ["--threads", "1"]  # the script's own speed then does not hang on whether another process holds a core
 
 
 def measure(model: Path, directory: Path, approaches: list[str], args: argparse.Namespace,
@@ -42,8 +44,7 @@ def measure(model: Path, directory: Path, approaches: list[str], args: argparse.
     """Two rounds, the second in reverse order (bare, local, docker, docker, local, bare), so a linear drift of
     the host's load weighs on every approach alike: (bare walls, each backend's sessions of K runs)."""
     flags = unbound_limit_flags(args.iterations, args.warmup)
-    bare_args = [str(model), "--iterations", str(args.iterations), "--warmup", str(args.warmup),
-                 "--threads", str(len(os.sched_getaffinity(0)))]  # ceil(CPUS), as the harness sets it
+    bare_args = [str(model), "--iterations", str(args.iterations), "--warmup", str(args.warmup), *ONE_THREAD]
     walls: list[float] = []
     sessions: dict[str, list[Session]] = {backend: [] for backend in approaches if backend != "bare"}
     for order in (approaches, approaches[::-1]):
@@ -51,8 +52,8 @@ def measure(model: Path, directory: Path, approaches: list[str], args: argparse.
             if approach == "bare":
                 walls += [bare_run(ONNX_BENCH, bare_args)[0] for _ in range(args.runs)]
             else:
-                sessions[approach].append(profile_runs(directory, None, [], backend=approach, repeats=args.runs,
-                                                       models=[model], extra_flags=flags))
+                sessions[approach].append(profile_runs(directory, ONNX_BENCH, ONE_THREAD, backend=approach,
+                                                       repeats=args.runs, models=[model], extra_flags=flags))
     return walls, sessions
 
 
