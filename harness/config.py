@@ -6,6 +6,7 @@ Files are read as data by python-dotenv (no interpolation, no shell), so a value
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -102,6 +103,7 @@ class DeviceProfile:
     image: str
     results_dir: str
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def memory_mib(self) -> float:
@@ -123,25 +125,31 @@ def project_root() -> Path:
     return Path.cwd()
 
 
-def read_env_file(path: Path) -> dict[str, str]:
-    """Key/values of one env file, as data. Unknown keys are ignored so one .env can serve other tools."""
+def read_env_file(path: Path, warnings: list[str]) -> dict[str, str]:
+    """Key/values of one env file, as data. Unknown keys are ignored so one .env can serve other tools,
+    but one that looks like a misspelt harness variable earns a warning: a typo must not pass silently."""
     if not path.is_file():
         raise ConfigError(f"env file {path} not found; pass an existing file (e.g. ENV=devices/jetson-nano.env)")
     values = dotenv_values(path, interpolate=False)
+    for key in values:
+        close = difflib.get_close_matches(key, VARIABLES, n=1, cutoff=0.75) if key not in VARIABLES else []
+        if close:
+            warnings.append(f"{key} in {path} is not a harness variable (ignored); did you mean {close[0]}?")
     return {key: value for key, value in values.items() if key in VARIABLES and value is not None}
 
 
 def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> DeviceProfile:
     """Merge the layers and validate every value once; errors name the variable, value, source and form."""
     raw: dict[str, tuple[str, str]] = {name: (spec[3], "default") for name, spec in VARIABLES.items()}
+    warnings: list[str] = []
     root = project_root()
     layers = [root / "env.template", root / ".env"]
     for path in layers:
         if path.is_file():
-            raw.update({k: (v, path.name) for k, v in read_env_file(path).items()})
+            raw.update({k: (v, path.name) for k, v in read_env_file(path, warnings).items()})
     if env_file:
         path = Path(env_file)
-        raw.update({k: (v, str(path)) for k, v in read_env_file(path).items()})
+        raw.update({k: (v, str(path)) for k, v in read_env_file(path, warnings).items()})
     for name, value in (overrides or {}).items():
         if value is not None:
             raw[name] = (str(value), f"--{name.lower().replace('_', '-')}")
@@ -155,7 +163,8 @@ def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any
     if fields["memory_bytes"] < _MIN_MEMORY_BYTES:
         text, source = raw["MEMORY"]
         raise ConfigError(f"MEMORY={text!r} (from {source}) is too small: a Python runner needs at least 16m")
-    return DeviceProfile(**fields, sources={name: source for name, (_, source) in raw.items()})
+    return DeviceProfile(**fields, sources={name: source for name, (_, source) in raw.items()},
+                         warnings=tuple(warnings))
 
 
 def host_cpu_count() -> int:

@@ -61,3 +61,11 @@ def test_values_are_data_not_shell(in_tmp_cwd: Path) -> None:
 def test_missing_env_file_is_one_line(in_tmp_cwd: Path) -> None:
     with pytest.raises(ConfigError, match="env file nope.env not found"):
         load_profile("nope.env")
+
+
+def test_misspelt_variable_is_warned_about(in_tmp_cwd: Path) -> None:
+    (in_tmp_cwd / ".env").write_text("MEMROY=512m\nDOCKER_HOST=unix:///x\n")
+    profile = load_profile()
+    assert profile.memory_bytes == 2 * 1024**3
+    assert profile.warnings == (f"MEMROY in {in_tmp_cwd / '.env'} is not a harness variable (ignored); "
+                                "did you mean MEMORY?",)

@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
+from dotenv import dotenv_values
 
-from harness.config import load_profile, read_env_file
+from harness.config import load_profile
 
 DEVICES = Path(__file__).resolve().parent.parent / "devices"
 PROMISED = ("lg-g6", "galaxy-s8", "jetson-nano", "raspberry-pi-4", "pixel-3")
@@ -17,10 +18,11 @@ TEMPLATE = Path(__file__).resolve().parent.parent / "env.template"
 @pytest.mark.parametrize("device", PROMISED)
 def test_preset_loads_and_cites_its_sources(device: str) -> None:
     path = DEVICES / f"{device}.env"
-    values = read_env_file(path)
+    values = dotenv_values(path, interpolate=False)
     assert {"DEVICE_NAME", "CPUS", "MEMORY"} <= set(values)
-    assert set(values) <= set(read_env_file(TEMPLATE)), "presets use env.template's variable names only"
+    assert set(values) <= set(dotenv_values(TEMPLATE)), "presets use env.template's variable names only"
     profile = load_profile(path)
+    assert profile.warnings == ()
     assert profile.device_name == device
     assert profile.sources["CPUS"] == str(path) and profile.sources["MEMORY"] == str(path)
     text = path.read_text(encoding="utf-8")

@@ -77,6 +77,8 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace, cpus_values:
                       f"memory={profile.memory_mib:.0f}MiB swap={profile.swap_bytes // 1024**2}MiB "
                       f"repeats={profile.repeats} · {reason} · isolation {info.get('isolation')} · "
                       f"seed {plan.seed} · session {plan.session_id}")
+    for warning in profile.warnings:
+        err_console.print(f"[yellow]warning[/]: {warning}")
     for note in plan.notes:
         err_console.print(f"[yellow]note[/]: {note}")
     return session
