@@ -59,11 +59,12 @@ def zoo_model(name: str) -> Path:
     return export(name)
 
 
-def docker_usable(image: str = "harness-runtime:latest") -> tuple[bool, str]:
-    """Whether the Docker backend can run here (an engine answers and the image exists), and why not."""
+def docker_usable() -> tuple[bool, str]:
+    """Whether the Docker backend can run here (an engine answers and the profile's IMAGE exists), and why not."""
     from harness.backends.docker import engine_status
+    from harness.config import load_profile
 
-    return engine_status(image)
+    return engine_status(load_profile().image)
 
 
 def unbound_limit_flags(iterations: int, warmup: int) -> list[str]:

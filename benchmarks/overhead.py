@@ -118,7 +118,7 @@ def main() -> None:
     raw = {"bare_runtime_s": walls, **{name: [{"wall_s": session.wall_s, **{
         key: [run[key] for run in session.runs] for key in ("runtime_s", "overhead_s", "runner_cpu_s")}}
         for session in runs] for name, runs in sessions.items()}}
-    write_report("overhead", wall_rows, goals, [] if usable else [f"docker skipped: {reason}"], raw)
+    write_report("overhead", wall_rows, goals, [f"docker {'used' if usable else 'skipped'}: {reason}"], raw)
 
 
 if __name__ == "__main__":

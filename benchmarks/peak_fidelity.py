@@ -100,7 +100,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     usable, reason = docker_usable()
-    notes = [] if usable else [f"docker skipped: {reason}"]
+    notes = [f"docker {'used' if usable else 'skipped'}: {reason}"]
     backends = ["local", *(["docker"] if usable else [])]
     pairs = [pair for backend in backends for pair in backend_rows(backend, args, rng)]
     peak_rows, avg_rows = [p for p, _ in pairs], [a for _, a in pairs]
