@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.cgroups import discover
+from harness.cli import main
 from harness.stats import metric_value
 from tests.helpers import entry, profile_json, session_runs
 
@@ -29,16 +30,19 @@ def median_runtime(runs: list[dict]) -> float:
 
 
 def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path) -> None:
-    burn = workloads / "cpu_burn.py"
-    times = {}
-    for cpus in ("2", "1", "0.5"):
-        runs = run_workload(capsys, in_tmp_cwd, tiny_onnx, burn, "2", BURN_WORK, flags=("--cpus", cpus), repeats=3)
-        times[cpus] = median_runtime(runs)
-        assert all(r["limits"]["cpu_mode"] == ("quota" if cpus == "0.5" else "pinned") for r in runs)
-    assert times["1"] / times["2"] >= 1.8, times
-    assert times["0.5"] / times["1"] >= 1.8, times
-    throttled = run_workload(capsys, in_tmp_cwd, tiny_onnx, burn, "1", "1000000", flags=("--cpus", "0.5"))
-    assert throttled[0]["cpu_nr_throttled"] > 0
+    """One interleaved sweep (each round runs every CPUS value once), so drift of the host weighs on all."""
+    results = in_tmp_cwd / "results"
+    capsys.readouterr()
+    assert main(["sweep", str(tiny_onnx), "--cpus", "2,1,0.5", "--repeats", "3", "--backend", "local",
+                 "--results-dir", str(results), "--no-report", "--json", "--script", str(workloads / "cpu_burn.py"),
+                 "--", "2", BURN_WORK]) == 0
+    runs = session_runs(results)
+    times = {cpus: median_runtime([r for r in runs if r["cpus"] == cpus]) for cpus in (2.0, 1.0, 0.5)}
+    assert all(r["limits"]["cpu_mode"] == ("quota" if r["cpus"] == 0.5 else "pinned") for r in runs)
+    assert times[1.0] / times[2.0] >= 1.8, times
+    assert times[0.5] / times[1.0] >= 1.8, times
+    assert all(r["cpu_nr_throttled"] > 0 for r in runs if r["cpus"] == 0.5)
+    assert all(r["cpu_nr_throttled"] == 0 for r in runs if r["cpus"] != 0.5)  # pinned: no quota to hit
 
 
 def test_peak_memory_is_exact(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path) -> None:
