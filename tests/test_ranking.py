@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from harness.cli import main
-from harness.ranking import ALPHA, compare, rank_samples, smallest_mannwhitney_p
+from harness.ranking import ALPHA, MIN_RELATIVE_GAP, compare, rank_samples, smallest_mannwhitney_p
 from tests.analysis_fixtures import write_session
 
 
@@ -79,3 +79,15 @@ def test_rank_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert medians == {m: pytest.approx(float(np.median(v))) for m, v in latencies.items()}
     assert main(["rank", "--results-dir", str(results), "--metric", "runtime_s"]) == 2
     assert "no ok run reported runtime_s" in capsys.readouterr().err
+
+
+def test_a_significant_but_tiny_gap_ties() -> None:
+    """Identical models measured apart by a consistent 1% (as an A/A run shows) must not be ranked apart."""
+    a = [100.0, 100.1, 100.2, 100.3, 100.4, 100.5]
+    b = [x * 1.01 + 0.5 for x in a]
+    assert stats.mannwhitneyu(a, b, alternative="two-sided").pvalue < ALPHA  # the test alone would split them
+    different, method, p = compare(a, b)
+    assert (different, method) == (False, f"mann-whitney; medians within {MIN_RELATIVE_GAP:.0%}") and p < ALPHA
+    assert [e.rank for e in rank_samples({"a": a, "b": b})] == [1, 1]
+    c = [x * (1 + 2 * MIN_RELATIVE_GAP) for x in a]
+    assert compare(a, c)[0] is True
