@@ -82,7 +82,7 @@ def summarize_runs(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     for run in runs:
         groups.setdefault(group_key(run), []).append(run)
     entries: list[dict[str, Any]] = []
-    for (model, cpus), members in groups.items():
+    for (model, cpus), members in sorted(groups.items()):
         ok = [r for r in members if r.get("status") == "ok"]
         statuses: dict[str, int] = {}
         for run in members:
