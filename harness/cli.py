@@ -26,13 +26,21 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_name(module: str) -> str:
+    """harness.commands.import_device -> import-device: each module registers the command named after it."""
+    return module.rsplit(".", 1)[1].replace("_", "-")
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """Only the named command's module is imported when argv names one: start-up stays short, since some
+    commands pull in scipy, pandas or matplotlib. Without one (--help, a typo) every command is listed."""
     parser = argparse.ArgumentParser(
         prog="harness", description="Profile ML models under an edge device's CPU and memory limits."
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    chosen = [m for m in COMMAND_MODULES if argv and command_name(m) == argv[0]]
+    for name in chosen or COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
 
@@ -44,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         split = argv.index("--")
         argv, extra = argv[:split], argv[split + 1:]
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.extra_args = extra
     try:
