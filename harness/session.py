@@ -83,6 +83,9 @@ class Session:
         self.metadata = collect_metadata()
         self.backend_info = backend.describe()
         self._models = {m.name: m for m in plan.models}
+        # The runs on disk, read once (a resumed session has some) and then kept in step with every append,
+        # so the summary after each run does not re-read a runs.jsonl that grows with the session.
+        self.runs: list[dict[str, Any]] = self.store.runs()
 
     def _session_info(self, state: str) -> dict[str, Any]:
         return {
@@ -110,7 +113,7 @@ class Session:
         }
 
     def write_summary(self) -> dict[str, Any]:
-        entries = summarize_runs(self.store.runs())
+        entries = summarize_runs(self.runs)
         summary = {
             "session_id": self.plan.session_id, "device_name": self.profile.device_name,
             "backend": self.backend_info.get("backend"), "isolation": self.backend_info.get("isolation"),
@@ -121,7 +124,7 @@ class Session:
         return summary
 
     def run(self, on_start: Callable[[RunSpec], None] | None = None, on_done: OnRun | None = None) -> dict[str, Any]:
-        done = {run["run_id"] for run in self.store.runs()}
+        done = {run["run_id"] for run in self.runs}
         self.store.write_session(self._session_info("running"))
         try:
             for spec in self.plan.specs:
@@ -132,13 +135,14 @@ class Session:
                 started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
                 result = self._record(spec, self.backend.run(spec), started_at)
                 self.store.append_run(result)
+                self.runs.append(result)
                 self.write_summary()
                 if on_done:
                     on_done(spec, result)
         except BaseException as err:
             self.store.write_session(self._session_info("interrupted"))
             if isinstance(err, BackendError):
-                kept = len(self.store.runs())
+                kept = len(self.runs)
                 raise BackendError(f"{err} ({kept} finished runs kept in {self.store.path}; continue with "
                                    f"`harness profile --resume {self.plan.session_id}`)") from None
             raise

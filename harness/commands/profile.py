@@ -85,7 +85,7 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace, cpus_values:
 
 
 def finish(session: Session, args: argparse.Namespace) -> int:
-    pending = len(session.plan.specs) - len(session.store.runs())
+    pending = len(session.plan.specs) - len(session.runs)
     with run_progress(pending) as (on_start, on_done):
         summary = session.run(on_start, on_done)
     if args.json:
