@@ -5,6 +5,7 @@ Everything for people goes to stderr except the final table, so `--json` can own
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,10 +15,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from harness.spec import RunSpec
+from harness.stats import UNSTABLE_RULE
 
-err_console = Console(stderr=True)
-# Tables are wide: when stdout is a file or pipe, don't squeeze them into rich's default 80 columns.
-out_console = Console() if Console().is_terminal else Console(width=200)
+# Tables are wide: piped output (a file, a CI log) gets 200 columns instead of rich's default 80.
+WIDTH = shutil.get_terminal_size((200, 24)).columns
+err_console = Console(stderr=True, soft_wrap=True, width=WIDTH)
+out_console = Console(soft_wrap=True, width=WIDTH)
 
 STATUS_STYLE = {"ok": "green", "oom": "red", "timeout": "yellow", "error": "red"}
 
@@ -76,7 +79,7 @@ def print_summary(summary: dict[str, Any]) -> None:
     out_console.print(summary_table(summary))
     unstable = [(e["model_name"], e["cpus"], e["unstable_metrics"]) for e in summary["models"] if e["unstable_metrics"]]
     for model, cpus, names in unstable:
-        err_console.print(f"[yellow]unstable[/]: {model} cpus={cpus:g}: IQR/median > 10% for {', '.join(names)}; "
+        err_console.print(f"[yellow]unstable[/]: {model} cpus={cpus:g}: {UNSTABLE_RULE} for {', '.join(names)}; "
                           "raise REPEATS or ITERATIONS, or quiet the machine (see README: unstable)")
     throttled = [(e["model_name"], e["throttled_runs"]) for e in summary["models"] if e["throttled_runs"]]
     for model, count in throttled:

@@ -25,7 +25,7 @@ from harness.report_figures import (
     ranking_chart,
     scaling_chart,
 )
-from harness.stats import summarize_runs
+from harness.stats import UNSTABLE_RULE, summarize_runs
 from harness.store import atomic_write_text, load_runs, load_session_info
 
 REPORT_DIR = "report"
@@ -98,7 +98,7 @@ def summary_section(runs: list[dict[str, Any]]) -> Section:
         rows.append(row)
     frame = pd.DataFrame(rows).sort_values(["cpus", "model"]) if rows else pd.DataFrame()
     section = Section("Summary", ["Medians over the ok repeats of each model; latency is the per-run p50, with the "
-                                  "95% bootstrap CI of its median. Unstable metrics have IQR/median > 10%."],
+                                  f"95% bootstrap CI of its median. Unstable metrics have {UNSTABLE_RULE}."],
                       [ReportTable("summary", "Per-model summary", frame)])
     if rows and frame["cpus"].nunique() > 1:
         for column in SCALING_COLUMNS:

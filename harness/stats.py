@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a metric unstable (torch.utils.benchmark's choice)
+UNSTABLE_RULE = f"IQR/median > {IQR_WARN_THRESHOLD:.0%}"  # how warnings and reports state the rule
 HEAVY_THROTTLE_RATIO = 0.10  # share of CFS periods throttled above which a run's latency tail is suspect
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -54,6 +54,8 @@ def summarize(values: Sequence[float], seed: int = 0) -> dict[str, Any]:
     q1, q3 = np.percentile(data, [25, 75])
     low = high = None
     if n >= 3 and np.ptp(data) > 0:
+        from scipy import stats as sps  # loaded on first use: every CLI command imports this module
+
         ci = sps.bootstrap((data,), np.median, confidence_level=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES,
                            method="percentile", rng=np.random.default_rng(seed)).confidence_interval
         low, high = float(ci.low), float(ci.high)

@@ -9,19 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from typing import Any
 
-from rich.console import Console
-
+from harness.console import err_console, out_console
 from harness.run_values import ALL_SESSIONS, METRICS
 from harness.store import SCHEMA_VERSION
 
-WIDTH = shutil.get_terminal_size((160, 24)).columns
-"""Piped output (no terminal) gets 160 columns, so tables stay readable in files and CI logs."""
-stdout = Console(soft_wrap=True, width=WIDTH)
-stderr = Console(stderr=True, soft_wrap=True, width=WIDTH)
+stdout, stderr = out_console, err_console  # the analysis commands print through the shared consoles
 
 
 def env_default(name: str) -> str | None:

@@ -20,7 +20,7 @@ from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.errors import ConfigError, DataError
 from harness.models import sha256_of
 from harness.run_values import resolve_results_dir
-from harness.stats import metric_value, summarize
+from harness.stats import UNSTABLE_RULE, metric_value, summarize
 from harness.store import list_sessions, load_runs
 
 # (row label, where in model_facts, scale) for facts read from the graph, the same for every run of a model
@@ -134,7 +134,7 @@ def _warn_mismatches(comparison: dict[str, Any]) -> None:
                  "its measured rows use the ok runs only")
         unstable = [label for label, metric in MEASURED_ROWS if side["metrics"][metric]["unstable"]]
         if unstable:
-            warn(f"{side['model']}: {', '.join(unstable)} vary (IQR/median > 10%); raise REPEATS or ITERATIONS")
+            warn(f"{side['model']}: {', '.join(unstable)} vary ({UNSTABLE_RULE}); raise REPEATS or ITERATIONS")
 
 
 def _cell(value: Any, summary: dict[str, Any] | None) -> str:

@@ -9,6 +9,7 @@ from rich.table import Table
 from harness.commands._analysis import add_metric_option, add_results_options, fmt, print_json, stdout, warn
 from harness.ranking import ALPHA, rank_runs, ranking_rows
 from harness.run_values import resolve_results_dir, select_runs
+from harness.stats import UNSTABLE_RULE
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     for cpus, entries in rankings.items():
         for entry in entries:
             if entry.unstable:
-                warn(f"{entry.model} at cpus={cpus:g}: {args.metric} varies (IQR/median > 10%); "
+                warn(f"{entry.model} at cpus={cpus:g}: {args.metric} varies ({UNSTABLE_RULE}); "
                      "raise REPEATS or quiet the machine")
     fallbacks = sum(e.method != "mann-whitney" for entries in rankings.values() for e in entries if e.compared_with)
     if fallbacks:
