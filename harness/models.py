@@ -16,6 +16,10 @@ from harness.errors import ModelError
 from harness.model_facts import onnx_facts
 
 BENCH_SCRIPTS_DIR = Path(__file__).resolve().parent.parent / "bench_scripts"
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "models"
+"""The built-in example set (small zoo exports checked in; examples/models/README.md says how they are made)."""
+SCRIPT_KIND = "script"
+"""A user script profiled as a whole, with no model: it is the thing measured, named after its file."""
 
 _TORCH = ("torch", "torch_bench.py", "torch", "PyTorch (make setup-zoo installs it)")
 # extension -> (kind, bench script, importable module it needs, what installs it)
@@ -38,6 +42,11 @@ class ModelInfo:
     sha256: str
     size_mib: float
     facts: dict[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def run_model(self) -> str:
+        """The model path handed to the script; empty for a script profiled as a whole."""
+        return "" if self.kind == SCRIPT_KIND else str(self.path)
 
     def provenance(self) -> dict[str, Any]:
         return {"model_name": self.name, "model_path": str(self.path), "model_kind": self.kind,
@@ -83,3 +92,21 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
     return ModelInfo(name=name, path=path.resolve(), kind=kind, script=(script or BENCH_SCRIPTS_DIR / default_script),
                      sha256=sha256_of(path), size_mib=path.stat().st_size / 1024**2, facts=facts)
 
+
+
+def resolve_script(path: Path, name: str | None = None) -> ModelInfo:
+    """A user script profiled as a whole (no model): named after its file unless `name` is given."""
+    path = path.expanduser()
+    if not path.is_file():
+        raise ModelError(f"script {path} not found: give the path of an existing file with --script (make: SCRIPT=...)")
+    return ModelInfo(name=name or path.stem, path=path.resolve(), kind=SCRIPT_KIND, script=path.resolve(),
+                     sha256=sha256_of(path), size_mib=path.stat().st_size / 1024**2)
+
+
+def example_models() -> list[Path]:
+    """The checked-in example models, smallest first in name order."""
+    found = sorted(EXAMPLES_DIR.glob("*.onnx"))
+    if not found:
+        raise ModelError(f"no example models in {EXAMPLES_DIR}; restore them with `git checkout examples/models` "
+                         "or give a model (MODEL=...)")
+    return found

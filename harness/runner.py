@@ -35,10 +35,11 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 
 
 def child_command(spec: dict[str, Any]) -> list[str]:
-    """Python scripts run with this interpreter; anything else is executed directly. Model path first."""
+    """Python scripts run with this interpreter; anything else is executed directly. Model path first, when the
+    run has a model (a script profiled as a whole has none)."""
     script = spec["script"]
     head = [sys.executable, script] if script.endswith(".py") else [script]
-    return [*head, spec["model"], *spec.get("script_args", [])]
+    return [*head, *([spec["model"]] if spec["model"] else []), *spec.get("script_args", [])]
 
 
 def child_env(spec: dict[str, Any], metrics_path: str) -> dict[str, str]:

@@ -64,7 +64,7 @@ def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: S
         for model, cpus in order:
             specs.append(RunSpec(
                 run_id=f"{session_id}-r{round_index:03d}-{len(specs):04d}", session_id=session_id,
-                round=round_index, repeat=round_index, model_name=model.name, model=str(model.path),
+                round=round_index, repeat=round_index, model_name=model.name, model=model.run_model,
                 script=str(model.script), script_args=tuple(script_args),
                 cpu=plan_cpu_limits(cpus, profile.cpu_pinning, allowed), memory_bytes=profile.memory_bytes,
                 swap_bytes=profile.swap_bytes, iterations=profile.iterations, warmup=profile.warmup,

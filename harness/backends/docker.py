@@ -258,19 +258,22 @@ class DockerBackend:
                            "or use BACKEND=local")
 
     def run(self, spec: RunSpec) -> dict[str, Any]:
-        model, script = Path(spec.model), Path(spec.script)
-        _check_readable(model, "model")
+        script = Path(spec.script)
         _check_readable(script, "bench script")
-        self._check_framework(model, script)
-        inside_model, inside_script = f"{MODEL_DIR}/{model.name}", f"{SCRIPT_DIR}/{script.name}"
+        inside_script, inside_model = f"{SCRIPT_DIR}/{script.name}", ""
+        mounts = [Mount(inside_script, str(script.resolve()), type="bind", read_only=True)]
+        if spec.model:  # a script profiled as a whole has no model to mount
+            model = Path(spec.model)
+            _check_readable(model, "model")
+            self._check_framework(model, script)
+            inside_model = f"{MODEL_DIR}/{model.name}"
+            mounts.append(Mount(inside_model, str(model.resolve()), type="bind", read_only=True))
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="harness-docker-") as workdir:
             spec_path = Path(workdir) / "spec.json"
             spec_path.write_text(json.dumps(spec.runner_spec(model=inside_model, script=inside_script)))
             spec_path.chmod(0o644)
-            mounts = [Mount(SPEC_PATH, str(spec_path), type="bind", read_only=True),
-                      Mount(inside_model, str(model.resolve()), type="bind", read_only=True),
-                      Mount(inside_script, str(script.resolve()), type="bind", read_only=True)]
+            mounts.insert(0, Mount(SPEC_PATH, str(spec_path), type="bind", read_only=True))
             result = self._run_container(spec, mounts)
         result["overhead_s"] = max(time.monotonic() - started - (result.get("runtime_s") or 0.0), 0.0)
         return result

@@ -14,7 +14,7 @@ from harness.backends import select_backend
 from harness.config import DeviceProfile, load_profile
 from harness.console import err_console, print_summary, run_progress
 from harness.errors import ConfigError
-from harness.models import resolve_model
+from harness.models import SCRIPT_KIND, ModelInfo, example_models, resolve_model, resolve_script
 from harness.session import Plan, Session, load_plan, plan_session
 from harness.store import new_session_id, resolve_session
 
@@ -25,6 +25,14 @@ FLAG_VARIABLES = {
     "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout": "TIMEOUT_S", "backend": "BACKEND", "image": "IMAGE",
     "results_dir": "RESULTS_DIR",
 }
+EXAMPLE_SETTINGS = {"REPEATS": 5, "ITERATIONS": 50, "WARMUP": 5}
+"""The example run's settings where the user set none (env.template's 500 iterations would take minutes): five
+repeats still give the ranking a bootstrap CI per model, and the whole run stays near a minute on 2 cores."""
+NEXT_STEPS = (
+    "your model:  make profile MODEL=path/to/model.onnx   (or a zoo name: MODEL=mobilenet_v2_0.5_224)",
+    "your script: make profile SCRIPT=job.py ARGS=\"--epochs 1\"   (profiled as a whole)",
+    "a device:    make profile ENV=devices/raspberry-pi-4.env MODEL=...   (presets in devices/)",
+)
 
 
 def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None:
@@ -38,7 +46,10 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
                  "sample-interval-ms", "timeout", "image", "results-dir"):
         parser.add_argument(f"--{flag}", help=f"overrides {FLAG_VARIABLES[flag.replace('-', '_')]}")
     parser.add_argument("--backend", default=os.environ.get("HARNESS_BACKEND") or None, help="auto, docker or local")
-    parser.add_argument("--script", type=Path, help="your own bench script (arguments for it go after --)")
+    parser.add_argument("--script", type=Path, action="append",
+                        help="your own script (arguments for it go after --): with MODELs it is their bench script; "
+                             "without, it is profiled as a whole (repeat --script for several; default: $SCRIPT)")
+    parser.add_argument("--name", help="name of a script profiled as a whole (default: its file name)")
     parser.add_argument("--seed", type=int, help="seed of the run order shuffle (default: random, recorded)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout, nothing else")
     parser.add_argument("--keep-samples", action="store_true",
@@ -58,18 +69,54 @@ def profile_from_args(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> D
     return load_profile(args.env, overrides)
 
 
-def model_args(args: argparse.Namespace) -> list[str]:
-    models = list(args.models) or shlex.split(os.environ.get("HARNESS_MODEL", ""))
-    if not models:
-        raise ConfigError("no model given: run `harness profile path/to/model.onnx` or `make profile MODEL=...`")
-    return models
+def script_args(args: argparse.Namespace) -> list[str]:
+    """Arguments after `--`, else $ARGS (make) split like a shell would, but never run by one."""
+    return list(args.extra_args) or shlex.split(os.environ.get("HARNESS_ARGS", ""))
 
 
-def start_session(profile: DeviceProfile, args: argparse.Namespace, cpus_values: list[float] | None) -> Session:
-    """Pick the backend, resolve and check every model, plan all runs, and say what is about to happen."""
+def targets(args: argparse.Namespace, check_runtime: bool) -> tuple[list[ModelInfo], bool]:
+    """What the session measures, and whether it is the built-in example set.
+
+    Models (with their bench script, or one --script of the user's); else scripts profiled as a whole; else,
+    with nothing given, the examples in examples/models, so the first command works with nothing to bring."""
+    names = list(args.models) or shlex.split(os.environ.get("HARNESS_MODEL", ""))
+    scripts = list(args.script or []) or [Path(p) for p in shlex.split(os.environ.get("HARNESS_SCRIPT", ""))]
+    if names:
+        if len(scripts) > 1:
+            raise ConfigError("several --script values with models: give one bench script for the models, "
+                              "or drop the models to profile each script as a whole")
+        return [resolve_model(m, scripts[0] if scripts else None, check_runtime) for m in names], False
+    if scripts:
+        if args.name and len(scripts) > 1:
+            raise ConfigError("--name names one script; with several scripts each is named after its file")
+        infos = [resolve_script(path, args.name) for path in scripts]
+        clashes = sorted({i.name for i in infos if [j.name for j in infos].count(i.name) > 1})
+        if clashes:
+            raise ConfigError(f"scripts share the name {', '.join(clashes)}; rename one to keep their results apart")
+        return infos, False
+    return [resolve_model(str(path), None, check_runtime) for path in example_models()], True
+
+
+def example_profile(profile: DeviceProfile) -> DeviceProfile:
+    """EXAMPLE_SETTINGS for every one of them the user left at its default."""
+    chosen = {name: value for name, value in EXAMPLE_SETTINGS.items()
+              if profile.sources.get(name) in ("default", "env.template")}
+    return replace(profile, **{name.lower(): value for name, value in chosen.items()},
+                   sources={**profile.sources, **dict.fromkeys(chosen, "example run")})
+
+
+def start_session(profile: DeviceProfile, args: argparse.Namespace,
+                  cpus_values: list[float] | None) -> tuple[Session, bool]:
+    """Pick the backend, resolve and check every model, plan all runs, and say what is about to happen.
+    Also says whether the session is the built-in example run."""
     backend, reason = select_backend(profile)
-    models = [resolve_model(m, args.script, check_runtime=backend.name == "local") for m in model_args(args)]
-    plan = plan_session(profile, models, cpus_values, tuple(args.extra_args), new_session_id(), args.seed,
+    models, examples = targets(args, check_runtime=backend.name == "local")
+    if examples:
+        profile = example_profile(profile)
+        err_console.print(f"no MODEL given: profiling the {len(models)} built-in examples in examples/models "
+                          f"({', '.join(m.name for m in models)}; {sum(m.size_mib for m in models):.1f} MiB)",
+                          highlight=False)
+    plan = plan_session(profile, models, cpus_values, tuple(script_args(args)), new_session_id(), args.seed,
                         args.keep_samples)
     session = Session(profile, plan, backend, reason)
     info = backend.describe()
@@ -81,7 +128,7 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace, cpus_values:
         err_console.print(f"[yellow]warning[/]: {warning}")
     for note in plan.notes:
         err_console.print(f"[yellow]note[/]: {note}")
-    return session
+    return session, examples
 
 
 def finish(session: Session, args: argparse.Namespace) -> int:
@@ -98,7 +145,23 @@ def finish(session: Session, args: argparse.Namespace) -> int:
 def run_profile(args: argparse.Namespace) -> int:
     if args.resume:
         return resume(args)
-    return finish(start_session(profile_from_args(args), args, None), args)
+    session, examples = start_session(profile_from_args(args), args, None)
+    code = finish(session, args)
+    if examples:
+        report = write_session_report(session)
+        err_console.print(f"\n[bold]Next[/]: open the report: {report}", highlight=False)
+        for line in NEXT_STEPS:
+            err_console.print(f"  {line}", highlight=False)
+    return code
+
+
+def write_session_report(session: Session) -> Path:
+    """The session's report (report.html and its files); imported here since it loads matplotlib and scipy."""
+    from harness.report import REPORT_DIR, build_report, write_report
+
+    out = session.store.path / REPORT_DIR
+    write_report(build_report(session.store.path.parent, session.store.path), out)
+    return out / "report.html"
 
 
 def resume(args: argparse.Namespace) -> int:
@@ -109,7 +172,8 @@ def resume(args: argparse.Namespace) -> int:
     profile = load_profile(None, {**info["profile"], "RESULTS_DIR": str(session_dir.parent)})
     backend, reason = select_backend(profile)
     script = Path(specs[0].script) if info["models"] and info["models"][0]["model_kind"] == "custom" else None
-    models = [replace(resolve_model(m["model_path"], script, check_runtime=backend.name == "local"),
+    models = [resolve_script(Path(m["model_path"]), m["model_name"]) if m["model_kind"] == SCRIPT_KIND else
+              replace(resolve_model(m["model_path"], script, check_runtime=backend.name == "local"),
                       name=m["model_name"]) for m in info["models"]]
     plan = Plan(info["session_id"], info["seed"], specs, models, info["cpus_values"], info.get("notes", []))
     err_console.print(f"resuming {plan.session_id}: {len(specs)} planned runs · {reason}")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.commands.profile import add_profile_options, finish, profile_from_args, start_session
+from harness.commands.profile import add_profile_options, finish, profile_from_args, start_session, write_session_report
 from harness.config import VARIABLES
 from harness.console import err_console
 from harness.errors import ConfigError
-from harness.report import REPORT_DIR, build_report, write_report
 
 
 def parse_cpus_list(text: str) -> list[float]:
@@ -26,12 +25,10 @@ def parse_cpus_list(text: str) -> list[float]:
 
 def run_sweep(args: argparse.Namespace) -> int:
     cpus_values = parse_cpus_list(args.cpus or os.environ.get("HARNESS_CPUS_LIST") or "1")
-    session = start_session(profile_from_args(args, skip=("cpus",)), args, cpus_values)
+    session, _ = start_session(profile_from_args(args, skip=("cpus",)), args, cpus_values)
     code = finish(session, args)
     if not args.no_report:
-        out = session.store.path / REPORT_DIR
-        write_report(build_report(session.store.path.parent, session.store.path), out)
-        err_console.print(f"report: {out / 'report.html'}")
+        err_console.print(f"report: {write_session_report(session)}")
     return code
 
 

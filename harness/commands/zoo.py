@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
+import shlex
+import shutil
 import sys
+from pathlib import Path
 
 from rich.table import Table
 
@@ -30,7 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("names", nargs="+", metavar="NAME", help="zoo names, e.g. mobilenet_v2_0.5_224 resnet18")
     export.add_argument("--format", choices=zoo.FORMATS, default="onnx", help="onnx (default) or torchscript")
     export.add_argument("--json", action="store_true", help="print JSON on stdout")
+    export.add_argument("--out", type=Path, help="copy each file to DIR/<name>.<ext> (how examples/models is made)")
     export.set_defaults(func=run_export)
+    needs = actions.add_parser("needs-extra", help="exit 0 when MODEL names zoo models and the zoo extra is missing "
+                                                   "(make profile installs it then)")
+    needs.add_argument("names", nargs="*", metavar="NAME", help="model files or zoo names (default: $MODEL)")
+    needs.set_defaults(func=run_needs_extra)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -63,6 +73,9 @@ def run_export(args: argparse.Namespace) -> int:
     rows = []
     for name in args.names:
         path = zoo.export(name, args.format)
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            path = Path(shutil.copyfile(path, args.out / f"{zoo.parse(name).name}{path.suffix}"))
         facts = onnx_facts(path) if args.format == "onnx" else {}
         rows.append({"name": zoo.parse(name).name, "path": str(path), **facts})
     if args.json:
@@ -81,3 +94,10 @@ def run_export(args: argparse.Namespace) -> int:
         table.add_row(row["name"], *numbers, row["path"])
     _console.print(table)
     return 0
+
+
+def run_needs_extra(args: argparse.Namespace) -> int:
+    """0 when a zoo name is asked for but torch, torchvision or onnxscript is missing (make then installs them)."""
+    names = args.names or shlex.split(os.environ.get("HARNESS_MODEL", ""))
+    wanted = any(not Path(n).expanduser().exists() and zoo.is_zoo_name(n) for n in names)
+    return 0 if wanted and any(importlib.util.find_spec(m) is None for m in zoo.ZOO_EXTRA_MODULES) else 1

@@ -14,10 +14,11 @@ from harness.errors import ModelError
 from harness.zoo.cache import cache_dir, cached_files
 from harness.zoo.registry import FAMILIES, ZooSpec, get_family, is_zoo_name, listed_specs, parse
 
-__all__ = ["FAMILIES", "cache_dir", "export", "is_zoo_name", "list_models", "parse"]
+__all__ = ["FAMILIES", "ZOO_EXTRA_MODULES", "cache_dir", "export", "is_zoo_name", "list_models", "parse"]
 
 FORMATS = ("onnx", "torchscript")
-_ZOO_EXTRA_MODULES = {"torch", "torchvision", "onnxscript"}
+ZOO_EXTRA_MODULES = ("torch", "torchvision", "onnxscript")
+"""What the zoo extra installs (make setup-zoo); building any zoo model imports them."""
 
 
 def list_models() -> list[dict[str, Any]]:
@@ -34,7 +35,7 @@ def _exporter() -> Any:
     try:
         return importlib.import_module("harness.zoo.exporter")
     except ModuleNotFoundError as err:
-        if err.name in _ZOO_EXTRA_MODULES:
+        if err.name in ZOO_EXTRA_MODULES:
             raise ModelError(f"zoo models need {err.name}: install the zoo extra: make setup-zoo") from err
         raise
 

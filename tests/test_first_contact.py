@@ -1,0 +1,113 @@
+"""The first commands a newcomer types: `make profile` with nothing to bring (the built-in examples), any
+script profiled as a whole, and the zoo extra installed on demand. Real runs, real files."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.models import EXAMPLES_DIR
+from harness.store import list_sessions, load_session_info
+from tests.helpers import profile_json, session_runs
+
+JOB = Path(__file__).parent / "workloads" / "job.py"
+
+
+def recorded_sums() -> dict[str, str]:
+    lines = (EXAMPLES_DIR / "SHA256SUMS").read_text().splitlines()
+    return {name: digest for digest, name in (line.split() for line in lines)}
+
+
+def test_examples_are_the_recorded_exports_and_a_few_mib_in_all() -> None:
+    sums = recorded_sums()
+    files = sorted(EXAMPLES_DIR.glob("*.onnx"))
+    assert [f.name for f in files] == sorted(sums)
+    assert {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files} == sums
+    assert sum(f.stat().st_size for f in files) < 10 * 1024**2
+
+
+def test_profile_with_nothing_given_profiles_the_examples_and_says_what_next(
+        capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path) -> None:
+    results = in_tmp_cwd / "results"
+    capsys.readouterr()
+    assert main(["profile", "--backend", "local", "--repeats", "1", "--results-dir", str(results)]) == 0
+    err = capsys.readouterr().err
+    runs = session_runs(results)
+    assert sorted(r["model_name"] for r in runs) == sorted(Path(n).stem for n in recorded_sums())
+    assert all(r["status"] == "ok" and r["latency_ms"]["p50"] > 0 and r["peak_memory_mib"] > 0 for r in runs)
+    # The user's REPEATS wins; the example run's shorter ITERATIONS fills in what the user left at its default.
+    assert {r["iterations"] for r in runs} == {50}
+    session = list_sessions(results)[-1]
+    assert load_session_info(session)["profile_sources"]["ITERATIONS"] == "example run"
+    report = session / "report" / "report.html"
+    assert report.exists()
+    assert "no MODEL given: profiling the 3 built-in examples" in err
+    assert f"Next: open the report: {report}" in " ".join(err.split())
+    assert "make profile MODEL=" in err and "make profile SCRIPT=" in err
+
+
+def test_script_with_no_model_is_profiled_as_a_whole(capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path) -> None:
+    results = in_tmp_cwd / "results"
+    summary = profile_json(capsys, results, "--backend", "local", "--repeats", "2", "--script", str(JOB), "--", "3")
+    runs = session_runs(results)
+    assert [r["model_name"] for r in runs] == ["job", "job"]
+    for run in runs:
+        assert run["status"] == "ok" and run["model_kind"] == "script"
+        assert run["runtime_s"] >= 0.3  # the job sleeps 0.3 s after allocating
+        assert run["peak_memory_mib"] >= 48  # 3 x 16 MiB touched
+        assert run["metrics"] == {"chunks": 3, "args": "3"}  # the script's argv holds no model path
+        assert run["cpu_s"] > 0
+    assert summary["models"][0]["n_ok"] == 2
+
+
+def test_several_scripts_and_the_make_variables(capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    other = in_tmp_cwd / "other job.py"
+    other.write_bytes(JOB.read_bytes())
+    # What `make profile SCRIPT=... ARGS=...` passes: environment variables split like a shell, never run by one.
+    monkeypatch.setenv("HARNESS_SCRIPT", f"{JOB} '{other}'")
+    monkeypatch.setenv("HARNESS_ARGS", "1 '; echo no-shell'")
+    results = in_tmp_cwd / "results"
+    profile_json(capsys, results, "--backend", "local", "--repeats", "1")
+    runs = session_runs(results)
+    assert sorted(r["model_name"] for r in runs) == ["job", "other job"]
+    assert {r["status"] for r in runs} == {"ok"}
+    assert all(r["metrics"]["args"] == "1 | ; echo no-shell" for r in runs)
+
+
+def test_name_overrides_the_script_name(capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path) -> None:
+    results = in_tmp_cwd / "results"
+    profile_json(capsys, results, "--backend", "local", "--repeats", "1", "--script", str(JOB), "--name", "etl",
+                 "--", "1")
+    assert [r["model_name"] for r in session_runs(results)] == ["etl"]
+
+
+def test_a_missing_script_is_one_line(capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path) -> None:
+    capsys.readouterr()
+    assert main(["profile", "--backend", "local", "--script", "nope.py"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "harness: error: script nope.py not found: give the path of an existing file with --script " \
+                  "(make: SCRIPT=...)"
+
+
+def test_zoo_extra_is_asked_for_only_when_a_zoo_name_needs_it(monkeypatch: pytest.MonkeyPatch,
+                                                               in_tmp_cwd: Path) -> None:
+    (in_tmp_cwd / "resnet18").write_text("a file of that name is a file, not a zoo name")
+    assert main(["zoo", "needs-extra", "mobilenet_v2_0.5_224"]) == 1  # the extra is installed here
+    monkeypatch.setitem(sys.modules, "onnxscript", None)  # as a core install without the extra sees it
+    assert main(["zoo", "needs-extra", "mobilenet_v2_0.5_224"]) == 0
+    assert main(["zoo", "needs-extra", "resnet18", "model.onnx"]) == 1
+    monkeypatch.setenv("HARNESS_MODEL", "a.onnx mobilenet_v1_0.25_128")
+    assert main(["zoo", "needs-extra"]) == 0
+
+
+@pytest.mark.slow
+def test_an_example_regenerates_byte_for_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_ZOO_DIR", str(tmp_path / "empty-cache"))
+    assert main(["zoo", "export", "mobilenet_v1_0.25_128", "--out", str(tmp_path / "out")]) == 0
+    made = tmp_path / "out" / "mobilenet_v1_0.25_128.onnx"
+    assert hashlib.sha256(made.read_bytes()).hexdigest() == recorded_sums()["mobilenet_v1_0.25_128.onnx"]
