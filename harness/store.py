@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.errors import DataError
+from harness.errors import ConfigError, DataError
 
 SCHEMA_VERSION = 1
 RUNS_FILE = "runs.jsonl"
@@ -65,6 +65,21 @@ def atomic_write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(path, buffer.getvalue())
+
+
+def ensure_writable_dir(path: Path, what: str) -> Path:
+    """Create `path` if needed and prove a file can be written there, before any work whose output it holds:
+    an unusable directory is one line naming it and the reason, never a traceback after the runs."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        if isinstance(err, FileExistsError) or (path.exists() and not path.is_dir()):
+            reason = "it exists and is not a directory"
+        raise ConfigError(f"{what} {path} cannot be used: {reason}; pick a writable directory") from None
+    return path
 
 
 def check_schema(obj: dict[str, Any], where: str) -> None:

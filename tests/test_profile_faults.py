@@ -124,3 +124,25 @@ def test_json_stdout_is_only_json(in_tmp_cwd: Path, tiny_onnx: Path, flag: str) 
     summary = json.loads(done.stdout)
     assert summary["backend"] == "local" and summary["models"][0]["n_ok"] == 2
     assert Path(summary["results_dir"], "summary.csv").exists()
+
+
+def test_unusable_results_dir_is_one_line_naming_path_and_reason(capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> None:
+    blocker = in_tmp_cwd / "a-file"
+    blocker.write_text("not a directory")
+    err = one_error_line(capsys, "profile", str(tiny_onnx), "--backend", "local", "--results-dir", str(blocker))
+    assert err == (f"harness: error: RESULTS_DIR (from --results-dir) {blocker} cannot be used: it exists and is not "
+                   "a directory; pick a writable directory")
+    below = blocker / "results"
+    err = one_error_line(capsys, "profile", str(tiny_onnx), "--backend", "local", "--results-dir", str(below))
+    assert f"{below} cannot be used: Not a directory" in err
+    assert blocker.read_text() == "not a directory"
+
+
+def test_unusable_report_dir_is_one_line(capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> None:
+    results = in_tmp_cwd / "results"
+    profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--repeats", "1", "--iterations", "5")
+    blocker = in_tmp_cwd / "a-file"
+    blocker.write_text("")
+    err = one_error_line(capsys, "report", "--results-dir", str(results), "--out", str(blocker))
+    assert err.endswith(f"report directory (--out) {blocker} cannot be used: it exists and is not a directory; "
+                        "pick a writable directory")

@@ -16,7 +16,7 @@ from harness.console import err_console, print_summary, run_progress
 from harness.errors import ConfigError
 from harness.models import SCRIPT_KIND, ModelInfo, example_models, resolve_model, resolve_script
 from harness.session import Plan, Session, load_plan, plan_session
-from harness.store import new_session_id, resolve_session
+from harness.store import ensure_writable_dir, new_session_id, resolve_session
 
 # CLI flag (argparse dest) -> env.template variable it overrides
 FLAG_VARIABLES = {
@@ -109,6 +109,8 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
                   cpus_values: list[float] | None) -> tuple[Session, bool]:
     """Pick the backend, resolve and check every model, plan all runs, and say what is about to happen.
     Also says whether the session is the built-in example run."""
+    ensure_writable_dir(Path(profile.results_dir),
+                        f"RESULTS_DIR (from {profile.sources.get('RESULTS_DIR', 'default')})")
     backend, reason = select_backend(profile)
     models, examples = targets(args, check_runtime=backend.name == "local")
     if examples:

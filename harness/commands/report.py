@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.commands._analysis import add_results_options, env_default, stdout
 from harness.report import REPORT_DIR, build_report, write_report
 from harness.run_values import ALL_SESSIONS, resolve_results_dir
-from harness.store import list_sessions, resolve_session
+from harness.store import ensure_writable_dir, list_sessions, resolve_session
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
         sessions = [resolve_session(results_dir, args.session)]
     for session_dir in sessions:
         out = args.out / session_dir.name if args.out and len(sessions) > 1 else args.out or session_dir / REPORT_DIR
+        ensure_writable_dir(out, "report directory" + (" (--out)" if args.out else ""))
         written = write_report(build_report(results_dir, session_dir, devices, args.group_by), out)
         stdout.print(f"report of session {session_dir.name}: {out / 'report.html'} ({len(written)} files)",
                      highlight=False)
