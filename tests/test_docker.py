@@ -9,6 +9,8 @@ import os
 import signal
 import socket
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -24,15 +26,18 @@ from harness.backends.docker import (
     DEADLINE_LABEL,
     LABEL,
     NAME_PREFIX,
+    OWNER_LABEL,
     PIDS_LIMIT,
     DockerBackend,
     engine_status,
+    owner_label,
 )
 from harness.backends.local import LocalBackend
 from harness.cli import main
 from harness.config import VARIABLES
 from harness.errors import BackendError
 from harness.spec import RunSpec, plan_cpu_limits
+from harness.store import list_sessions
 from tests.conftest import docker_required, make_matmul_model
 from tests.helpers import entry, profile_json, session_runs
 
@@ -443,3 +448,47 @@ def test_engine_lost_mid_session_keeps_finished_runs(capsys, in_tmp_cwd: Path, e
     assert code == 3 and [r["status"] for r in runs] == ["ok"]
     assert err[-1].startswith("harness: error: the Docker engine stopped answering during run"), err
     assert "1 finished runs kept" in err[-1]
+
+
+def test_exited_container_of_a_harness_that_lost_its_engine_is_removed_at_once(
+        engine: docker.DockerClient, engine_socket: str, in_tmp_cwd: Path, workloads: Path, tiny_onnx: Path) -> None:
+    """The issue's case: the engine goes away mid-run, the harness stops, its container exits later on its own.
+    The next session removes it at once, though its deadline is minutes away."""
+    proxy = EngineProxy(in_tmp_cwd / "engine.sock", engine_socket, stop_at_wait=2)  # the probe's wait, then run 1's
+    results = in_tmp_cwd / "results"
+    env = {**os.environ, "DOCKER_HOST": f"unix://{proxy.path}", "PYTHONPATH": str(Path(__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "profile", str(tiny_onnx), "--backend", "docker",
+                           "--repeats", "1", "--results-dir", str(results), "--script", str(workloads / "sleep.py"),
+                           "--", "3"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 3 and "Docker engine stopped answering" in done.stderr, done.stderr
+    session = list_sessions(results)[-1].name
+    left = containers_of(engine, session)
+    try:
+        deadline = time.monotonic() + 30
+        while any(c.status != "exited" for c in left) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            left = containers_of(engine, session)
+        assert [c.status for c in left] == ["exited"]
+        assert int(left[0].labels[DEADLINE_LABEL]) > time.time() + 60  # only the exited rule can remove it now
+        fresh = DockerBackend(IMAGE)
+        fresh.close()
+        assert containers_of(engine, session) == [] and fresh.orphans_removed >= 1
+    finally:
+        for container in containers_of(engine, session):
+            container.remove(force=True)
+
+
+def test_exited_container_of_a_live_harness_is_kept(backend: DockerBackend, engine: docker.DockerClient) -> None:
+    """A parallel session's container that has just exited still holds its result: no other session takes it."""
+    session = f"test-{uuid.uuid4().hex[:8]}"
+    container = engine.containers.create(backend.image_id, ["true"], labels={
+        "org.harness.session": session, LABEL: session, DEADLINE_LABEL: str(int(time.time()) + 600),
+        OWNER_LABEL: owner_label()})
+    try:
+        container.start()
+        container.wait(timeout=30)
+        fresh = DockerBackend(IMAGE)
+        fresh.close()
+        assert [c.status for c in containers_of(engine, session)] == ["exited"]
+    finally:
+        container.remove(force=True)

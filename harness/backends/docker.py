@@ -15,6 +15,7 @@ import os
 import platform
 import re
 import secrets
+import socket
 import stat
 import tempfile
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import psutil
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Mount
@@ -40,6 +42,10 @@ NAME_PREFIX = "harness-run-"
 # a live session removes each container by then, so any session may sweep it.
 DEADLINE_LABEL = "org.harness.deadline"
 SWEEP_MARGIN_S = 60
+# The harness process that created a container ("host/pid/start time"): once that process is gone, a container
+# of it that has exited (or was never started) can only be a leftover, and the next session removes it at once.
+OWNER_LABEL = "org.harness.owner"
+ENDED_STATES = ("created", "exited", "dead")
 GRACE_S = 15.0  # beyond TIMEOUT_S before the container is killed from outside (the runner stops it first)
 PIDS_LIMIT = 1024  # ample for thread pools and multiprocessing, bounded against fork bombs
 PING_TIMEOUT_S = 5
@@ -96,12 +102,36 @@ def engine_status(image: str) -> tuple[bool, str]:
     return True, f"docker, since an engine answers and image {image} exists{note}"
 
 
+def owner_label() -> str:
+    """This harness process as OWNER_LABEL names it: the start time tells a reused pid apart."""
+    return f"{socket.gethostname()}/{os.getpid()}/{psutil.Process().create_time():.2f}"
+
+
+def owner_gone(owner: str | None) -> bool:
+    """True only when the owner is known to be dead: same host, and its pid is free or holds another process.
+    A container of a live harness (a parallel session about to read its logs) is never taken from it."""
+    host, _, rest = (owner or "").partition("/")
+    pid, _, started = rest.partition("/")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        return abs(psutil.Process(int(pid)).create_time() - float(started)) > 0.05
+    except psutil.NoSuchProcess:
+        return True
+    except (psutil.Error, ValueError):
+        return False
+
+
 def sweep_orphans(client: docker.DockerClient) -> int:
-    """Remove harness containers past their deadline (left by a harness killed with SIGKILL or SIGTERM)."""
+    """Remove harness containers left behind: those past their deadline (a harness killed with SIGKILL or
+    SIGTERM), and at once those that have ended while the harness that made them is gone (the engine died
+    mid-session, or the harness was killed while the container was finishing)."""
     removed = 0
     for container in client.containers.list(all=True, filters={"label": DEADLINE_LABEL}):
         deadline = container.labels.get(DEADLINE_LABEL, "")
-        if deadline.isdigit() and int(deadline) < time.time():
+        expired = deadline.isdigit() and int(deadline) < time.time()
+        ended = container.status in ENDED_STATES and owner_gone(container.labels.get(OWNER_LABEL))
+        if expired or ended:
             with contextlib.suppress(NotFound, APIError):
                 container.remove(force=True)
                 removed += 1
@@ -309,7 +339,8 @@ class DockerBackend:
         try:
             deadline = str(int(time.time() + timeout_s + SWEEP_MARGIN_S))
             container = self.client.containers.create(self.image_id, command, name=name,
-                                                      labels={**labels, DEADLINE_LABEL: deadline},
+                                                      labels={**labels, DEADLINE_LABEL: deadline,
+                                                              OWNER_LABEL: owner_label()},
                                                       **HARDENING, **options)
             started = time.monotonic()
             container.start()
