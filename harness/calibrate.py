@@ -27,6 +27,7 @@ from scipy import stats
 from harness.device_data import DeviceData
 from harness.errors import ConfigError, DataError
 from harness.run_values import METRICS, check_metric, harness_medians
+from harness.stats import rank_correlations
 
 MIN_POINTS = 3
 """Fewest matched models a line is fitted to: with two, the line passes through both and says nothing."""
@@ -224,16 +225,11 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame) -
         influential=cooks > cooks_threshold(len(x)),
     )
     fitted, held_out = error_stats(y, fit.predict(x)), error_stats(y, loo)
-    spearman = stats.spearmanr(x, y)
-    kendall = stats.kendalltau(x, y)
     summary = {
         "rmse": fitted["rmse"],
         "mape_pct": fitted["mape_pct"],
         **{f"loo_{key}": value for key, value in held_out.items()},
-        "spearman_rho": float(spearman.statistic),
-        "spearman_p": float(spearman.pvalue),
-        "kendall_tau": float(kendall.statistic),
-        "kendall_p": float(kendall.pvalue),
+        **rank_correlations(x, y),
         "cooks_threshold": cooks_threshold(len(x)),
     }
     names = points["model"].astype(str).tolist()

@@ -2,8 +2,13 @@
 
 Why medians: run times are right-skewed (a page fault storm or a noisy neighbour only ever adds time),
 so the median is the robust centre and the IQR the robust spread, as in torch.utils.benchmark and pyperf.
-The 95% CI of the median is a percentile bootstrap (scipy.stats.bootstrap) over the repeats, which are
-fresh processes and so independent samples of the whole run-to-run variation.
+
+The 95% CI of the median is the distribution-free order-statistic interval: for n independent repeats
+(fresh processes), the number of runs below the true median is Binomial(n, 1/2) whatever the metric's
+distribution, so [x_(j), x_(n+1-j)] covers it with probability 1 - 2 P(B <= j-1). The widest j that keeps
+that at 95% or more is used and the level it achieves is reported; below 6 repeats even [min, max] covers
+less than 95% (75% at n = 3, 93.75% at n = 5), so there is no interval. A bootstrap cannot do better: for
+n = 3 to 5 its percentile interval is [min, max] and claims 95% where it has 75 to 94%.
 """
 
 from __future__ import annotations
@@ -17,8 +22,12 @@ import numpy as np
 IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a metric unstable (torch.utils.benchmark's choice)
 UNSTABLE_RULE = f"IQR/median > {IQR_WARN_THRESHOLD:.0%}"  # how warnings and reports state the rule
 HEAVY_THROTTLE_RATIO = 0.10  # share of CFS periods throttled above which a run's latency tail is suspect
-BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
+# Rank correlations of at most this many points get permutation p-values: the t and normal approximations
+# spearmanr and kendalltau use are far off there (a perfect ranking of 3 points gets p = 0; exact: 1/3).
+PERMUTATION_MAX_N = 10
+# All n! pairings are enumerated (an exact p) while n! <= this, so up to n = 8; above, this many random ones.
+PERMUTATION_RESAMPLES = 40_320  # 8!
 
 # summary metric name -> how to read it from a RunResult
 SUMMARY_METRICS: dict[str, tuple[str, ...]] = {
@@ -43,30 +52,70 @@ def metric_value(run: dict[str, Any], metric: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-def summarize(values: Sequence[float], seed: int = 0) -> dict[str, Any]:
-    """median, IQR, mean, std, a bootstrap 95% CI of the median, n, and the unstable flag."""
+def median_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float] | None:
+    """(low, high, achieved level) of the distribution-free order-statistic CI of the median, or None when even
+    [min, max] falls short of `confidence` (n < 6 at 95%). The level is exact for continuous data, a lower
+    bound with ties."""
+    from scipy.stats import binom  # loaded on first use: every CLI command imports this module
+
+    data = np.sort(np.asarray(values, dtype=float))
+    n = int(data.size)
+    # levels[k]: coverage of [x_(k+1), x_(n-k)] (0-based k), falling as the interval narrows.
+    levels = 1.0 - 2.0 * binom.cdf(np.arange((n + 1) // 2), n, 0.5)
+    reaching = np.flatnonzero(levels >= confidence)
+    if not reaching.size:
+        return None
+    k = int(reaching[-1])
+    return float(data[k]), float(data[n - 1 - k]), float(levels[k])
+
+
+def summarize(values: Sequence[float]) -> dict[str, Any]:
+    """median, IQR, mean, std, the 95% CI of the median with the level it achieves, n, and the unstable flag."""
     data = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
     n = int(data.size)
     if n == 0:
         return {"n": 0, "median": None, "iqr": None, "mean": None, "std": None,
-                "ci95_low": None, "ci95_high": None, "unstable": False}
+                "ci95_low": None, "ci95_high": None, "ci95_level": None, "unstable": False}
     median = float(np.median(data))
     q1, q3 = np.percentile(data, [25, 75])
-    low = high = None
-    if n >= 3 and np.ptp(data) > 0:
-        from scipy import stats as sps  # loaded on first use: every CLI command imports this module
-
-        ci = sps.bootstrap((data,), np.median, confidence_level=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES,
-                           method="percentile", rng=np.random.default_rng(seed)).confidence_interval
-        low, high = float(ci.low), float(ci.high)
-    elif np.ptp(data) == 0:
-        low = high = median
+    low, high, level = median_ci(data) or (None, None, None)
     iqr = float(q3 - q1)
     return {
         "n": n, "median": median, "iqr": iqr, "mean": float(np.mean(data)),
         "std": float(np.std(data, ddof=1)) if n > 1 else 0.0, "ci95_low": low, "ci95_high": high,
-        "unstable": bool(median and abs(iqr / median) > IQR_WARN_THRESHOLD),
+        "ci95_level": level, "unstable": bool(median and abs(iqr / median) > IQR_WARN_THRESHOLD),
     }
+
+
+def rank_correlations(x: Sequence[float], y: Sequence[float], seed: int = 0) -> dict[str, Any]:
+    """Spearman rho and Kendall tau-b with two-sided p-values, and how the p-values were found: `exact`
+    (every pairing of x with y), `permutation` (PERMUTATION_RESAMPLES random pairings, seeded) or `asymptotic`
+    (scipy's approximations, good above PERMUTATION_MAX_N points). Permutation p-values keep ties in place."""
+    from scipy import stats as sps
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    spearman, kendall = sps.spearmanr(x, y), sps.kendalltau(x, y)
+    result = {"spearman_rho": float(spearman.statistic), "spearman_p": float(spearman.pvalue),
+              "kendall_tau": float(kendall.statistic), "kendall_p": float(kendall.pvalue),
+              "rank_p_method": "asymptotic"}
+    n = int(x.size)
+    if n > PERMUTATION_MAX_N or not (math.isfinite(result["spearman_rho"]) and math.isfinite(result["kendall_tau"])):
+        return result
+    # Spearman's rho is Pearson's r of the ranks; Kendall's tau-b over pairings is its concordance count scaled
+    # by a denominator that no pairing changes, so the concordance count gives the same p-value.
+    i, j = np.triu_indices(n, 1)
+    y_signs = np.sign(y[i] - y[j])
+
+    def concordance(xs: np.ndarray, axis: int = -1) -> np.ndarray:
+        return (np.sign(xs[..., i] - xs[..., j]) * y_signs).sum(axis=-1)
+
+    pairings = sps.PermutationMethod(n_resamples=PERMUTATION_RESAMPLES, rng=np.random.default_rng(seed))
+    result["spearman_p"] = float(sps.pearsonr(sps.rankdata(x), sps.rankdata(y), method=pairings).pvalue)
+    result["kendall_p"] = float(sps.permutation_test(
+        (x,), concordance, permutation_type="pairings", vectorized=True, n_resamples=PERMUTATION_RESAMPLES,
+        rng=np.random.default_rng(seed)).pvalue)
+    result["rank_p_method"] = "exact" if math.factorial(n) <= PERMUTATION_RESAMPLES else "permutation"
+    return result
 
 
 def throttled(run: dict[str, Any]) -> bool:
@@ -108,7 +157,7 @@ def summary_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["statuses"] = ";".join(f"{k}={v}" for k, v in sorted(entry["statuses"].items()))
         row["unstable_metrics"] = ";".join(entry["unstable_metrics"])
         for name, summary in entry["metrics"].items():
-            for stat in ("median", "iqr", "mean", "std", "ci95_low", "ci95_high"):
+            for stat in ("median", "iqr", "mean", "std", "ci95_low", "ci95_high", "ci95_level"):
                 row[f"{name}_{stat}"] = summary[stat]
         rows.append(row)
     return rows

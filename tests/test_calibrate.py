@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
@@ -49,6 +50,8 @@ def test_exact_linear_data_is_recovered_to_1e_9() -> None:
     assert calibration.stats["rmse"] < 1e-9 and calibration.stats["loo_rmse"] < 1e-9
     assert calibration.stats["loo_within_10pct"] == 1.0
     assert calibration.stats["spearman_rho"] == pytest.approx(1.0)
+    # 2 of the 7! pairings order the points perfectly (either way): the exact p, not the t approximation's 0.
+    assert calibration.stats["spearman_p"] == calibration.stats["kendall_p"] == pytest.approx(2 / math.factorial(7))
     assert calibration.flipped_pairs == []
     assert not calibration.points["influential"].any()
     yhat, low, high = prediction_interval(fit, 34.0)

@@ -44,7 +44,7 @@ def calibration_table(calibration: Calibration) -> Table:
         ("fit RMSE, MAPE", f"{fmt(s['rmse'])}, {s['mape_pct']:.1f}%"),
         ("LOO RMSE, MAPE", f"{fmt(s['loo_rmse'])}, {s['loo_mape_pct']:.1f}%"),
         ("LOO within ±10% / ±20%", f"{s['loo_within_10pct']:.0%} / {s['loo_within_20pct']:.0%}"),
-        ("Spearman ρ (p), Kendall τ (p)",
+        (f"Spearman ρ (p), Kendall τ (p), p {s['rank_p_method']}",
          f"{s['spearman_rho']:.3f} ({fmt(s['spearman_p'], 2)}), {s['kendall_tau']:.3f} ({fmt(s['kendall_p'], 2)})"),
         ("order flips", ", ".join(f"{a} ↔ {b}" for a, b in calibration.flipped_pairs) or "none"),
         (f"influential (Cook's D > {fmt(s['cooks_threshold'], 2)})",
