@@ -17,7 +17,7 @@ import pandas as pd
 from harness.calibrate import CalibrationSet, calibrate_runs, group_label, predict_models
 from harness.device_data import list_devices, load_device
 from harness.errors import DataError
-from harness.ranking import ALPHA, rank_runs, ranking_rows
+from harness.ranking import ALPHA, MIN_RELATIVE_GAP, rank_runs, ranking_rows
 from harness.report_figures import (
     calibration_residuals,
     calibration_scatter,
@@ -98,7 +98,8 @@ def summary_section(runs: list[dict[str, Any]]) -> Section:
         rows.append(row)
     frame = pd.DataFrame(rows).sort_values(["cpus", "model"]) if rows else pd.DataFrame()
     section = Section("Summary", ["Medians over the ok repeats of each model; latency is the per-run p50, with the "
-                                  f"95% bootstrap CI of its median. Unstable metrics have {UNSTABLE_RULE}."],
+                                  "95% CI of its median (order statistics; none below 6 repeats). Unstable metrics "
+                                  f"have {UNSTABLE_RULE}."],
                       [ReportTable("summary", "Per-model summary", frame)])
     if rows and frame["cpus"].nunique() > 1:
         for column in SCALING_COLUMNS:
@@ -109,9 +110,11 @@ def summary_section(runs: list[dict[str, Any]]) -> Section:
 
 def ranking_section(runs: list[dict[str, Any]]) -> Section:
     section = Section("Ranking", [
-        f"Lower is better. Models whose difference is not significant (Mann–Whitney U at α = {ALPHA}, or "
-        "overlapping 95% bootstrap CIs when repeats are too few for the test) share a rank. Stability is the share "
-        "of bootstrap resamples that keep a model inside its rank's span of positions."
+        f"Lower is better. Two models rank apart only when Mann–Whitney U, Holm-corrected over every pair, separates "
+        f"them at α = {ALPHA} and their medians differ by {MIN_RELATIVE_GAP:.0%} or more; a model that no cut "
+        "can separate from the one above shares its rank (`reason` says why, `repeats_needed` how many repeats "
+        "per model could separate them). Models with a failed run are listed without a rank. Stability is the "
+        "share of bootstrap resamples that keep a model inside its rank's span of positions."
     ])
     for metric in RANKED_METRICS:
         try:
@@ -121,6 +124,8 @@ def ranking_section(runs: list[dict[str, Any]]) -> Section:
         frame = pd.DataFrame(ranking_rows(rankings, metric)).drop(columns=["metric"])
         section.tables.append(ReportTable(f"ranking_{metric}", f"Ranking by {metric}", frame))
         for cpus, entries in rankings.items():
+            if all(e.median is None for e in entries):
+                continue  # every model failed at this CPU count: the table says so, a chart would be empty
             title = f"{metric} ranking at cpus={cpus:g}"
             section.figures.append(ReportFigure(f"ranking_{metric}_cpus{cpus:g}", title,
                                                 ranking_chart(entries, metric, title)))

@@ -84,7 +84,8 @@ def calibration_residuals(calibration: Calibration, device: str) -> bytes:
 
 
 def ranking_chart(entries: list[RankEntry], metric: str, title: str) -> bytes:
-    """Medians with their 95% bootstrap CIs, best at the top, rank in the label."""
+    """Medians with their 95% CIs, best at the top, rank in the label (a model without one says its status)."""
+    entries = [e for e in entries if e.median is not None]
     figure = Figure(figsize=(7, 0.8 + 0.32 * len(entries)))
     ax = figure.add_subplot()
     positions = np.arange(len(entries))[::-1]
@@ -92,7 +93,8 @@ def ranking_chart(entries: list[RankEntry], metric: str, title: str) -> bytes:
     low = np.array([e.median - e.ci95_low if e.ci95_low is not None else 0.0 for e in entries])
     high = np.array([e.ci95_high - e.median if e.ci95_high is not None else 0.0 for e in entries])
     ax.errorbar(medians, positions, xerr=[low, high], fmt="o", color=POINT_COLOR, ecolor=FIT_COLOR, capsize=3)
-    ax.set_yticks(positions, [f"#{e.rank} {e.model}" for e in entries], fontsize=8)
+    ax.set_yticks(positions, [f"#{e.rank} {e.model}" if e.rank else f"({e.status}) {e.model}" for e in entries],
+                  fontsize=8)
     ax.set_xlabel(f"{metric} (median, 95% CI)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, axis="x")

@@ -11,7 +11,20 @@ import pytest
 from scipy import stats
 
 from harness.cli import main
-from harness.ranking import ALPHA, MIN_RELATIVE_GAP, compare, rank_samples, smallest_mannwhitney_p
+from harness.ranking import (
+    ALPHA,
+    FAILED,
+    MIN_RELATIVE_GAP,
+    PARTIAL,
+    RANKED,
+    compare,
+    holm,
+    pairwise_tests,
+    rank_runs,
+    rank_samples,
+    smallest_mannwhitney_p,
+)
+from harness.store import SessionStore
 from tests.analysis_fixtures import write_session
 
 
@@ -26,7 +39,9 @@ def test_separated_models_get_distinct_ranks_with_exact_p_values() -> None:
     assert [(e.model, e.rank) for e in entries] == [("fast", 1), ("mid", 2), ("slow", 3)]
     # Completely separated 5 vs 5: the exact two-sided p is 2 / C(10, 5).
     assert by_model(entries)["mid"].p_value == pytest.approx(2 / math.comb(10, 5))
-    assert by_model(entries)["mid"].method == "mann-whitney" and by_model(entries)["mid"].compared_with == "fast"
+    # Holm over the 3 pairs: the smallest of three equal p-values is multiplied by 3.
+    assert by_model(entries)["mid"].p_adjusted == pytest.approx(3 * 2 / math.comb(10, 5))
+    assert by_model(entries)["mid"].compared_with == "fast" and by_model(entries)["slow"].compared_with == "mid"
     assert all(e.stability == 1.0 for e in entries)
 
 
@@ -52,23 +67,112 @@ def test_close_models_have_unstable_positions() -> None:
     assert (entries[0].position_low, entries[0].position_high) == (1, 2)
 
 
-def test_too_few_repeats_for_mann_whitney_fall_back_to_bootstrap_intervals() -> None:
+@pytest.mark.parametrize(("a", "b"), [([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]), ([10.0, 10.0], [12.0, 12.0])])
+def test_a_test_that_cannot_reach_alpha_ties_and_says_how_many_repeats_would_do(a, b) -> None:
+    """3 + 3 repeats can never give p < 0.05 (the smallest exact p is 0.1): no fallback may order them anyway."""
     assert smallest_mannwhitney_p(3, 3) == pytest.approx(0.1) and smallest_mannwhitney_p(4, 4) < ALPHA
-    different, method, p = compare([1.0, 1.1, 1.2], [5.0, 5.1, 5.2])
-    assert (different, method, p) == (True, "bootstrap-ci", None)
-    different, method, _ = compare([1.0, 1.5, 2.0], [1.2, 1.7, 2.2])
-    assert (different, method) == (False, "bootstrap-ci")
+    pair = compare(a, b)
+    assert not pair.separated and pair.p_value is None
+    assert f"with {len(a)} + {len(b)} repeats Mann–Whitney cannot reach p < {ALPHA:g}" in pair.reason
+    assert [e.rank for e in rank_samples({"a": a, "b": b})] == [1, 1]
+    # The figure given is enough: that many repeats, as cleanly apart, separate the two.
+    needed = pair.repeats_needed
+    assert needed is not None and smallest_mannwhitney_p(needed, needed) < ALPHA
+    assert f"about {needed} repeats per model would separate them" in pair.reason
+    spread = np.linspace(0.0, 0.5, needed)
+    assert compare((min(a) + spread).tolist(), (max(b) + spread).tolist()).separated
 
 
 def test_a_single_repeat_supports_no_order() -> None:
     entries = rank_samples({"a": [1.0], "b": [2.0]})
     assert [e.rank for e in entries] == [1, 1]
-    assert entries[1].method == "fewer than 2 repeats"
+    assert "with 1 + 1 repeats Mann–Whitney cannot reach" in entries[1].reason
+
+
+def test_tiers_are_transitive_a_tie_with_the_leader_is_not_enough() -> None:
+    """A = 10, B = 10.5, C = 11.5: A-B and B-C are under the 10% gap, A-C is not. Ranking C below A alone while it
+    ties with B (A 1, B 1, C 3) would say "B ~ C" and "C is worse than B's rank" at once: all three share rank 1."""
+    noise = [0.0, 0.01, 0.02, 0.03, 0.04, 0.05]
+    samples = {name: [centre + e for e in noise] for name, centre in (("A", 10.0), ("B", 10.5), ("C", 11.5))}
+    tests = pairwise_tests(samples, ["A", "B", "C"])
+    assert tests["A", "C"].separated and not tests["A", "B"].separated and not tests["B", "C"].separated
+    entries = by_model(rank_samples(samples))
+    assert [entries[m].rank for m in "ABC"] == [1, 1, 1]
+    assert entries["C"].compared_with == "B" and "medians 9.5% apart, under 10%" in entries["C"].reason
+    # A fourth model far from all three opens the next tier, at competition rank 4.
+    samples["D"] = [20.0 + e for e in noise]
+    assert by_model(rank_samples(samples))["D"].rank == 4
+
+
+def test_every_order_the_ranking_states_is_a_separated_pair() -> None:
+    """Random sessions of 6 models: a model ranks above another only if their pair was separated, so every pair
+    the tests could not separate shares a rank."""
+    rng = np.random.default_rng(0)
+    tiers_seen = []
+    for _ in range(12):
+        samples = {f"m{i}": rng.lognormal(np.log(rng.uniform(1, 3)), 0.08, int(rng.integers(5, 12))).tolist()
+                   for i in range(6)}
+        entries = rank_samples(samples)
+        tests = pairwise_tests(samples, [e.model for e in entries])
+        rank = {e.model: e.rank for e in entries}
+        for (better, worse), pair in tests.items():
+            assert pair.separated or rank[better] == rank[worse], (better, worse, pair.reason)
+        tiers_seen.append(len(set(rank.values())))
+    assert min(tiers_seen) < max(tiers_seen) and max(tiers_seen) >= 3  # the property was tested on real orders
+
+
+def test_many_models_pay_for_their_comparisons() -> None:
+    """Four models 4 repeats each, all cleanly apart: each pair alone has p = 0.029 < 0.05, but six comparisons at
+    once would find some such gap by chance; Holm multiplies the smallest p by 6 and nothing is separated."""
+    samples = {f"m{i}": [10.0 * 2**i + e for e in (0.0, 0.1, 0.2, 0.3)] for i in range(4)}
+    tests = pairwise_tests(samples, sorted(samples))
+    assert all(t.p_value == pytest.approx(2 / 70) for t in tests.values())
+    assert all(t.p_adjusted == pytest.approx(min(1.0, 6 * 2 / 70)) and not t.separated for t in tests.values())
+    assert {e.rank for e in rank_samples(samples)} == {1}
+    assert compare(samples["m0"], samples["m1"]).separated  # one pair alone is separated
+
+
+def test_holm_matches_statsmodels() -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.random.default_rng(1).uniform(0, 0.2, 12)
+    np.testing.assert_allclose(holm(p), multipletests(p, method="holm")[1])
+
+
+def test_tied_values_get_a_permutation_p_not_the_normal_approximation() -> None:
+    """[10]*4 against [12]*4: the tie-corrected normal p is 0.013, below what 4 + 4 repeats can give (2/70)."""
+    assert stats.mannwhitneyu([10.0] * 4, [12.0] * 4).pvalue < smallest_mannwhitney_p(4, 4)
+    assert compare([10.0] * 4, [12.0] * 4).p_value == pytest.approx(2 / 70)
+
+
+def session_runs(model: str, statuses: list[str], values: list[float]) -> list[dict]:
+    values_iter = iter(values)
+    return [{"model_name": model, "cpus": 1.0, "run_id": f"{model}-{i}", "status": status,
+             "latency_ms": {"p50": next(values_iter)} if status == "ok" else None} for i, status in enumerate(statuses)]
+
+
+def test_failed_and_partly_failed_models_are_listed_not_dropped_or_flattered() -> None:
+    runs = (session_runs("steady", ["ok"] * 5, [2.0, 2.1, 2.2, 2.3, 2.4])
+            + session_runs("other", ["ok"] * 5, [4.0, 4.1, 4.2, 4.3, 4.4])
+            + session_runs("flaky", ["ok", "oom", "ok", "oom", "ok"], [1.0, 1.1, 1.2])
+            + session_runs("dead", ["oom"] * 3 + ["timeout"] * 2, []))
+    (entries,) = rank_runs(runs, "latency_ms").values()
+    by_name = by_model(entries)
+    assert [e.model for e in entries] == ["steady", "other", "dead", "flaky"]
+    assert [by_name[m].rank for m in ("steady", "other")] == [1, 2] and by_name["steady"].status == RANKED
+    # flaky's three surviving runs are the fastest of all, yet it takes no rank.
+    flaky = by_name["flaky"]
+    assert (flaky.rank, flaky.status, flaky.n, flaky.runs, flaky.median) == (None, PARTIAL, 3, 5, 1.1)
+    assert flaky.statuses == "ok=3;oom=2" and "3 of 5 runs ok (oom=2)" in flaky.reason
+    dead = by_name["dead"]
+    assert (dead.rank, dead.status, dead.n, dead.median) == (None, FAILED, 0, None)
+    assert dead.reason == "no ok run (oom=3;timeout=2)"
 
 
 def test_rank_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
-    latencies = {"fast": [1.0, 1.1, 1.2, 1.05], "slow": [3.0, 3.2, 3.1, 3.3], "slow_too": [3.1, 3.0, 3.25, 3.2]}
+    latencies = {"fast": [1.0, 1.1, 1.2, 1.05, 1.15], "slow": [3.0, 3.2, 3.1, 3.3, 3.35],
+                 "slow_too": [3.1, 3.0, 3.25, 3.2, 3.15]}
     write_session(results, latencies, cpus=1.0)
     assert main(["rank", "--results-dir", str(results), "--json"]) == 0
     out, err = capsys.readouterr()
@@ -81,13 +185,34 @@ def test_rank_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "no ok run reported runtime_s" in capsys.readouterr().err
 
 
+def test_rank_command_says_why_models_tie_how_many_repeats_would_separate_them_and_lists_failures(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    session = write_session(results, {"fast": [1.0, 1.1, 1.2], "slow": [3.0, 3.1, 3.2], "close": [3.1, 3.2, 3.3]},
+                            cpus=1.0)
+    store = SessionStore(results, session.name)
+    for repeat in range(3):
+        store.append_run({"session_id": session.name, "run_id": f"big-{repeat}", "model_name": "big", "cpus": 1.0,
+                          "status": "oom", "repeat": repeat})
+    assert main(["rank", "--results-dir", str(results)]) == 0
+    out, err = capsys.readouterr()
+    text = " ".join(out.split())
+    assert "slow shares rank 1 with fast: with 3 + 3 repeats Mann–Whitney cannot reach p < 0.05" in text
+    needed = compare([1.0, 1.1, 1.2], [3.0, 3.1, 3.2], alpha=ALPHA / 3).repeats_needed  # Holm's first step, 3 pairs
+    assert f"about {needed} repeats per model would separate them" in text
+    assert "close shares rank 1 with slow:" in text and "under 10%: no number of repeats separates them" in text
+    assert "big (failed): no ok run (oom=3)" in text
+    assert "more repeats could separate" in " ".join(err.split())
+
+
 def test_a_significant_but_tiny_gap_ties() -> None:
     """Identical models measured apart by a consistent 1% (as an A/A run shows) must not be ranked apart."""
     a = [100.0, 100.1, 100.2, 100.3, 100.4, 100.5]
     b = [x * 1.01 + 0.5 for x in a]
     assert stats.mannwhitneyu(a, b, alternative="two-sided").pvalue < ALPHA  # the test alone would split them
-    different, method, p = compare(a, b)
-    assert (different, method) == (False, f"mann-whitney; medians within {MIN_RELATIVE_GAP:.0%}") and p < ALPHA
+    pair = compare(a, b)
+    assert not pair.separated and pair.p_value < ALPHA and f"under {MIN_RELATIVE_GAP:.0%}" in pair.reason
+    assert pair.repeats_needed is None
     assert [e.rank for e in rank_samples({"a": a, "b": b})] == [1, 1]
     c = [x * (1 + 2 * MIN_RELATIVE_GAP) for x in a]
-    assert compare(a, c)[0] is True
+    assert compare(a, c).separated is True

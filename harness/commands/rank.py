@@ -7,7 +7,7 @@ import argparse
 from rich.table import Table
 
 from harness.commands._analysis import add_metric_option, add_results_options, fmt, print_json, stdout, warn
-from harness.ranking import ALPHA, rank_runs, ranking_rows
+from harness.ranking import ALPHA, MIN_RELATIVE_GAP, RANKED, RankEntry, rank_runs, ranking_rows
 from harness.run_values import resolve_results_dir, select_runs
 from harness.stats import UNSTABLE_RULE
 
@@ -15,11 +15,33 @@ from harness.stats import UNSTABLE_RULE
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "rank", help="rank the session's models; not-significant differences share a rank",
-        description=f"Rank models (lower is better). Mann–Whitney U at alpha={ALPHA} or bootstrap CIs decide ties.",
+        description=f"Rank models (lower is better). Models share a rank unless Mann–Whitney U, Holm-corrected "
+                    f"over all pairs at alpha={ALPHA}, separates them and their medians differ by "
+                    f"{MIN_RELATIVE_GAP:.0%} or more.",
     )
     add_metric_option(parser, "latency_ms", "the metric to rank by (default: latency_ms)")
     add_results_options(parser)
     parser.set_defaults(func=run)
+
+
+def ci_text(entry: RankEntry) -> str:
+    if entry.ci95_level is None:
+        return "— (n < 6)" if entry.n else "—"
+    return f"[{fmt(entry.ci95_low)}, {fmt(entry.ci95_high)}] {entry.ci95_level:.1%}"
+
+
+def explanations(entries: list[RankEntry]) -> list[str]:
+    """Why each model shares the rank of the one above it (and the repeats that could separate them), and why
+    the unranked ones are unranked."""
+    lines, previous_rank = [], None
+    for e in entries:
+        if e.status != RANKED:
+            lines.append(f"{e.model} ({e.status}): {e.reason}")
+        elif e.rank == previous_rank:
+            lines.append(f"{e.model} shares rank {e.rank}{f' with {e.compared_with}' if e.compared_with else ''}: "
+                         f"{e.reason}")
+        previous_rank = e.rank
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,26 +50,30 @@ def run(args: argparse.Namespace) -> int:
     rankings = rank_runs(runs, args.metric)
     for cpus, entries in rankings.items():
         for entry in entries:
-            if entry.unstable:
+            if entry.unstable and entry.status == RANKED:
                 warn(f"{entry.model} at cpus={cpus:g}: {args.metric} varies ({UNSTABLE_RULE}); "
                      "raise REPEATS or quiet the machine")
-    fallbacks = sum(e.method != "mann-whitney" for entries in rankings.values() for e in entries if e.compared_with)
-    if fallbacks:
-        warn(f"{fallbacks} comparisons could not use Mann–Whitney (too few repeats to reach p < {ALPHA}; "
-             "it needs 4 per model): they used bootstrap CIs or tied; set REPEATS=5 for a real test")
+        needs = [e.repeats_needed for e in entries if e.repeats_needed]
+        if needs:
+            warn(f"at cpus={cpus:g}, more repeats could separate {len(needs)} tie(s): REPEATS={min(needs)} to "
+                 f"{max(needs)} (each tie's figure is below the table)")
     if args.json:
         print_json({"session": session, "metric": args.metric, "alpha": ALPHA,
                     "ranking": ranking_rows(rankings, args.metric)})
         return 0
     for cpus, entries in rankings.items():
         table = Table(title=f"{args.metric} ranking · session {session} · cpus={cpus:g}", title_justify="left")
-        for column in ("rank", "model", "median", "95% CI", "n", "vs", "p", "stability", "positions"):
+        for column in ("rank", "model", "median", "95% CI of median", "n", "vs", "p (Holm)", "stability",
+                       "positions"):
             table.add_column(column)
         for e in entries:
+            ranked = e.status == RANKED
             table.add_row(
-                str(e.rank), e.model, fmt(e.median), f"[{fmt(e.ci95_low)}, {fmt(e.ci95_high)}]", str(e.n),
-                e.compared_with or "", fmt(e.p_value, 2) if e.p_value is not None else (e.method or ""),
-                f"{e.stability:.0%}", f"{e.position_low}–{e.position_high}",
+                str(e.rank) if ranked else e.status, e.model, fmt(e.median), ci_text(e), f"{e.n}/{e.runs}",
+                e.compared_with or "", fmt(e.p_adjusted, 2) if e.p_adjusted is not None else "",
+                f"{e.stability:.0%}" if ranked else "", f"{e.position_low}–{e.position_high}" if ranked else "",
             )
         stdout.print(table)
+        for line in explanations(entries):
+            stdout.print(f"  {line}", highlight=False, soft_wrap=True)
     return 0
