@@ -113,7 +113,7 @@ test-slow: $(ZOO_STAMP) lint
 # Fidelity and overhead benchmarks (not tests: never part of `make test`). Each prints its table and writes
 # results/bench/<name>.json; the last table lists every goal, met or missed and why. About 7 minutes. The
 # Docker rows need an engine and the image (`make image`); without them they are skipped, with a note.
-BENCHMARKS := sampling_overhead peak_fidelity overhead latency cpu_limits noise_floor
+BENCHMARKS := sampling_overhead peak_fidelity overhead latency cpu_limits noise_floor median_ci_coverage
 bench: $(ZOO_STAMP)
 	for name in $(BENCHMARKS); do $(VENV)/bin/python benchmarks/$$name.py || exit 1; done
 	$(VENV)/bin/python benchmarks/goals.py $(BENCHMARKS)
