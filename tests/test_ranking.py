@@ -23,6 +23,7 @@ from harness.ranking import (
     rank_runs,
     rank_samples,
     smallest_mannwhitney_p,
+    tied_exact_p,
 )
 from harness.store import SessionStore
 from tests.analysis_fixtures import write_session
@@ -139,10 +140,15 @@ def test_holm_matches_statsmodels() -> None:
     np.testing.assert_allclose(holm(p), multipletests(p, method="holm")[1])
 
 
-def test_tied_values_get_a_permutation_p_not_the_normal_approximation() -> None:
+def test_tied_values_get_the_exact_permutation_p_not_the_normal_approximation() -> None:
     """[10]*4 against [12]*4: the tie-corrected normal p is 0.013, below what 4 + 4 repeats can give (2/70)."""
     assert stats.mannwhitneyu([10.0] * 4, [12.0] * 4).pvalue < smallest_mannwhitney_p(4, 4)
     assert compare([10.0] * 4, [12.0] * 4).p_value == pytest.approx(2 / 70)
+    rng = np.random.default_rng(8)
+    for n1, n2 in [(3, 5), (4, 4), (5, 5), (6, 7), (8, 8)]:
+        a, b = np.round(rng.normal(0, 1, n1)), np.round(rng.normal(0.7, 1, n2))  # whole numbers: many ties
+        scipy_p = stats.mannwhitneyu(a, b, method=stats.PermutationMethod(n_resamples=np.inf)).pvalue
+        assert tied_exact_p(a, b) == pytest.approx(scipy_p, rel=1e-9)
 
 
 def session_runs(model: str, statuses: list[str], values: list[float]) -> list[dict]:
