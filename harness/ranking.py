@@ -188,6 +188,7 @@ def pairwise_tests(samples: dict[str, list[float]], order: list[str],
             reason += f" < {alpha:g}; medians {gap:.0%} apart"
         else:
             needed = repeats_needed(effect, strictest)
+            reason += "" if p is None else f" ≥ {alpha:g}"
             reason += (f"; about {needed} repeats per model would separate them" if needed
                        else "; the runs show no difference")
         tests[better, worse] = PairTest(better, worse, gap, p, p_adj, significant and material, reason, needed)
