@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from harness.calibrate import CalibrationSet, calibrate_runs, group_label, predi
 from harness.device_data import list_devices, load_device
 from harness.errors import DataError
 from harness.ranking import ALPHA, MIN_RELATIVE_GAP, rank_runs, ranking_rows
+from harness.report_answer import answer_parts
 from harness.report_figures import (
     calibration_residuals,
     calibration_scatter,
@@ -25,6 +25,7 @@ from harness.report_figures import (
     ranking_chart,
     scaling_chart,
 )
+from harness.report_format import display_frame, mib, with_interval
 from harness.stats import UNSTABLE_RULE, summarize_runs
 from harness.store import atomic_write_text, load_runs, load_session_info
 
@@ -33,14 +34,29 @@ RANKED_METRICS = ("latency_ms", "runtime_s", "peak_memory_mib")
 SCALING_COLUMNS = ("latency_p50_ms_median", "peak_memory_mib_median")
 """Plotted against CPUS when a session (a sweep) has several CPU counts."""
 SUMMARY_COLUMNS = ("latency_p50_ms", "runtime_s", "load_s", "peak_memory_mib", "peak_rss_mib", "avg_memory_mib")
-DIGITS = 4
+FOLD_COLUMNS = 10
+"""Tables wider than this are raw detail: folded (<details>) so they never push the reading order sideways."""
+METRIC_WORDS = {"latency_ms": "latency", "runtime_s": "runtime"}
+BYTE_SETTINGS = ("MEMORY", "SWAP")
+"""Profile settings stored in bytes; shown in MiB/GiB."""
 
 
 @dataclass
 class ReportTable:
+    """`frame` is written to CSV/JSON at full precision; `display` (when given) is what people read instead."""
+
     name: str
     title: str
     frame: pd.DataFrame
+    display: pd.DataFrame | None = None
+
+    @property
+    def shown(self) -> pd.DataFrame:
+        return self.display if self.display is not None else display_frame(self.frame)
+
+    @property
+    def folded(self) -> bool:
+        return len(self.shown.columns) > FOLD_COLUMNS
 
 
 @dataclass
@@ -56,6 +72,8 @@ class Section:
     paragraphs: list[str] = field(default_factory=list)
     tables: list[ReportTable] = field(default_factory=list)
     figures: list[ReportFigure] = field(default_factory=list)
+    figures_first: bool = False  # the answer: its chart beside its table, both on the first screen
+    after: list[ReportTable | str] = field(default_factory=list)  # tables and notes below the figure row
 
 
 @dataclass
@@ -75,7 +93,8 @@ def slug(text: str) -> str:
 def session_section(info: dict[str, Any], runs: list[dict[str, Any]]) -> Section:
     profile = info.get("profile") or {}
     statuses = pd.Series([run.get("status", "error") for run in runs]).value_counts().to_dict()
-    frame = pd.DataFrame([{"setting": key, "value": str(value)} for key, value in profile.items()])
+    frame = pd.DataFrame([{"setting": key, "value": mib(int(value)) if key in BYTE_SETTINGS and str(value).isdigit()
+                           else str(value)} for key, value in profile.items()])
     return Section(
         "Session",
         [f"{len(runs)} runs ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items())) or 'none'}) of "
@@ -100,11 +119,47 @@ def summary_section(runs: list[dict[str, Any]]) -> Section:
     section = Section("Summary", ["Medians over the ok repeats of each model; latency is the per-run p50, with the "
                                   "95% CI of its median (order statistics; none below 6 repeats). Unstable metrics "
                                   f"have {UNSTABLE_RULE}."],
-                      [ReportTable("summary", "Per-model summary", frame)])
+                      [ReportTable("summary", "Per-model summary", frame, summary_display(frame))])
     if rows and frame["cpus"].nunique() > 1:
         for column in SCALING_COLUMNS:
             title = f"{column} against CPUS"
             section.figures.append(ReportFigure(f"scaling_{column}", title, scaling_chart(frame, column, title)))
+    return section
+
+
+def summary_display(frame: pd.DataFrame) -> pd.DataFrame | None:
+    """The summary as read: latency with its CI in one cell, the other medians beside it, units in the labels."""
+    if frame.empty:
+        return None
+    shown = display_frame(frame[["model", "cpus", "ok_runs"]])
+    shown["latency p50 (ms) [95% CI]"] = [with_interval(*values) for values in zip(
+        frame["latency_p50_ms_median"], frame["latency_p50_ms_ci95_low"], frame["latency_p50_ms_ci95_high"],
+        strict=True)]
+    rest = display_frame(frame[[f"{name}_median" for name in SUMMARY_COLUMNS[1:]]])
+    rest.columns = [c.replace(" median", "") for c in rest.columns]
+    shown = pd.concat([shown.reset_index(drop=True), rest.reset_index(drop=True)], axis=1)
+    shown["unstable"] = frame["unstable_metrics"].to_numpy()
+    return shown
+
+
+def answer_section(results_dir: Path, runs: list[dict[str, Any]], info: dict[str, Any], devices: list[str]) -> Section:
+    """The answer first: ranking with ties marked, the Pareto chart, the predicted device numbers."""
+    try:
+        parts = answer_parts(results_dir, runs, info, devices)
+    except DataError as err:
+        return Section("Answer", [f"No answer yet: {err}"])
+    cpus = parts["cpus"]
+    section = Section("Answer", [parts["sentence"]], figures_first=True)
+    section.figures.append(ReportFigure(f"pareto_cpus{cpus:g}", "Pareto chart: latency against peak memory; "
+                                        "non-dominated models in green and named", parts["chart"]))
+    title = f"Ranking by {METRIC_WORDS[parts['metric']]} (1= : tied, no significant difference; ✓ : non-dominated)"
+    section.tables.append(ReportTable("answer_ranking", title, parts["ranking"], parts["ranking_shown"]))
+    for device, predicted in parts["devices"].items():
+        if isinstance(predicted, str):
+            section.after.append(predicted)
+            continue
+        section.after.append(ReportTable(f"answer_predictions_{slug(device)}", f"{device}: predicted device numbers "
+                                         "(95% prediction interval; see its calibration section)", *predicted))
     return section
 
 
@@ -193,19 +248,21 @@ def build_report(
     if not runs:
         raise DataError(f"session {session_dir.name} has no runs yet; profile first (make profile MODEL=...)")
     info = load_session_info(session_dir)
-    sections = [session_section(info, runs), summary_section(runs), ranking_section(runs)]
-    for name in devices or list_devices(results_dir):
+    devices = devices or list_devices(results_dir)
+    sections = [answer_section(results_dir, runs, info, devices), session_section(info, runs), summary_section(runs),
+                ranking_section(runs)]
+    for name in devices:
         sections.append(calibration_section(results_dir, name, runs, group_by))
     return Report(session_dir.name, sections)
 
 
-def _display(frame: pd.DataFrame) -> pd.DataFrame:
-    """Numbers to DIGITS significant figures for reading; CSV and JSON keep full precision."""
-    def cell(value: Any) -> Any:
-        if isinstance(value, float):
-            return "—" if math.isnan(value) else f"{value:.{DIGITS}g}"
-        return "—" if value is None else value
-    return frame.map(cell)
+def _markdown_table(table: ReportTable) -> list[str]:
+    body = [table.shown.to_markdown(index=False, disable_numparse=True), "",
+            f"(full precision: tables/{table.name}.csv, .json)"]
+    if table.folded:  # GitHub and most viewers render <details> in Markdown too
+        return [f"<details><summary>{table.title} ({len(table.shown.columns)} columns)</summary>", "", *body, "",
+                "</details>", ""]
+    return [f"### {table.title}", "", *body, ""]
 
 
 def to_markdown(report: Report) -> str:
@@ -214,34 +271,55 @@ def to_markdown(report: Report) -> str:
         lines += [f"## {section.title}", ""]
         for paragraph in section.paragraphs:
             lines += [paragraph, ""]
-        for table in section.tables:
-            lines += [f"### {table.title}", "", _display(table.frame).to_markdown(index=False), "",
-                      f"(tables/{table.name}.csv, tables/{table.name}.json)", ""]
-        for figure in section.figures:
-            lines += [f"![{figure.title}](figures/{figure.name}.png)", ""]
+        figures = [f"![{figure.title}](figures/{figure.name}.png)\n" for figure in section.figures]
+        tables = [line for table in section.tables for line in _markdown_table(table)]
+        lines += [*figures, *tables] if section.figures_first else [*tables, *figures]
+        for item in section.after:
+            lines += [item, ""] if isinstance(item, str) else _markdown_table(item)
     return "\n".join(lines)
 
 
-STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-.scroll{overflow-x:auto;margin:0.5em 0 1.5em}table{border-collapse:collapse;font-size:13px}
-th,td{border:1px solid #ccc;padding:3px 6px;white-space:nowrap}
-th{background:#f2f2f2}img{max-width:100%;display:block;margin:0.5em 0 1.5em}h2{border-bottom:1px solid #ddd}"""
+STYLE = """body{font-family:system-ui,sans-serif;margin:1em auto;max-width:1180px;padding:0 1em;color:#222}
+h1{font-size:1.35em;margin:0.2em 0}h2{border-bottom:1px solid #ddd;margin-top:1.4em}h3{font-size:1em}
+table{border-collapse:collapse;font-size:13px;max-width:100%;margin:0.3em 0 1.2em}
+th,td{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}th{background:#f2f2f2}
+details td,details th{overflow-wrap:anywhere}img{max-width:100%;display:block;margin:0.3em 0}
+figure{margin:0 0 1em}figcaption{font-size:12px;color:#555}details{margin:0.5em 0 1em}
+summary{cursor:pointer;font-weight:600}.row{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}
+.row>figure{flex:0 1 520px}.row>div{flex:1 1 400px;min-width:0}#answer>p{font-size:15px}"""
+
+
+def _html_table(table: ReportTable) -> str:
+    rendered = table.shown.to_html(index=False, border=0, na_rep="—")
+    if table.folded:
+        return (f"<details><summary>{html.escape(table.title)} ({len(table.shown.columns)} columns; full precision "
+                f"in tables/{table.name}.csv)</summary>{rendered}</details>")
+    return f"<h3>{html.escape(table.title)}</h3>{rendered}"
+
+
+def _html_figure(figure: ReportFigure) -> str:
+    data = base64.b64encode(figure.png).decode("ascii")
+    return (f"<figure id='{slug(figure.name)}'><img alt='{html.escape(figure.title)}' "
+            f"src='data:image/png;base64,{data}'><figcaption>{html.escape(figure.title)}</figcaption></figure>")
 
 
 def to_html(report: Report) -> str:
-    """One file, no external requests: figures are data: URIs, the style sheet is inline."""
+    """One file, no external requests: figures are data: URIs, the style sheet is inline. Tables wrap rather than
+    scroll; wide raw ones are folded. The answer section puts its chart beside its table."""
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(report.title)}</title>"
              f"<style>{STYLE}</style></head><body><h1>{html.escape(report.title)}</h1>"]
     for section in report.sections:
-        parts.append(f"<h2>{html.escape(section.title)}</h2>")
+        parts.append(f"<section id='{slug(section.title)}'><h2>{html.escape(section.title)}</h2>")
         parts += [f"<p>{html.escape(p)}</p>" for p in section.paragraphs]
-        for table in section.tables:
-            rendered = _display(table.frame).to_html(index=False, border=0, na_rep="—")
-            parts.append(f"<h3>{html.escape(table.title)}</h3><div class='scroll'>{rendered}</div>")
-        for figure in section.figures:
-            data = base64.b64encode(figure.png).decode("ascii")
-            parts.append(f"<figure><img alt='{html.escape(figure.title)}' src='data:image/png;base64,{data}'>"
-                         f"<figcaption>{html.escape(figure.title)}</figcaption></figure>")
+        tables = "".join(_html_table(table) for table in section.tables)
+        figures = "".join(_html_figure(figure) for figure in section.figures)
+        if section.figures_first:
+            parts.append(f"<div class='row'>{figures}<div>{tables}</div></div>")
+        else:
+            parts += [tables, figures]
+        parts += [_html_table(item) if isinstance(item, ReportTable) else f"<p>{html.escape(item)}</p>"
+                  for item in section.after]
+        parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -250,7 +328,7 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
     """Write every output (text files atomically) and return their paths."""
     written = []
     for section in report.sections:
-        for table in section.tables:
+        for table in section.tables + [item for item in section.after if isinstance(item, ReportTable)]:
             as_json = table.frame.to_json(orient="records", indent=2, force_ascii=False, double_precision=15)
             for suffix, text in ((".csv", table.frame.to_csv(index=False, lineterminator="\n")), (".json", as_json)):
                 path = out_dir / "tables" / f"{table.name}{suffix}"

@@ -4,11 +4,13 @@ display needed, the same pixels in a terminal, CI or a container."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from harness.calibrate import Calibration, prediction_interval
 from harness.ranking import RankEntry
@@ -17,6 +19,12 @@ FIT_COLOR = "#d62728"
 ROBUST_COLOR = "#7f7f7f"
 POINT_COLOR = "#1f77b4"
 INFLUENTIAL_COLOR = "#ff7f0e"
+PARETO_COLOR = "#2ca02c"
+"""The non-dominated models of the answer's Pareto chart; the screenshot test looks for this colour."""
+DOMINATED_COLOR = "#9a9a9a"
+LOG_SPAN = 10.0
+"""An axis whose positive values span more than this factor is drawn on a log scale: on a linear one, one large
+model squashes the others into a corner."""
 DPI = 110
 LINE_STYLES = ("-", "--", ":", "-.")
 MAX_LABELS = 10
@@ -29,6 +37,56 @@ def _png(figure: Figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
     return buffer.getvalue()
+
+
+def log_if_wide(ax: Any, axis: str, values: Any) -> bool:
+    """Switch `axis` ('x' or 'y') to a log scale when its values span more than LOG_SPAN; say whether it did."""
+    finite = np.asarray([v for v in np.asarray(values, dtype=float).ravel() if np.isfinite(v)])
+    wide = finite.size > 1 and finite.min() > 0 and finite.max() / finite.min() > LOG_SPAN
+    if wide:
+        target = ax.xaxis if axis == "x" else ax.yaxis
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+        target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))  # 0.1, 1, 10 rather than 10⁰
+    return bool(wide)
+
+
+def _scaled(label: str, log: bool) -> str:
+    return f"{label} (log scale)" if log else label
+
+
+def pareto_chart(points: pd.DataFrame, x_label: str, y_label: str, title: str) -> bytes:
+    """Latency (x) against peak memory (y), one point per model; `size_mib` (when known) sets the marker area.
+
+    `points` has columns model, x, y, size_mib (may be NaN) and non_dominated (bool). Non-dominated models
+    are named and joined by the frontier's steps; the others are grey and unnamed, so the answer stands out.
+    """
+    figure = Figure(figsize=(6.4, 4.0))
+    ax = figure.add_subplot()
+    sizes = points["size_mib"].astype(float)
+    known = sizes.notna().any()
+    area = (30 + 250 * sizes / sizes.max()).fillna(40).to_numpy() if known else np.full(len(points), 40.0)
+    best = points["non_dominated"].to_numpy(bool)
+    ax.scatter(points["x"][~best], points["y"][~best], s=area[~best], color=DOMINATED_COLOR, alpha=0.6,
+               edgecolors="white", zorder=2, label="dominated")
+    ax.scatter(points["x"][best], points["y"][best], s=area[best], color=PARETO_COLOR, edgecolors="black",
+               linewidths=0.6, zorder=3, label="non-dominated")
+    frontier = points[best].sort_values("x")
+    ax.step(frontier["x"], frontier["y"], where="post", color=PARETO_COLOR, linewidth=1.5, alpha=0.8, zorder=1)
+    for row in points.itertuples():  # the answer is named always; the others while names stay legible
+        if row.non_dominated or len(points) <= MAX_LABELS:
+            # Named ones above their point, the others below it: a dominated neighbour never hides the answer.
+            ax.annotate(str(row.model), (row.x, row.y), fontsize=8 if row.non_dominated else 7,
+                        xytext=(6, 5) if row.non_dominated else (6, -11), textcoords="offset points",
+                        color="black" if row.non_dominated else "#666666")
+    ax.margins(0.12)
+    x_log = log_if_wide(ax, "x", points["x"])
+    y_log = log_if_wide(ax, "y", points["y"])
+    ax.set_xlabel(_scaled(x_label, x_log))
+    ax.set_ylabel(_scaled(y_label, y_log))
+    ax.set_title(title + ("\nmarker area: model size" if known else ""), fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="best")
+    return _png(figure)
 
 
 def equation(calibration: Calibration) -> str:
@@ -95,7 +153,8 @@ def ranking_chart(entries: list[RankEntry], metric: str, title: str) -> bytes:
     ax.errorbar(medians, positions, xerr=[low, high], fmt="o", color=POINT_COLOR, ecolor=FIT_COLOR, capsize=3)
     ax.set_yticks(positions, [f"#{e.rank} {e.model}" if e.rank else f"({e.status}) {e.model}" for e in entries],
                   fontsize=8)
-    ax.set_xlabel(f"{metric} (median, 95% CI)")
+    log = log_if_wide(ax, "x", [*medians, *(medians - low), *(medians + high)])
+    ax.set_xlabel(_scaled(f"{metric} (median, 95% CI)", log))
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, axis="x")
     return _png(figure)
@@ -111,9 +170,9 @@ def scaling_chart(summary: pd.DataFrame, column: str, title: str) -> bytes:
         ax.plot(rows["cpus"], rows[column], marker="o", linestyle=LINE_STYLES[index // 10 % len(LINE_STYLES)],
                 label=str(model))
     ax.set_xticks(sorted(summary["cpus"].unique()))
-    ax.set_yscale("log")
+    log = log_if_wide(ax, "y", summary[column].dropna())
     ax.set_xlabel("CPUS")
-    ax.set_ylabel(f"{column} (log scale)")
+    ax.set_ylabel(_scaled(column, log))
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
