@@ -1,8 +1,9 @@
 """`harness compare A B`: two models' static facts and measured medians side by side, with B/A ratios.
 
 Each model's runs come from the newest session that holds it, so `make profile MODEL=x` then
-`make profile MODEL=x_int8_static` compares the latest measurement of each. Medians over repeats with a
-bootstrap 95% CI (harness.stats.summarize); a ratio below 1 means B is smaller (faster, lighter).
+`make profile MODEL=x_int8_static` compares the latest measurement of each. Medians over repeats with the
+95% CI of the median where there are 6 or more (harness.stats.summarize); a ratio below 1 means B is smaller
+(faster, lighter).
 """
 
 from __future__ import annotations
