@@ -1,10 +1,15 @@
 """Bench an ONNX model with onnxruntime on the CPU: intra-op threads = ceil(CPUS), inter-op 1.
 
+Under a CFS quota (HARNESS_CPU_MODE=quota) the intra-op threads do not spin while waiting for work: spinning would
+burn the quota that the inferences need, and inflate cpu_s.
+
 Inputs are random, built from the model's input signature outside the timed region.
 Usage: python onnx_bench.py MODEL [--iterations N] [--warmup N] [--batch-size N] [--dim NAME=SIZE]
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import onnxruntime as ort
@@ -26,6 +31,8 @@ def main() -> None:
     options.intra_op_num_threads = args.threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    spinning = os.environ.get("HARNESS_CPU_MODE") != "quota"
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     session = timed_load(lambda: ort.InferenceSession(args.model, options, providers=["CPUExecutionProvider"]))
     sizes = parse_pairs(args.dim, "--dim")
     rng = np.random.default_rng(0)
@@ -35,7 +42,7 @@ def main() -> None:
             raise SystemExit(f"input {item.name!r} has type {item.type}, which this script cannot generate")
         shape = resolve_shape(item.name, list(item.shape), args.batch_size, sizes)
         feeds[item.name] = random_input(DTYPES[item.type], shape, rng)
-    report(batch_size=args.batch_size, threads=args.threads)
+    report(batch_size=args.batch_size, threads=args.threads, intra_op_spinning=spinning)
     timed_loop(lambda: session.run(None, feeds), args.warmup, args.iterations)
 
 

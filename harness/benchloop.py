@@ -4,12 +4,15 @@ loop, and the reporting of phases. Each framework script only loads a model and 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import random
 import time
+from array import array
 from collections.abc import Callable
 from typing import Any
 
-from harness.metrics import phase, report
+from harness.metrics import MAX_LATENCIES, phase, report, report_latencies
 
 
 def parse_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
@@ -55,20 +58,35 @@ def resolve_shape(name: str, dims: list[Any], batch: int, sizes: dict[str, str])
     return shape
 
 
-def timed_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> list[float]:
-    """WARMUP untimed calls, then ITERATIONS timed ones; reports phases and per-call latencies (ms)."""
+def timed_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> array:
+    """WARMUP untimed calls, then ITERATIONS timed ones; reports phases and per-call latencies (ms).
+
+    Latencies live in one preallocated array('d') of at most MAX_LATENCIES values, so the script's own memory does
+    not grow with ITERATIONS. Beyond that many calls it keeps a uniform random sample (reservoir sampling, seeded)
+    and reports the exact count, mean, min and max of every call as `latency_all`."""
     phase("warmup")
     for _ in range(warmup):
         infer()
-    phase("steady")
-    latencies: list[float] = []
+    kept = min(iterations, MAX_LATENCIES)
+    latencies = array("d", bytes(8 * kept))
+    rng = random.Random(0)
+    total = 0.0
+    low, high = math.inf, 0.0
     clock = time.perf_counter_ns
-    for _ in range(iterations):
+    phase("steady")
+    for index in range(iterations):
         start = clock()
         infer()
-        latencies.append((clock() - start) / 1e6)
+        elapsed = (clock() - start) / 1e6
+        if index < kept:
+            latencies[index] = elapsed
+        elif (slot := rng.randrange(index + 1)) < kept:
+            latencies[slot] = elapsed
+        total, low, high = total + elapsed, min(low, elapsed), max(high, elapsed)
     phase("teardown")
-    report(latency_ms=latencies)
+    report_latencies(latencies)
+    if iterations > kept:
+        report(latency_all={"n": iterations, "mean": total / iterations, "min": low, "max": high})
     return latencies
 
 

@@ -83,7 +83,8 @@ class RunSpec:
         """The JSON the runner reads; backends pass the paths as the runner will see them."""
         return {
             "model": model or self.model, "script": script or self.script, "script_args": list(self.script_args),
-            "threads": self.threads, "cpus": self.cpu.cpus, "iterations": self.iterations, "warmup": self.warmup,
+            "threads": self.threads, "cpus": self.cpu.cpus, "cpu_mode": self.cpu.mode,
+            "cpu_period_us": self.cpu.period_us, "iterations": self.iterations, "warmup": self.warmup,
             "batch_size": self.batch_size, "sample_interval_ms": self.sample_interval_ms,
             "timeout_s": self.timeout_s, "keep_samples": self.keep_samples,
         }

@@ -37,7 +37,10 @@ def cgroup_isolation(own: cgroups.OwnCgroup) -> tuple[str, str]:
 class LocalBackend:
     name = "local"
 
-    def __init__(self) -> None:
+    def __init__(self, runner_off_workload_cores: bool = True) -> None:
+        """`runner_off_workload_cores=False` keeps the runner on a pinned workload's cores (to measure what that
+        costs, benchmarks/runner_placement.py)."""
+        self.runner_off_workload_cores = runner_off_workload_cores
         self.own = cgroups.discover()
         self.isolation, self.reason = cgroup_isolation(self.own)
 
@@ -53,14 +56,18 @@ class LocalBackend:
         run_cgroup: cgroups.RunCgroup | None = None
         started = time.monotonic()
         try:
+            runner_spec["runner_affinity"] = runner_cores(spec.cpu.cpuset) if self.runner_off_workload_cores else None
             if self.isolation == "rlimit":
+                runner_spec["isolation"] = "rlimit"
                 runner_spec["rlimit_as_bytes"] = spec.memory_bytes + spec.swap_bytes
                 runner_spec["affinity"] = _cores(spec.cpu.cpuset)
             else:
                 run_cgroup = cgroups.create_run_cgroup(
                     self.own, f"harness-{spec.run_id}", spec.memory_bytes, spec.swap_bytes,
                     spec.cpu.quota_us, spec.cpu.period_us, spec.cpu.cpuset)
-                for procs in run_cgroup.procs_files:
+                runner_joins, runner_spec["workload_cgroup_procs"] = split_cgroups(
+                    run_cgroup, bool(runner_spec["runner_affinity"]))
+                for procs in runner_joins:
                     command += ["--join-cgroup", str(procs)]
             spec_path.write_text(json.dumps(runner_spec))
             result = self._wait(command, spec, out_path, err_path, run_cgroup)
@@ -101,6 +108,28 @@ class LocalBackend:
 
     def close(self) -> None:
         """Nothing persists between runs."""
+
+
+def runner_cores(cpuset: str | None) -> list[int] | None:
+    """Cores for the runner away from a pinned workload's, when this process may use any other (on 2 cores, a
+    CPUS=1 run pinned to core 1 leaves core 0): its 100 Hz sampling then never preempts the model. None: no such
+    core (CPUS equals the cores, or a quota without pinning), and the runner shares the workload's cores."""
+    pinned = _cores(cpuset)
+    if not pinned:
+        return None
+    free = sorted(set(os.sched_getaffinity(0)) - set(pinned))
+    return free or None
+
+
+def split_cgroups(run_cgroup: cgroups.RunCgroup, runner_apart: bool) -> tuple[list[Path], list[str]]:
+    """(cgroup.procs files the runner joins, those only its script joins). On cgroup v1, where each controller has
+    a cgroup of its own, a runner set apart joins the run's memory cgroup alone (its memory is still charged to the
+    run) and its script also enters the cpu and cpuset cgroups (the quota and pinned cores are the workload's). On
+    v2 one cgroup holds every controller, and the runner stays in it."""
+    if run_cgroup.version != 1 or not runner_apart:
+        return run_cgroup.procs_files, []
+    workload_only = [run_cgroup.dirs[c] / "cgroup.procs" for c in ("cpu", "cpuset")]
+    return [run_cgroup.dirs["memory"] / "cgroup.procs"], [str(path) for path in workload_only]
 
 
 def _cores(cpuset: str | None) -> list[int] | None:
