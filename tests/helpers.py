@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.cli import main
+from harness.spec import RunSpec, plan_cpu_limits
 from harness.store import list_sessions, load_runs
 
 
@@ -31,3 +34,14 @@ def entry(summary: dict[str, Any], model: str, cpus: float | None = None) -> dic
     matches = [e for e in summary["models"] if e["model_name"] == model and (cpus is None or e["cpus"] == cpus)]
     assert len(matches) == 1, summary["models"]
     return matches[0]
+
+
+def run_spec(script: Path, *args: str, model: Path, cpus: float = 1.0, memory_mib: int = 256, timeout_s: float = 60.0,
+             session_id: str | None = None, image: str = "", iterations: int = 10) -> RunSpec:
+    """One RunSpec for driving a backend directly, with the CPU plan the CLI would make."""
+    session_id = session_id or f"test-{uuid.uuid4().hex[:8]}"
+    return RunSpec(run_id=f"{session_id}-r000-0000", session_id=session_id, round=0, repeat=0, model_name="m",
+                   model=str(model), script=str(script), script_args=args,
+                   cpu=plan_cpu_limits(cpus, "auto", sorted(os.sched_getaffinity(0))),
+                   memory_bytes=memory_mib * 1024**2, swap_bytes=0, iterations=iterations, warmup=1, batch_size=1,
+                   sample_interval_ms=10, timeout_s=timeout_s, image=image)

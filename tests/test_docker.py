@@ -36,10 +36,10 @@ from harness.backends.local import LocalBackend
 from harness.cli import main
 from harness.config import VARIABLES
 from harness.errors import BackendError
-from harness.spec import RunSpec, plan_cpu_limits
+from harness.spec import RunSpec
 from harness.store import list_sessions
 from tests.conftest import docker_required, make_matmul_model
-from tests.helpers import entry, profile_json, session_runs
+from tests.helpers import entry, profile_json, run_spec, session_runs
 
 pytestmark = pytest.mark.docker
 IMAGE = VARIABLES["IMAGE"][3]
@@ -80,12 +80,8 @@ def containers_of(client: docker.DockerClient, session_id: str) -> list[Any]:
 
 def make_spec(script: Path, *args: str, model: Path, cpus: float = 1.0, memory_mib: int = 256,
               timeout_s: float = 60.0, session_id: str | None = None) -> RunSpec:
-    session_id = session_id or f"test-{uuid.uuid4().hex[:8]}"
-    return RunSpec(run_id=f"{session_id}-r000-0000", session_id=session_id, round=0, repeat=0, model_name="m",
-                   model=str(model), script=str(script), script_args=args,
-                   cpu=plan_cpu_limits(cpus, "auto", sorted(os.sched_getaffinity(0))), memory_bytes=memory_mib * MIB,
-                   swap_bytes=0,
-                   iterations=10, warmup=1, batch_size=1, sample_interval_ms=10, timeout_s=timeout_s, image=IMAGE)
+    return run_spec(script, *args, model=model, cpus=cpus, memory_mib=memory_mib, timeout_s=timeout_s,
+                    session_id=session_id, image=IMAGE)
 
 
 def docker_profile(capsys, results: Path, engine: docker.DockerClient, model: Path, *args: str) -> dict[str, Any]:
@@ -177,13 +173,14 @@ def test_oom_is_recorded_and_session_goes_on(capsys, in_tmp_cwd: Path, tiny_onnx
     assert entry(summary, "tiny_mlp")["statuses"] == {"oom": 2}
 
 
-def test_runner_killed_at_the_limit_is_oom(backend: DockerBackend, engine: docker.DockerClient, workloads: Path,
-                                           tiny_onnx: Path) -> None:
-    """Below what the runner needs (the CLI refuses MEMORY < 16 MiB), the engine's flag alone tells the OOM."""
+def test_runner_killed_at_the_limit_is_not_the_models_oom(backend: DockerBackend, engine: docker.DockerClient,
+                                                          workloads: Path, tiny_onnx: Path) -> None:
+    """Below what the runner needs (the CLI refuses MEMORY < 16 MiB) the engine's flag tells of an OOM kill, but the
+    model never ran: an error naming the runner, not the model's oom."""
     spec = make_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=8)
     run = backend.run(spec)
-    assert run["status"] == "oom" and run["container"]["oom_killed"] and run["signal"] == 9
-    assert "runner itself was killed at the memory limit" in run["stderr_tail"]
+    assert run["status"] == "error" and run["container"]["oom_killed"] and run["signal"] == 9
+    assert "runner was killed at the memory limit" in run["stderr_tail"]
     assert containers_of(engine, spec.session_id) == []
 
 

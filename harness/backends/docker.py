@@ -29,7 +29,7 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
-from harness.backends.base import outside_result
+from harness.backends.base import RUNNER_KILLED, cache_model_file, outside_result
 from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import SOURCE_LABEL, source_digest
 from harness.errors import BackendError
@@ -191,9 +191,8 @@ def outcome(result: dict[str, Any] | None, state: dict[str, Any], stderr: str, e
     if result is None:
         code = state.get("ExitCode")
         detail = stderr.strip() or state.get("Error") or (
-            "the runner itself was killed at the memory limit: raise MEMORY (an idle script peaks near 14 MiB)"
-            if oom_killed else "the runner ended without a result")
-        return outside_result("oom" if oom_killed else "error", elapsed_s, detail, exit_code=code,
+            RUNNER_KILLED if oom_killed else "the runner ended without a result")
+        return outside_result("error", elapsed_s, detail, exit_code=code,
                               signal=code - 128 if isinstance(code, int) and code > 128 else None)
     if result.get("status") == "error" and oom_killed and result.get("signal") == 9:
         result["status"] = "oom"
@@ -299,6 +298,7 @@ class DockerBackend:
             inside_model = f"{MODEL_DIR}/{model.name}"
             mounts.append(Mount(inside_model, str(model.resolve()), type="bind", read_only=True))
         started = time.monotonic()
+        cache_model_file(model)
         with tempfile.TemporaryDirectory(prefix="harness-docker-") as workdir:
             spec_path = Path(workdir) / "spec.json"
             spec_path.write_text(json.dumps(spec.runner_spec(model=inside_model, script=inside_script)))

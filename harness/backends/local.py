@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import cgroups
-from harness.backends.base import outside_result
+from harness.backends.base import RUNNER_KILLED, cache_model_file, outside_result
 from harness.spec import RunSpec
 
 GRACE_S = 15.0  # beyond TIMEOUT_S before the backend itself kills a runner that did not stop its script
@@ -70,6 +70,7 @@ class LocalBackend:
                 for procs in runner_joins:
                     command += ["--join-cgroup", str(procs)]
             spec_path.write_text(json.dumps(runner_spec))
+            cache_model_file(spec.model)
             result = self._wait(command, spec, out_path, err_path, run_cgroup)
         finally:
             if run_cgroup is not None:
@@ -101,9 +102,10 @@ class LocalBackend:
             return json.loads(out_path.read_text())
         elapsed = time.monotonic() - started
         detail = err_path.read_text(errors="replace")
-        oom = run_cgroup is not None and run_cgroup.oom_kills() > 0
+        if run_cgroup is not None and run_cgroup.oom_kills() > 0:
+            detail = f"{RUNNER_KILLED}\n{detail}"
         code = process.returncode
-        return outside_result("oom" if oom else "error", elapsed, detail or "runner ended without a result",
+        return outside_result("error", elapsed, detail or "runner ended without a result",
                               exit_code=code if code >= 0 else None, signal=-code if code < 0 else None)
 
     def close(self) -> None:
