@@ -5,7 +5,8 @@ sorted) and import.json (what the import did). Writing happens only when the con
 re-importing the same file is a no-op.
 
 Columns: `model` (required); metric columns named with their unit (`latency_ms`, `runtime_s`,
-`peak_memory_mib`, ...; `_kb`/`_mb`/`_gb` are decimal units converted to `_mib`, `_us` to `_ms`);
+`peak_memory_mib`, ...; `_kb` is KiB as /proc and dumpsys mean it, `_mb`/`_gb` are decimal, all converted to
+`_mib`; `_us` to `_ms`);
 `threads` or `cpus` (optional); `repeat` (optional, one row per repeat); `harness_model` (optional,
 the harness model name a row stands for); anything else is a free-form tag such as `family`.
 """
@@ -34,13 +35,14 @@ DEVICE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 METRIC_SUFFIXES = ("_ms", "_s", "_mib")
 """A column whose name ends with a unit is a measurement and must hold numbers."""
 UNIT_CONVERSIONS: dict[str, tuple[str, float, str]] = {
-    "_kb": ("_mib", 1e3 / 2**20, "1 kB = 10³ bytes"),
+    "_kb": ("_mib", 2**10 / 2**20, "1 kB = 1 KiB = 2¹⁰ bytes, as /proc and dumpsys count"),
     "_mb": ("_mib", 1e6 / 2**20, "1 MB = 10⁶ bytes"),
     "_gb": ("_mib", 1e9 / 2**20, "1 GB = 10⁹ bytes"),
     "_us": ("_ms", 1e-3, "1 µs = 10⁻³ ms"),
 }
-"""Suffix → (harness suffix, factor, what the factor assumes). kB/MB/GB are decimal; name a column `_mib` if
-your tool already reports binary mebibytes."""
+"""Suffix → (harness suffix, factor, what the factor assumes). kB is binary: the tools that write `_kb` figures
+(/proc's VmHWM "kB", Android dumpsys "KB") count KiB. MB/GB are decimal; name a column `_mib` if your tool
+already reports binary mebibytes."""
 THREAD_COLUMNS = ("threads", "cpus")
 RESERVED = ("model", "harness_model", "repeat", *THREAD_COLUMNS)
 

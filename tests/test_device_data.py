@@ -69,6 +69,16 @@ def test_duplicates_are_averaged_with_their_count(tmp_path: Path, capsys: pytest
     assert table.loc["net_a", "n"] == 3 and table.loc["net_b", "n"] == 1
 
 
+def test_kb_columns_are_kib_as_proc_and_dumpsys_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """VmHWM "51200 kB" in /proc/<pid>/status and dumpsys's "TOTAL PSS 51200" KB are 50 MiB, not 48.8."""
+    csv = tmp_path / "d.csv"
+    csv.write_text("model,peak_rss_kb\nnet_a,51200\n")
+    code, out, err = import_csv(capsys, csv, tmp_path / "results")
+    assert code == 0, err
+    assert "converted peak_rss_kb → peak_rss_mib (× 0.000976562; 1 kB = 1 KiB" in out
+    assert load_device(tmp_path / "results", "dev").table.set_index("model").loc["net_a", "peak_rss_mib"] == 50.0
+
+
 def test_unknown_models_are_listed_in_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     write_session(results, {"net_a": [1.0], "net_b": [2.0]})
