@@ -150,3 +150,36 @@ def write_report(name: str, rows: list[dict[str, Any]], goals: list[Goal], notes
         print(f"note: {note}")
     print(json.dumps({"written": str(path)}))
     return path
+
+
+def api_runs(directory: Path, model: Path, cpu_plans: list[Any], *, rounds: int, iterations: int, warmup: int,
+             backend: Any = None, seed: int = 1, sample_interval_ms: float = 10.0) -> list[dict[str, Any]]:
+    """One session through the Python API (for CPU plans the CLI does not offer, such as another CFS period):
+    onnx_bench.py on `model`, each round running every CpuLimits in `cpu_plans` once, in a seeded shuffled order."""
+    import random
+    from dataclasses import replace
+
+    from harness.backends.local import LocalBackend
+    from harness.config import load_profile
+    from harness.models import resolve_model
+    from harness.session import Plan, Session, plan_session
+
+    profile = load_profile(None, {"RESULTS_DIR": str(directory / "results"), "REPEATS": "1",
+                                  "ITERATIONS": str(iterations), "WARMUP": str(warmup),
+                                  "SAMPLE_INTERVAL_MS": str(sample_interval_ms)})
+    session_id = f"bench-{time.strftime('%H%M%S')}-{random.Random().randrange(10**6):06d}"
+    template = plan_session(profile, [resolve_model(str(model), None)], [1.0], (), session_id, seed=seed)
+    base, rng = template.specs[0], random.Random(seed)
+    specs = []
+    for round_index in range(rounds):
+        order = list(range(len(cpu_plans)))
+        rng.shuffle(order)
+        specs += [replace(base, run_id=f"{session_id}-r{round_index:03d}-{len(specs) + i:04d}", round=round_index,
+                          repeat=round_index, cpu=cpu_plans[index]) for i, index in enumerate(order)]
+    plan = Plan(session_id, seed, specs, template.models, sorted({c.cpus for c in cpu_plans}))
+    Session(profile, plan, backend or LocalBackend(), "benchmark").run()
+    runs = load_runs(directory / "results" / session_id)
+    failed = [run for run in runs if run["status"] != "ok"]
+    if failed:
+        raise SystemExit(f"{len(failed)} run(s) ended {failed[0]['status']}: {failed[0]['stderr_tail']}")
+    return runs
