@@ -111,9 +111,10 @@ test-slow: $(ZOO_STAMP) lint
 	$(VENV)/bin/pytest -q -m "slow or not slow"
 
 # Fidelity and overhead benchmarks (not tests: never part of `make test`). Each prints its table and writes
-# results/bench/<name>.json; the last table lists every goal, met or missed and why. About 7 minutes. The
+# results/bench/<name>.json; the last table lists every goal, met or missed and why. About 10 minutes. The
 # Docker rows need an engine and the image (`make image`); without them they are skipped, with a note.
-BENCHMARKS := sampling_overhead peak_fidelity overhead latency cpu_limits noise_floor median_ci_coverage
+BENCHMARKS := sampling_overhead peak_fidelity overhead latency cpu_limits fractional_cpus runner_placement noise_floor \
+	median_ci_coverage
 bench: $(ZOO_STAMP)
 	for name in $(BENCHMARKS); do $(VENV)/bin/python benchmarks/$$name.py || exit 1; done
 	$(VENV)/bin/python benchmarks/goals.py $(BENCHMARKS)
