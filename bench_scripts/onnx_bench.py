@@ -3,19 +3,32 @@
 Under a CFS quota (HARNESS_CPU_MODE=quota) the intra-op threads do not spin while waiting for work: spinning would
 burn the quota that the inferences need, and inflate cpu_s.
 
-Inputs are random, built from the model's input signature outside the timed region.
+Inputs are random, built from the model's input signature outside the timed region. With PER_OP=1 the runner
+names a profile directory: after the timed phase a fresh session with ORT's profiler runs the per-op phase.
 Usage: python onnx_bench.py MODEL [--iterations N] [--warmup N] [--batch-size N] [--dim NAME=SIZE]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
 from harness.bench_inputs import random_input
-from harness.benchloop import parse_args, parse_pairs, report, resolve_shape, timed_load, timed_loop
+from harness.benchloop import (
+    parse_args,
+    parse_pairs,
+    profile_dir,
+    profiled_loop,
+    report,
+    resolve_shape,
+    timed_load,
+    timed_loop,
+    write_profile_meta,
+)
 
 # onnxruntime's type strings -> numpy dtypes for the random inputs
 DTYPES = {
@@ -25,15 +38,36 @@ DTYPES = {
 }
 
 
-def main() -> None:
-    args = parse_args(__doc__)
+def spinning() -> bool:
+    """Intra-op threads spin while waiting for work, except under a CFS quota."""
+    return os.environ.get("HARNESS_CPU_MODE") != "quota"
+
+
+def new_session(model: str, threads: int, profile_prefix: Path | None = None) -> ort.InferenceSession:
+    """A CPU session; with profile_prefix, ORT's profiler records every node run to a Chrome-trace JSON there."""
     options = ort.SessionOptions()
-    options.intra_op_num_threads = args.threads
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    spinning = os.environ.get("HARNESS_CPU_MODE") != "quota"
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
-    session = timed_load(lambda: ort.InferenceSession(args.model, options, providers=["CPUExecutionProvider"]))
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning() else "0")
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = str(profile_prefix)
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+def profile_ops(args: argparse.Namespace, feeds: dict[str, np.ndarray], directory: Path) -> None:
+    """ORT profiles a session from its creation on, so the per-op phase gets a session of its own, created
+    after the timed one was released (one model in memory at a time)."""
+    session = new_session(args.model, args.threads, directory / "onnxruntime")
+    meta = profiled_loop(lambda: session.run(None, feeds), args.warmup, args.iterations)
+    trace = Path(session.end_profiling())
+    write_profile_meta(directory, framework="onnxruntime", trace=trace.name, **meta)
+
+
+def main() -> None:
+    args = parse_args(__doc__)
+    session = timed_load(lambda: new_session(args.model, args.threads))
     sizes = parse_pairs(args.dim, "--dim")
     rng = np.random.default_rng(0)
     feeds = {}
@@ -42,8 +76,12 @@ def main() -> None:
             raise SystemExit(f"input {item.name!r} has type {item.type}, which this script cannot generate")
         shape = resolve_shape(item.name, list(item.shape), args.batch_size, sizes)
         feeds[item.name] = random_input(DTYPES[item.type], shape, rng)
-    report(batch_size=args.batch_size, threads=args.threads, intra_op_spinning=spinning)
+    report(batch_size=args.batch_size, threads=args.threads, intra_op_spinning=spinning())
     timed_loop(lambda: session.run(None, feeds), args.warmup, args.iterations)
+    directory = profile_dir()
+    if directory is not None:
+        del session
+        profile_ops(args, feeds, directory)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 Every input's first dim is resized to BATCH_SIZE before the one allocation (part of load_s, as a session's
 creation is for ORT). Inputs are random, built from the interpreter's input details outside the timed region.
+PER_OP=1: ai_edge_litert's Python Interpreter offers no op profiler (TFLite's op profiling lives in the
+benchmark_model binary), so this script runs no per-op phase and says so in the profile directory.
 Usage: python tflite_bench.py MODEL [--iterations N] [--warmup N] [--batch-size N] [--threads N]
 """
 
@@ -11,7 +13,10 @@ import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
 from harness.bench_inputs import random_input
-from harness.benchloop import parse_args, report, timed_load, timed_loop
+from harness.benchloop import parse_args, profile_dir, report, timed_load, timed_loop, write_profile_meta
+
+NO_OP_PROFILER = ("ai_edge_litert's Python Interpreter has no op profiler (TFLite's benchmark_model binary has "
+                  "--enable_op_profiling); no per-op table for .tflite models")
 
 
 def main() -> None:
@@ -38,6 +43,9 @@ def main() -> None:
     # the shapes the interpreter really runs, in --shape's form, so a result shows the batch took effect
     report(batch_size=args.batch_size, threads=args.threads, input_shapes=",".join(shapes))
     timed_loop(interpreter.invoke, args.warmup, args.iterations)
+    directory = profile_dir()
+    if directory is not None:
+        write_profile_meta(directory, framework="litert", unsupported=NO_OP_PROFILER)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 MODEL may be: a TorchScript file (.pt/.pth, torch.jit.save), an ExportedProgram (.pt2, torch.export.save), or
 a Python file defining `build()` that returns (module, example_inputs_tuple) for a batch of one.
 TorchScript carries no input signature: give it with --shape NAME=1x3x224x224 (the first dim is the batch).
+With PER_OP=1 the runner names a profile directory: after the timed phase torch.profiler records the per-op phase.
 """
 
 from __future__ import annotations
@@ -13,7 +14,18 @@ from typing import Any
 
 import torch
 
-from harness.benchloop import parse_args, parse_pairs, report, timed_load, timed_loop
+from harness.benchloop import (
+    parse_args,
+    parse_pairs,
+    profile_dir,
+    profiled_loop,
+    report,
+    timed_load,
+    timed_loop,
+    write_profile_meta,
+)
+
+ITERATION_MARK = "harness_iteration"  # record_function label around each profiled call (harness.per_op reads it)
 
 
 def load(path: Path) -> tuple[Any, tuple[torch.Tensor, ...] | None]:
@@ -53,6 +65,23 @@ def main() -> None:
     report(batch_size=batch, threads=args.threads)
     with torch.inference_mode():
         timed_loop(lambda: model(*inputs), args.warmup, args.iterations)
+        directory = profile_dir()
+        if directory is not None:
+            profile_ops(lambda: model(*inputs), args, directory)
+
+
+def profile_ops(infer: Any, args: Any, directory: Path) -> None:
+    """torch.profiler around the per-op phase only, with shapes (for MACs); each call marked ITERATION_MARK."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    def marked() -> None:
+        with record_function(ITERATION_MARK):
+            infer()
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as profiler:
+        meta = profiled_loop(marked, args.warmup, args.iterations)
+    profiler.export_chrome_trace(str(directory / "torch_trace.json"))
+    write_profile_meta(directory, framework="torch", trace="torch_trace.json", **meta)
 
 
 if __name__ == "__main__":

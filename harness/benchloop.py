@@ -4,15 +4,17 @@ loop, and the reporting of phases. Each framework script only loads a model and 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import random
 import time
 from array import array
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from harness.metrics import MAX_LATENCIES, phase, report, report_latencies
+from harness.metrics import MAX_LATENCIES, PROFILE_DIR_ENV, phase, report, report_latencies
 
 
 def parse_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
@@ -97,3 +99,43 @@ def timed_load(load: Callable[[], Any]) -> Any:
     loaded = load()
     report(load_s=time.perf_counter() - start)
     return loaded
+
+
+# The per-op phase (PER_OP=1): the runner names a directory in PROFILE_DIR_ENV; a script that finds it runs
+# this extra, marked phase after the timed one, with the framework's own profiler, and leaves the framework's
+# raw trace plus PROFILE_META there. The steady phase above never runs under a profiler.
+PROFILE_META = "per_op_meta.json"
+PROFILE_ITERATIONS_CAP = 50  # profiled inferences: min(ITERATIONS, this); enough for a stable mean per node
+PROFILE_WARMUP_CAP = 5  # unprofiled-in-effect warmup calls a fresh profiling session needs (dropped from tables)
+
+
+def profile_dir() -> Path | None:
+    """Where the per-op phase leaves its files, or None when PER_OP is off."""
+    path = os.environ.get(PROFILE_DIR_ENV)
+    return Path(path) if path else None
+
+
+def profiled_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> dict[str, Any]:
+    """The per-op phase, marked `profile` so memory samples and the session's trace keep it apart from `steady`:
+    min(WARMUP, cap) calls whose profile is dropped, then min(ITERATIONS, cap) timed, profiled calls.
+    Returns the meta fields of its calls: skipped calls, wall latencies (ms), the monotonic start of the first
+    timed call and its offset from the phase mark (to place the framework's trace on the run's timeline)."""
+    phase("profile")
+    marked = time.monotonic()
+    skip = min(warmup, PROFILE_WARMUP_CAP)
+    for _ in range(skip):
+        infer()
+    clock = time.perf_counter_ns
+    first_start = time.monotonic()
+    latencies: list[float] = []
+    for _ in range(min(iterations, PROFILE_ITERATIONS_CAP)):
+        start = clock()
+        infer()
+        latencies.append((clock() - start) / 1e6)
+    return {"skip_runs": skip, "latency_ms": latencies, "first_start_s": first_start,
+            "phase_offset_s": first_start - marked}
+
+
+def write_profile_meta(directory: Path, **meta: Any) -> None:
+    """What the host needs to read the raw trace: framework, trace file, calls to skip, wall latencies."""
+    (directory / PROFILE_META).write_text(json.dumps(meta), encoding="utf-8")

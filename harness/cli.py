@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.zoo",
     "harness.commands.quantize",
     "harness.commands.compare",
+    "harness.commands.ops",
     "harness.commands.image",
 )
 

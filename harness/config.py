@@ -58,6 +58,13 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _flag(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("0", "1", "true", "false"):
+        raise ValueError(text)
+    return value in ("1", "true")
+
+
 def _text(text: str) -> str:
     if not text.strip():
         raise ValueError(text)
@@ -80,6 +87,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "BACKEND": ("backend", _choice("auto", "docker", "local"), "auto, docker or local", "auto"),
     "IMAGE": ("image", _text, "a Docker image tag such as harness-runtime:latest", "harness-runtime:latest"),
     "RESULTS_DIR": ("results_dir", _text, "a directory path", "results"),
+    "PER_OP": ("per_op", _flag, "0 or 1", "0"),
 }
 _MIN_MEMORY_BYTES = 16 * 1024**2
 
@@ -102,6 +110,7 @@ class DeviceProfile:
     backend: str
     image: str
     results_dir: str
+    per_op: bool
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -117,7 +126,8 @@ class DeviceProfile:
     def as_env(self) -> dict[str, str]:
         """The profile as the variables of env.template (for session.json and device presets)."""
         values = asdict(self)
-        return {name: str(values[spec[0]]) for name, spec in VARIABLES.items()}
+        return {name: str(int(value) if isinstance(value := values[spec[0]], bool) else value)
+                for name, spec in VARIABLES.items()}
 
 
 def project_root() -> Path:

@@ -22,6 +22,8 @@ from typing import Any
 ENV_VAR = "HARNESS_METRICS"
 LATENCIES_ENV_VAR = "HARNESS_LATENCIES"
 MAX_LATENCIES = 100_000  # per run: 800 KB binary; longer runs keep a uniform sample of this size
+# With PER_OP=1 the runner names a directory here for the per-op phase's files (see harness.benchloop)
+PROFILE_DIR_ENV = "HARNESS_PROFILE_DIR"
 
 
 def report(**values: Any) -> None:

@@ -150,3 +150,21 @@ def onnx_facts(path: str | Path) -> dict[str, Any]:
         "inputs": _inputs(graph),
         "opset": opset,
     }
+
+
+def node_facts(path: str | Path) -> list[dict[str, Any]]:
+    """One entry per graph node: index, name, op type, input/output names and shapes, MACs (as onnx_facts
+    counts them, 0 for unweighted ops) and the bytes of the initializers it reads (its parameters)."""
+    model = _load(Path(path))
+    graph = model.graph
+    shapes = _shapes(graph)
+    weight_bytes = {init.name: math.prod(init.dims) * helper.tensor_dtype_to_np_dtype(init.data_type).itemsize
+                    for init in graph.initializer}
+    return [{
+        "index": index, "name": node.name, "op_type": node.op_type,
+        "inputs": list(node.input), "outputs": list(node.output),
+        "input_shapes": [shapes.get(name) for name in node.input if name],
+        "output_shapes": [shapes.get(name) for name in node.output if name],
+        "macs": _MACS[node.op_type](node, shapes) if node.op_type in _MACS else 0,
+        "param_bytes": sum(weight_bytes.get(name, 0) for name in node.input),
+    } for index, node in enumerate(graph.node)]

@@ -253,6 +253,9 @@ def build_report(
                 ranking_section(runs)]
     for name in devices:
         sections.append(calibration_section(results_dir, name, runs, group_by))
+    from harness.report_ops import ops_sections  # imports this module's Section types
+
+    sections += ops_sections(session_dir, runs)
     return Report(session_dir.name, sections)
 
 

@@ -21,11 +21,19 @@ from harness.store import iter_all_runs, load_runs, resolve_session
 
 ALL_SESSIONS = "all"
 METRICS: tuple[str, ...] = ("latency_ms", "runtime_s", "peak_memory_mib", "peak_rss_mib", "avg_memory_mib", "load_s")
+METRIC_FAMILIES: tuple[str, ...] = ("op_time_ms",)
+"""Per-run families `<family>.<key>`: op_time_ms.Conv is a run's mean ms per inference in Conv nodes (PER_OP=1)."""
+
+
+def _family(metric: str) -> tuple[str, str] | None:
+    family, _, key = metric.partition(".")
+    return (family, key) if family in METRIC_FAMILIES and key else None
 
 
 def check_metric(metric: str) -> str:
-    if metric not in METRICS:
-        raise ConfigError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
+    if metric not in METRICS and _family(metric) is None:
+        families = ", ".join(f"{family}.<key>" for family in METRIC_FAMILIES)
+        raise ConfigError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}, or {families}")
     return metric
 
 
@@ -37,6 +45,10 @@ def run_value(run: dict[str, Any], metric: str) -> float | None:
     """The run's value of `metric`, or None when the run failed or did not report it."""
     if run.get("status") != "ok":
         return None
+    family = _family(metric)
+    if family is not None:
+        value = (run.get(family[0]) or {}).get(family[1])
+        return float(value) if isinstance(value, (int, float)) else None
     return metric_value(run, STATS_NAMES.get(metric, metric))
 
 

@@ -10,7 +10,9 @@ high-water mark. Stdlib only, so it stays small in memory and starts fast. It wr
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
+import gzip
 import json
 import math
 import os
@@ -29,7 +31,7 @@ from typing import Any
 
 from harness import cgroups
 from harness.metrics import ENV_VAR as METRICS_ENV
-from harness.metrics import LATENCIES_ENV_VAR, MAX_LATENCIES
+from harness.metrics import LATENCIES_ENV_VAR, MAX_LATENCIES, PROFILE_DIR_ENV
 
 STDERR_TAIL_CHARS = 2000
 MIB = 1024 * 1024
@@ -47,7 +49,8 @@ def child_command(spec: dict[str, Any]) -> list[str]:
     return [*head, *([spec["model"]] if spec["model"] else []), *spec.get("script_args", [])]
 
 
-def child_env(spec: dict[str, Any], metrics_path: str, latencies_path: str) -> dict[str, str]:
+def child_env(spec: dict[str, Any], metrics_path: str, latencies_path: str,
+              profile_dir: Path | None = None) -> dict[str, str]:
     """What a bench script needs to know, plus thread caps so frameworks don't oversubscribe."""
     env = dict(os.environ)
     threads = str(spec["threads"])
@@ -66,7 +69,20 @@ def child_env(spec: dict[str, Any], metrics_path: str, latencies_path: str) -> d
     if spec.get("cpu_mode") == "quota":
         # OpenMP threads (torch's intra-op pool) sleep at once instead of spinning through the quota.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if profile_dir is not None:
+        env[PROFILE_DIR_ENV] = str(profile_dir)
     return env
+
+
+def pack_profile(directory: Path) -> dict[str, str]:
+    """The per-op phase's files (raw framework trace, meta), gzip + base64, to travel inside the RunResult:
+    out of a container they can only leave on the runner's stdout. The directory is emptied and removed."""
+    packed = {}
+    for path in sorted(directory.iterdir()):
+        packed[path.name] = base64.b64encode(gzip.compress(path.read_bytes())).decode("ascii")
+        path.unlink()
+    directory.rmdir()
+    return packed
 
 
 def _prepare_child(spec: dict[str, Any]) -> None:
@@ -237,13 +253,16 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="harness-run-"))
     metrics_path, stderr_path = workdir / "metrics.jsonl", workdir / "stderr.txt"
     latencies_path = workdir / "latencies.f64"
+    profile_dir = workdir / "profile" if spec.get("per_op") else None
+    if profile_dir is not None:
+        profile_dir.mkdir()
     interval = float(spec["sample_interval_ms"]) / 1000.0
     times, values = array("d"), array("d")  # 16 bytes a sample: a 600 s run at 100 Hz adds under 1 MiB
     self_before = resource.getrusage(resource.RUSAGE_SELF)
     with open(stderr_path, "wb") as stderr_file:
         t0 = time.monotonic()
         child = subprocess.Popen(
-            child_command(spec), env=child_env(spec, str(metrics_path), str(latencies_path)),
+            child_command(spec), env=child_env(spec, str(metrics_path), str(latencies_path), profile_dir),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr_file, start_new_session=True,
             preexec_fn=lambda: _prepare_child(spec),  # noqa: PLW1509 - single-threaded here
         )
@@ -286,8 +305,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     latencies, reported_count = read_latencies(latencies_path, reported)
     for path in (metrics_path, stderr_path, latencies_path):
         path.unlink(missing_ok=True)
+    profile_files = pack_profile(profile_dir) if profile_dir is not None else None
     workdir.rmdir()
-    return assemble_result(
+    result = assemble_result(
         spec=spec, t0=t0, t_exit=t_exit, times=times, values=values, phases=phases, reported=reported,
         latencies=latencies, reported_count=reported_count, notes=notes,
         peak_bytes=peak, usage=usage, returncode=returncode, timed_out=timed_out, oom_kills=oom_kills,
@@ -295,6 +315,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         cpu_delta={k: cpu_after.get(k, 0) - cpu_before.get(k, 0) for k in cpu_after},
         runner_cpu_s=(self_after.ru_utime + self_after.ru_stime) - (self_before.ru_utime + self_before.ru_stime),
     )
+    if profile_files is not None:
+        result["per_op_files"] = profile_files
+        result["phases_s"] = [[name, round(t - t0, 6)] for name, t in phases]
+    return result
 
 
 def peak_figures(peak_bytes: int | None, sampled_peak: float | None, maxrss_bytes: int,

@@ -69,7 +69,7 @@ def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: S
                 cpu=plan_cpu_limits(cpus, profile.cpu_pinning, allowed), memory_bytes=profile.memory_bytes,
                 swap_bytes=profile.swap_bytes, iterations=profile.iterations, warmup=profile.warmup,
                 batch_size=profile.batch_size, sample_interval_ms=profile.sample_interval_ms,
-                timeout_s=profile.timeout_s, image=profile.image, keep_samples=keep_samples,
+                timeout_s=profile.timeout_s, image=profile.image, keep_samples=keep_samples, per_op=profile.per_op,
             ))
     return Plan(session_id, seed, specs, models, cpus_list, notes)
 
@@ -86,6 +86,7 @@ class Session:
         # The runs on disk, read once (a resumed session has some) and then kept in step with every append,
         # so the summary after each run does not re-read a runs.jsonl that grows with the session.
         self.runs: list[dict[str, Any]] = self.store.runs()
+        self._graph_facts: dict[str, list[dict[str, Any]] | None] = {}  # per model, for the per-op join
 
     def _session_info(self, state: str) -> dict[str, Any]:
         return {
@@ -112,6 +113,15 @@ class Session:
             "provenance": {**self.metadata, "backend": self.backend_info, "seed": self.plan.seed},
         }
 
+    def _keep_per_op(self, result: dict[str, Any]) -> None:
+        """The per-op phase's raw files and table go under runs/<run_id>/; the record keeps their summary."""
+        from harness.per_op import keep_run_profile, model_facts_for
+
+        name = result["model_name"]
+        if name not in self._graph_facts:
+            self._graph_facts[name] = model_facts_for(result["model_path"])
+        keep_run_profile(self.store.path, result, self._graph_facts[name])
+
     def write_summary(self) -> dict[str, Any]:
         entries = summarize_runs(self.runs)
         summary = {
@@ -134,9 +144,15 @@ class Session:
                     on_start(spec)
                 started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
                 result = self._record(spec, self.backend.run(spec), started_at)
+                if "per_op_files" in result:
+                    self._keep_per_op(result)
                 self.store.append_run(result)
                 self.runs.append(result)
                 self.write_summary()
+                if spec.per_op:
+                    from harness.chrome_trace import write_session_trace  # pandas and onnx: only with PER_OP
+
+                    write_session_trace(self.store.path, self.runs, spec.model_name, spec.cpu.cpus)
                 if on_done:
                     on_done(spec, result)
         except BaseException as err:

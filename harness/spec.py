@@ -74,6 +74,7 @@ class RunSpec:
     timeout_s: float
     image: str = ""
     keep_samples: bool = False  # store the raw memory time series in the result (for fidelity benchmarks)
+    per_op: bool = False  # PER_OP: a per-op profiling phase after the timed one (harness.per_op)
 
     @property
     def threads(self) -> int:
@@ -86,7 +87,7 @@ class RunSpec:
             "threads": self.threads, "cpus": self.cpu.cpus, "cpu_mode": self.cpu.mode,
             "cpu_period_us": self.cpu.period_us, "iterations": self.iterations, "warmup": self.warmup,
             "batch_size": self.batch_size, "sample_interval_ms": self.sample_interval_ms,
-            "timeout_s": self.timeout_s, "keep_samples": self.keep_samples,
+            "timeout_s": self.timeout_s, "keep_samples": self.keep_samples, "per_op": self.per_op,
         }
 
     def to_dict(self) -> dict[str, Any]:

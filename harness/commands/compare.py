@@ -46,11 +46,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="A then B: model names as profiled, model files (matched by content) or zoo names")
     parser.add_argument("--cpus", type=float, help="compare the runs at this CPUS (default: every CPUS both have)")
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
+    parser.add_argument("--per-op", action="store_true",
+                        help="also time per op type, B against A (both profiled with --per-op; see `harness ops`)")
     parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
     parser.set_defaults(func=run)
 
 
-def _matcher(arg: str) -> Callable[[dict[str, Any]], bool]:
+def model_matcher(arg: str) -> Callable[[dict[str, Any]], bool]:
     """Which runs belong to `arg`: for a file, runs of those exact bytes (sha256), wherever it was profiled
     from; otherwise runs whose model_name is `arg` as typed or, for a zoo name, its canonical spelling."""
     path = Path(arg).expanduser()
@@ -63,7 +65,7 @@ def _matcher(arg: str) -> Callable[[dict[str, Any]], bool]:
 
 def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[dict[str, Any]]]:
     """(session id, runs of the model) from the newest session holding `arg`."""
-    belongs = _matcher(arg)
+    belongs = model_matcher(arg)
     for session_dir in reversed(list_sessions(results_dir)):
         runs = [run for run in load_runs(session_dir) if belongs(run)]
         if runs:
@@ -161,12 +163,22 @@ def _table(comparison: dict[str, Any]) -> Table:
 
 
 def run(args: argparse.Namespace) -> int:
-    comparisons = compare(resolve_results_dir(args.results_dir), *args.models, cpus=args.cpus)
+    results_dir = resolve_results_dir(args.results_dir)
+    comparisons = compare(results_dir, *args.models, cpus=args.cpus)
     for comparison in comparisons:
         _warn_mismatches(comparison)
+    if args.per_op:
+        from harness.compare_ops import per_op_deltas
+
+        for comparison in comparisons:
+            comparison["per_op"] = per_op_deltas(results_dir, *args.models, comparison["cpus"])
     if args.json:
         print_json({"models": list(args.models), "comparisons": comparisons})
         return 0
     for comparison in comparisons:
         stdout.print(_table(comparison))
+        if args.per_op:
+            from harness.compare_ops import deltas_table
+
+            stdout.print(deltas_table(comparison["per_op"], *args.models, comparison["cpus"]))
     return 0

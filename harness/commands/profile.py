@@ -23,7 +23,7 @@ FLAG_VARIABLES = {
     "device_name": "DEVICE_NAME", "cpus": "CPUS", "cpu_pinning": "CPU_PINNING", "memory": "MEMORY", "swap": "SWAP",
     "repeats": "REPEATS", "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE",
     "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout": "TIMEOUT_S", "backend": "BACKEND", "image": "IMAGE",
-    "results_dir": "RESULTS_DIR",
+    "results_dir": "RESULTS_DIR", "per_op": "PER_OP",
 }
 EXAMPLE_SETTINGS = {"REPEATS": 6, "ITERATIONS": 50, "WARMUP": 5}
 """The example run's settings where the user set none (env.template's 500 iterations would take minutes): six
@@ -52,6 +52,8 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
     parser.add_argument("--name", help="name of a script profiled as a whole (default: its file name)")
     parser.add_argument("--seed", type=int, help="seed of the run order shuffle (default: random, recorded)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout, nothing else")
+    parser.add_argument("--per-op", action="store_const", const="1",
+                        help="PER_OP=1: after each run's timed phase, profile every operator (see `harness ops`)")
     parser.add_argument("--keep-samples", action="store_true",
                         help="store each run's memory time series (memory_samples) in runs.jsonl")
 

@@ -1,0 +1,121 @@
+"""`harness ops MODEL`: the per-operator table of a model profiled with PER_OP=1 (`harness profile --per-op`).
+
+Every profiled inference of the model's runs in the session (default: the newest session that profiled it) is
+pooled, per CPUS value. Rows are in execution order, or the N slowest with --top N; --by type sums them per
+op type. The coverage line sets the per-op sum against the headline (steady-phase) latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.table import Table
+
+from harness.commands._analysis import fmt, print_json, stdout, warn
+from harness.commands.compare import model_matcher
+from harness.errors import ConfigError, DataError
+from harness.per_op import PerOp, pooled
+from harness.run_values import resolve_results_dir
+from harness.store import list_sessions, load_runs, resolve_session
+
+TABLE_HEADINGS = {"node_index": "#", "node": "node", "onnx_node": "ONNX node", "op_type": "op type",
+                  "input_shapes": "inputs", "output_shapes": "outputs", "macs": "MMACs", "param_bytes": "param KiB",
+                  "calls": "calls", "mean_ms": "mean ms", "median_ms": "median ms", "share": "share"}
+TYPE_HEADINGS = {"op_type": "op type", "nodes": "nodes", "macs": "MMACs", "mean_ms": "mean ms", "share": "share"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("ops", help="per-operator table of a model profiled with --per-op",
+                                   description=__doc__)
+    parser.add_argument("model", metavar="MODEL", help="model name as profiled, model file or zoo name")
+    parser.add_argument("--session", help="session id or path (default: the newest that profiled MODEL per op)")
+    parser.add_argument("--cpus", type=float, help="only the runs at this CPUS (default: every CPUS value)")
+    parser.add_argument("--top", type=int, metavar="N", help="the N slowest rows instead of every node in order")
+    parser.add_argument("--by", choices=["node", "type"], default="node", help="rows per node (default) or op type")
+    parser.add_argument("--timeline", type=Path, metavar="PNG",
+                        help="also draw the first run's timeline (phases, one profiled inference) to this PNG")
+    parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
+    parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
+    parser.set_defaults(func=run)
+
+
+def profiled_runs(results_dir: Path, model: str, session: str | None) -> tuple[Path, list[dict[str, Any]]]:
+    """(session dir, ok runs of MODEL that carry a per-op table): of SESSION, or of the newest that has them."""
+    belongs = model_matcher(model)
+    candidates = [resolve_session(results_dir, session)] if session else list(reversed(list_sessions(results_dir)))
+    for session_dir in candidates:
+        runs = [r for r in load_runs(session_dir) if belongs(r) and r.get("status") == "ok" and r.get("op_time_ms")]
+        if runs:
+            return session_dir, runs
+    where = f"session {session}" if session else results_dir
+    raise DataError(f"no per-op profile of {model!r} in {where}; run `harness profile {model} --per-op` "
+                    "(or PER_OP=1 in the env file) first")
+
+
+def tables_by_cpus(session_dir: Path, runs: list[dict[str, Any]], cpus: float | None) -> dict[float, PerOp]:
+    values = sorted({float(r["cpus"]) for r in runs})
+    if cpus is not None:
+        if cpus not in values:
+            raise ConfigError(f"--cpus {cpus:g}: the per-op runs are at CPUS {values}; pick one of them")
+        values = [cpus]
+    return {value: pooled(session_dir, [r for r in runs if float(r["cpus"]) == value]) for value in values}
+
+
+def _cell(column: str, value: Any) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value)):
+        return "—"
+    if column == "macs":
+        return f"{value / 1e6:.3f}"
+    if column == "param_bytes":
+        return f"{value / 1024:.1f}"
+    if column == "share":
+        return f"{value:.1%}"
+    if column == "calls":
+        return f"{value:g}"
+    return fmt(value) if isinstance(value, float) else str(value)
+
+
+def render(frame: pd.DataFrame, headings: dict[str, str], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column, heading in headings.items():
+        table.add_column(heading, justify="right" if pd.api.types.is_numeric_dtype(frame[column]) else "left")
+    for row in frame.itertuples(index=False):
+        table.add_row(*(_cell(column, getattr(row, column)) for column in headings))
+    return table
+
+
+def selected(per_op: PerOp, by: str, top: int | None) -> pd.DataFrame:
+    frame = per_op.by_type if by == "type" else per_op.table
+    if top is not None:
+        if top < 1:
+            raise ConfigError(f"--top {top}: give a number of rows >= 1")
+        frame = frame.sort_values("mean_ms", ascending=False).head(top)
+    return frame
+
+
+def run(args: argparse.Namespace) -> int:
+    session_dir, runs = profiled_runs(resolve_results_dir(args.results_dir), args.model, args.session)
+    tables = tables_by_cpus(session_dir, runs, args.cpus)
+    if args.timeline:
+        from harness.report_ops import timeline_png
+
+        args.timeline.write_bytes(timeline_png(session_dir, runs[0]))
+    if args.json:
+        print_json({"model": args.model, "session": session_dir.name,
+                    "tables": [{"cpus": cpus, **per_op.to_json()} for cpus, per_op in tables.items()]})
+        return 0
+    for cpus, per_op in tables.items():
+        n_runs = sum(1 for r in runs if float(r["cpus"]) == cpus)
+        title = (f"{args.model} · cpus={cpus:g} · {per_op.framework} · {per_op.iterations} profiled inferences "
+                 f"over {n_runs} runs · session {session_dir.name}")
+        headings = TYPE_HEADINGS if args.by == "type" else TABLE_HEADINGS
+        stdout.print(render(selected(per_op, args.by, args.top), headings, title))
+        coverage = per_op.coverage
+        if coverage["coverage"] is not None and coverage["coverage"] < 0.8:
+            warn(coverage["line"])
+        else:
+            stdout.print(f"coverage: {coverage['line']}", highlight=False, soft_wrap=True)
+    return 0
