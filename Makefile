@@ -114,7 +114,7 @@ test-slow: $(ZOO_STAMP) lint
 # results/bench/<name>.json; the last table lists every goal, met or missed and why. About 10 minutes. The
 # Docker rows need an engine and the image (`make image`); without them they are skipped, with a note.
 BENCHMARKS := sampling_overhead peak_fidelity overhead latency cpu_limits fractional_cpus runner_placement noise_floor \
-	median_ci_coverage
+	median_ci_coverage per_op_overhead
 bench: $(ZOO_STAMP)
 	for name in $(BENCHMARKS); do $(VENV)/bin/python benchmarks/$$name.py || exit 1; done
 	$(VENV)/bin/python benchmarks/goals.py $(BENCHMARKS)

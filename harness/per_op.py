@@ -8,7 +8,8 @@ Definitions (also in docs/per-op.md):
 - two rows are not operators and are never hidden: `(between ops)` is the framework's own span of one call
   (ORT `model_run`, torch's marked call) minus the op sum: executor, allocation and thread-pool scheduling
   gaps; `(outside the run)` is the wall latency the bench script measured minus that span: the Python call;
-- coverage = op sum / the headline latency (steady-phase mean, measured without any profiler);
+- coverage = op sum / the headline latency (steady-phase mean, measured without any profiler), and op sum / the
+  profiled calls' own wall latency (which the gap rows complete to 100%);
 - profiling overhead = median profiled wall latency / median steady latency - 1, both from the same run.
 MACs and parameter bytes come from the static ONNX analysis (harness.model_facts.node_facts), joined by node
 name; where the runtime renamed or fused a node, from the graph node that produced the fused node's output,
@@ -181,7 +182,11 @@ def load_raw(raw_dir: Path) -> tuple[dict[str, Any], RawProfile | None]:
     parsers = {"onnxruntime": parse_onnxruntime, "torch": parse_torch}
     if meta.get("framework") not in parsers:
         raise DataError(f"{raw_dir}: per-op traces of framework {meta.get('framework')!r} are not read")
-    events, runs = parsers[meta["framework"]](trace, skip)
+    try:
+        events, runs = parsers[meta["framework"]](trace, skip)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise DataError(f"{path}: not a {meta['framework']} trace this harness reads ({type(err).__name__}: {err})"
+                        ) from None
     if not runs or not events:
         raise DataError(f"{path}: no profiled inference with operator events after {skip} warmup calls")
     return meta, RawProfile(meta["framework"], events, runs, [float(v) for v in meta.get("latency_ms", [])],
@@ -313,6 +318,7 @@ def coverage_of(op_sum: float, run_ms: float, wall: list[float], steady_means: l
         gaps["steady minus profiled latency (the machine's load changed between the phases)"] = steady - wall_ms
     line = (f"per-op sum {op_sum:.4g} ms" + (f" = {ratio:.1%} of the measured latency {steady:.4g} ms (steady mean)"
                                              if ratio is not None else " (no steady latency measured)"))
+    line += f", {op_sum / wall_ms:.1%} of the profiled calls' {wall_ms:.4g} ms" if wall_ms > 0 else ""
     line += "; " + ", ".join(f"{name} {value:.3g} ms" for name, value in gaps.items())
     if overhead is not None:
         line += f"; profiling overhead {overhead:+.1%} (profiled vs steady median)"
@@ -320,7 +326,8 @@ def coverage_of(op_sum: float, run_ms: float, wall: list[float], steady_means: l
         cause = max(gaps, key=lambda name: gaps[name])
         line = f"below {COVERAGE_GOAL:.0%}, mostly {cause} · " + line
     return {"op_sum_ms": op_sum, "framework_run_ms": run_ms, "profiled_latency_ms": wall_ms,
-            "steady_latency_ms": steady, "coverage": ratio, "between_ops_ms": run_ms - op_sum,
+            "steady_latency_ms": steady, "coverage": ratio,
+            "coverage_of_profiled": op_sum / wall_ms if wall_ms else None, "between_ops_ms": run_ms - op_sum,
             "outside_run_ms": wall_ms - run_ms, "profiling_overhead": overhead, "line": line}
 
 

@@ -18,11 +18,12 @@ from harness.model_facts import node_facts
 from harness.per_op import RAW_DIR, TABLE_CSV, TABLE_JSON, run_dir
 from harness.store import list_sessions
 from tests.helpers import profile_json, session_runs
+from tests.test_docker import backend  # noqa: F401 - fixture: an engine and an image of this checkout
 
 PROFILE_ARGS = ("--per-op", "--backend", "local", "--repeats", "2", "--iterations", "20", "--warmup", "3")
 
 
-def make_conv_model(path: Path, channels: int = 16, size: int = 56) -> Path:
+def make_residual_cnn(path: Path, channels: int = 16, size: int = 56) -> Path:
     """Conv+Relu, a 1x1 Conv added to it (ORT fuses both pairs), pooling and a Gemm head: real CNN node kinds."""
     rng = np.random.default_rng(0)
 
@@ -53,7 +54,7 @@ def make_conv_model(path: Path, channels: int = 16, size: int = 56) -> Path:
 
 @pytest.fixture(scope="module")
 def conv_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_conv_model(tmp_path_factory.mktemp("models") / "tiny_cnn.onnx")
+    return make_residual_cnn(tmp_path_factory.mktemp("models") / "tiny_cnn.onnx")
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +164,7 @@ def test_ops_names_the_fix_when_nothing_was_profiled(tmp_path: Path, capsys) -> 
 
 def test_compare_per_op_shows_op_type_deltas(in_tmp_cwd: Path, conv_onnx: Path, capsys) -> None:
     """Two models in one session: compare's per-op rows are the op-type time differences measured."""
-    wide = make_conv_model(in_tmp_cwd / "wide_cnn.onnx", channels=64)
+    wide = make_residual_cnn(in_tmp_cwd / "wide_cnn.onnx", channels=64)
     profile_json(capsys, in_tmp_cwd / "results", str(conv_onnx), str(wide), "--cpus", "1", *PROFILE_ARGS)
     assert main(["compare", str(conv_onnx), str(wide), "--per-op", "--json", "--results-dir",
                  str(in_tmp_cwd / "results")]) == 0
@@ -205,3 +206,17 @@ def test_litert_says_it_has_no_op_profiler(in_tmp_cwd: Path, capsys) -> None:
     run = session_runs(in_tmp_cwd / "results")[0]
     assert run["status"] == "ok"
     assert "no op profiler" in run["per_op"]["note"] and "op_time_ms" not in run
+
+
+@pytest.mark.usefixtures("backend")
+def test_docker_backend_brings_the_profile_out_of_the_container(in_tmp_cwd: Path, conv_onnx: Path, capsys) -> None:
+    """The container's read-only root and tmpfs /tmp: the raw trace travels in the RunResult and lands on the host."""
+    results = in_tmp_cwd / "results"
+    profile_json(capsys, results, str(conv_onnx), "--cpus", "1", *PROFILE_ARGS[3:], "--backend", "docker",
+                 "--per-op")
+    session_dir = list_sessions(results)[-1]
+    for run in session_runs(results):
+        assert run["status"] == "ok" and run["backend"] == "docker", run.get("stderr_tail")
+        assert any((run_dir(session_dir, run["run_id"]) / RAW_DIR).glob("onnxruntime*.json"))
+        check_conv_rows(per_op_json(session_dir, run)["ops"], conv_onnx)
+    assert trace_path(session_dir, "tiny_cnn", 1.0).is_file()
