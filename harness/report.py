@@ -150,8 +150,8 @@ def answer_section(results_dir: Path, runs: list[dict[str, Any]], info: dict[str
         return Section("Answer", [f"No answer yet: {err}"])
     cpus = parts["cpus"]
     section = Section("Answer", [parts["sentence"]], figures_first=True)
-    section.figures.append(ReportFigure(f"pareto_cpus{cpus:g}", "Pareto chart: latency against peak memory; "
-                                        "non-dominated models in green and named", parts["chart"]))
+    section.figures.append(ReportFigure(f"pareto_cpus{cpus:g}", f"Pareto chart: {METRIC_WORDS[parts['metric']]} "
+                                        "against peak memory; non-dominated models in green and named", parts["chart"]))
     title = f"Ranking by {METRIC_WORDS[parts['metric']]} (1= : tied, no significant difference; ✓ : non-dominated)"
     section.tables.append(ReportTable("answer_ranking", title, parts["ranking"], parts["ranking_shown"]))
     for device, predicted in parts["devices"].items():

@@ -16,7 +16,7 @@ import pandas as pd
 from harness.calibrate import calibrate_runs, group_label, predict_models
 from harness.device_data import load_device
 from harness.errors import DataError
-from harness.ranking import RankEntry, rank_runs
+from harness.ranking import MIN_RELATIVE_GAP, RankEntry, rank_runs
 from harness.report_figures import pareto_chart
 from harness.report_format import mib, sig, with_interval
 from harness.run_values import harness_medians
@@ -38,13 +38,15 @@ def model_sizes(runs: list[dict[str, Any]]) -> dict[str, float]:
             if run.get("model_size_mib") is not None and run.get("model_kind") != "script"}
 
 
-def non_dominated(values: pd.DataFrame) -> pd.Series:
-    """True where no other row is at least as good in every column and better in one (lower is better)."""
+def non_dominated(values: pd.DataFrame, tolerance: float = MIN_RELATIVE_GAP) -> pd.Series:
+    """True where no other row dominates: is within `tolerance` of it or better in every column, and better by
+    more than `tolerance` in one (lower is better). Gaps under the ranking's minimum factor are noise, so a model
+    0.1% lighter but twice as slow as another is not kept on the frontier for that 0.1%."""
     array = values.to_numpy(float)
     flags = []
     for row in array:
-        no_worse = np.all(array <= row, axis=1)
-        better = np.any(array < row, axis=1)
+        no_worse = np.all(array <= row * (1 + tolerance), axis=1)
+        better = np.any(array * (1 + tolerance) < row, axis=1)
         flags.append(not np.any(no_worse & better))
     return pd.Series(flags, index=values.index)
 
@@ -104,11 +106,12 @@ def answer_sentence(rankings: dict[float, list[RankEntry]], metric: str, points:
     lead = f"{what.capitalize()}, tied (not significantly different): {names}" if len(best) > 1 else \
         f"{what.capitalize()}: {names}"
     frontier = ", ".join(points.loc[points["non_dominated"], "model"])
-    criteria = "faster, lighter in peak memory" + (" and smaller" if points["size_mib"].notna().all() else "")
+    criteria = "latency, peak memory" + (" and size" if points["size_mib"].notna().all() else "")
     limits = f"cpus={cpus:g}, memory {mib(int(profile['MEMORY']))}" if str(profile.get("MEMORY", "")).isdigit() \
         else f"cpus={cpus:g}"
     return (f"Under this profile ({profile.get('DEVICE_NAME', 'generic')}: {limits}). {lead}. "
-            f"Non-dominated (no other model is at once {criteria}): {frontier}.")
+            f"Non-dominated (no other model is as good on {criteria} and over {MIN_RELATIVE_GAP:.0%} better on "
+            f"one): {frontier}.")
 
 
 def device_predictions(results_dir: Path, device_name: str,

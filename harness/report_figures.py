@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
+from matplotlib.transforms import Bbox
 
 from harness.calibrate import Calibration, prediction_interval
 from harness.ranking import RankEntry
@@ -54,38 +55,68 @@ def _scaled(label: str, log: bool) -> str:
     return f"{label} (log scale)" if log else label
 
 
+LABEL_OFFSETS = ((6, 5), (6, -11), (-6, 5), (-6, -11), (6, 14), (6, -20), (-6, 14), (-6, -20))
+"""Where a point's name may go (points from the point), tried in order until it overlaps nothing placed."""
+
+
+def _place_labels(figure: Figure, ax: Any, points: pd.DataFrame, taken: list[Any]) -> None:
+    """Name the non-dominated models first, then the others while a free spot is left: a name that would overlap
+    another name, the legend or a point is moved, and a dominated model's name is dropped if nowhere fits."""
+    renderer = figure.canvas.get_renderer()
+    order = points.sort_values("non_dominated", ascending=False)
+    for row in order.itertuples():
+        if not row.non_dominated and len(points) > MAX_LABELS:
+            continue
+        style = {"fontsize": 8, "color": "black"} if row.non_dominated else {"fontsize": 7, "color": "#666666"}
+        for index, (dx, dy) in enumerate(LABEL_OFFSETS):
+            label = ax.annotate(str(row.model), (row.x, row.y), xytext=(dx, dy), textcoords="offset points",
+                                ha="left" if dx > 0 else "right", **style)
+            box = label.get_window_extent(renderer)
+            inside = ax.get_window_extent(renderer).contains(box.x0, box.y0) and \
+                ax.get_window_extent(renderer).contains(box.x1, box.y1)
+            if inside and not any(box.overlaps(other) for other in taken):
+                taken.append(box)
+                break
+            last = index == len(LABEL_OFFSETS) - 1
+            if not (last and row.non_dominated):
+                label.remove()
+
+
 def pareto_chart(points: pd.DataFrame, x_label: str, y_label: str, title: str) -> bytes:
     """Latency (x) against peak memory (y), one point per model; `size_mib` (when known) sets the marker area.
 
     `points` has columns model, x, y, size_mib (may be NaN) and non_dominated (bool). Non-dominated models
-    are named and joined by the frontier's steps; the others are grey and unnamed, so the answer stands out.
+    are green, named and joined by the frontier's steps; the others are grey, named where there is room.
     """
     figure = Figure(figsize=(6.4, 4.0))
+    FigureCanvasAgg(figure)
     ax = figure.add_subplot()
     sizes = points["size_mib"].astype(float)
     known = sizes.notna().any()
     area = (30 + 250 * sizes / sizes.max()).fillna(40).to_numpy() if known else np.full(len(points), 40.0)
     best = points["non_dominated"].to_numpy(bool)
-    ax.scatter(points["x"][~best], points["y"][~best], s=area[~best], color=DOMINATED_COLOR, alpha=0.6,
-               edgecolors="white", zorder=2, label="dominated")
-    ax.scatter(points["x"][best], points["y"][best], s=area[best], color=PARETO_COLOR, edgecolors="black",
-               linewidths=0.6, zorder=3, label="non-dominated")
+    dots = [ax.scatter(points["x"][~best], points["y"][~best], s=area[~best], color=DOMINATED_COLOR, alpha=0.6,
+                       edgecolors="white", zorder=2, label="dominated"),
+            ax.scatter(points["x"][best], points["y"][best], s=area[best], color=PARETO_COLOR, edgecolors="black",
+                       linewidths=0.6, zorder=3, label="non-dominated")]
     frontier = points[best].sort_values("x")
     ax.step(frontier["x"], frontier["y"], where="post", color=PARETO_COLOR, linewidth=1.5, alpha=0.8, zorder=1)
-    for row in points.itertuples():  # the answer is named always; the others while names stay legible
-        if row.non_dominated or len(points) <= MAX_LABELS:
-            # Named ones above their point, the others below it: a dominated neighbour never hides the answer.
-            ax.annotate(str(row.model), (row.x, row.y), fontsize=8 if row.non_dominated else 7,
-                        xytext=(6, 5) if row.non_dominated else (6, -11), textcoords="offset points",
-                        color="black" if row.non_dominated else "#666666")
-    ax.margins(0.12)
     x_log = log_if_wide(ax, "x", points["x"])
     y_log = log_if_wide(ax, "y", points["y"])
+    ax.margins(0.15)
     ax.set_xlabel(_scaled(x_label, x_log))
     ax.set_ylabel(_scaled(y_label, y_log))
     ax.set_title(title + ("\nmarker area: model size" if known else ""), fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="best")
+    legend = ax.legend(fontsize=8, loc="upper left")
+    figure.canvas.draw()  # lays out limits and legend, so names can be placed around what is drawn
+    renderer = figure.canvas.get_renderer()
+    taken = [legend.get_window_extent(renderer)]
+    for dot in dots:  # each point's own square, so no name covers a point
+        for x, y in dot.get_offsets():
+            cx, cy = ax.transData.transform((x, y))
+            taken.append(Bbox.from_extents(cx - 4, cy - 4, cx + 4, cy + 4))
+    _place_labels(figure, ax, points, taken)
     return _png(figure)
 
 

@@ -30,6 +30,10 @@ def test_non_dominated_models() -> None:
     frame = pd.DataFrame({"latency": [1.0, 2.0, 0.5, 2.0, 1.0], "memory": [50.0, 40.0, 60.0, 45.0, 50.0]})
     # Row 3 is beaten by row 1 on memory at equal latency; rows 0 and 4 are equal, so neither dominates the other.
     assert non_dominated(frame).tolist() == [True, True, True, False, True]
+    # 0.25% less memory is noise (under the ranking's 10% minimum factor): twice the latency is not.
+    close = pd.DataFrame({"latency": [1.0, 2.0], "memory": [40.0, 39.9]})
+    assert non_dominated(close).tolist() == [True, False]
+    assert non_dominated(close, tolerance=0.0).tolist() == [True, True]
 
 
 def test_log_axis_only_where_values_span_more_than_ten_times() -> None:
