@@ -111,7 +111,7 @@ test-slow: $(ZOO_STAMP) lint
 	$(VENV)/bin/pytest -q -m "slow or not slow"
 
 # Fidelity and overhead benchmarks (not tests: never part of `make test`). Each prints its table and writes
-# results/bench/<name>.json; the last table lists every goal, met or missed and why. About 10 minutes. The
+# results/bench/<name>.json; the last table lists every goal, met or missed and why. About 12 minutes. The
 # Docker rows need an engine and the image (`make image`); without them they are skipped, with a note.
 BENCHMARKS := sampling_overhead peak_fidelity overhead latency cpu_limits fractional_cpus runner_placement noise_floor \
 	median_ci_coverage per_op_overhead
