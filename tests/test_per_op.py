@@ -220,3 +220,18 @@ def test_docker_backend_brings_the_profile_out_of_the_container(in_tmp_cwd: Path
         assert any((run_dir(session_dir, run["run_id"]) / RAW_DIR).glob("onnxruntime*.json"))
         check_conv_rows(per_op_json(session_dir, run)["ops"], conv_onnx)
     assert trace_path(session_dir, "tiny_cnn", 1.0).is_file()
+
+
+def test_coverage_line_names_the_largest_gap() -> None:
+    """Below 80% of the headline the line says so and names the gap that explains most of the difference."""
+    from harness.per_op import coverage_of
+
+    slow_steady = coverage_of(op_sum=6.0, run_ms=6.5, wall=[7.0, 7.0], steady_means=[10.0], steady_medians=[10.0])
+    assert slow_steady["coverage"] == pytest.approx(0.6)
+    assert slow_steady["coverage_of_profiled"] == pytest.approx(6.0 / 7.0)
+    assert slow_steady["profiling_overhead"] == pytest.approx(-0.3)
+    assert slow_steady["line"].startswith("below 80%, mostly steady minus profiled latency")
+    executor = coverage_of(op_sum=5.0, run_ms=9.0, wall=[9.5], steady_means=[9.4], steady_medians=[9.4])
+    assert executor["line"].startswith("below 80%, mostly between ops") and executor["between_ops_ms"] == 4.0
+    covered = coverage_of(op_sum=9.0, run_ms=9.5, wall=[10.0], steady_means=[10.0], steady_medians=[10.0])
+    assert covered["coverage"] == pytest.approx(0.9) and not covered["line"].startswith("below")
