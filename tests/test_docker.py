@@ -489,3 +489,13 @@ def test_exited_container_of_a_live_harness_is_kept(backend: DockerBackend, engi
         assert [c.status for c in containers_of(engine, session)] == ["exited"]
     finally:
         container.remove(force=True)
+
+
+def test_script_with_no_model_runs_in_a_container(capsys, backend: DockerBackend, in_tmp_cwd: Path,
+                                                  workloads: Path) -> None:
+    results = in_tmp_cwd / "results"
+    profile_json(capsys, results, "--backend", "docker", "--repeats", "1", "--script", str(workloads / "job.py"),
+                 "--", "2")
+    run = session_runs(results)[0]
+    assert run["status"] == "ok" and run["model_name"] == "job" and run["metrics"] == {"chunks": 2, "args": "2"}
+    assert run["peak_memory_mib"] >= 32 and run["runtime_s"] >= 0.3

@@ -47,7 +47,10 @@ def cache_model_file(path: str | Path) -> None:
 
     A page-cache page is charged to the memory cgroup that first reads it. Without this, whichever run first read
     the file (after boot, or after the kernel evicted it) would carry its whole size in peak_memory_mib and the
-    others nothing. Read here, the pages are charged to the harness's cgroup, and no run's peak includes them."""
+    others nothing. Read here, the pages are charged to the harness's cgroup, and no run's peak includes them.
+    A script profiled as a whole has no model (an empty path): nothing to read."""
+    if not str(path):
+        return
     buffer = bytearray(1024 * 1024)
     with open(path, "rb", buffering=0) as handle:
         os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)

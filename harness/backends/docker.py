@@ -298,7 +298,7 @@ class DockerBackend:
             inside_model = f"{MODEL_DIR}/{model.name}"
             mounts.append(Mount(inside_model, str(model.resolve()), type="bind", read_only=True))
         started = time.monotonic()
-        cache_model_file(model)
+        cache_model_file(spec.model)
         with tempfile.TemporaryDirectory(prefix="harness-docker-") as workdir:
             spec_path = Path(workdir) / "spec.json"
             spec_path.write_text(json.dumps(spec.runner_spec(model=inside_model, script=inside_script)))
