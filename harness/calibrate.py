@@ -1,22 +1,22 @@
-"""Desktop → device calibration: `device ≈ slope · harness + intercept` per metric and group.
+"""Desktop → device calibration per metric and group: which fit maps the harness's numbers to the device's,
+how far off its predictions are for models the device never ran, and their prediction intervals.
 
-A handful of models measured on the real device teaches the line; the line then predicts the device's
-numbers for models only the harness has run, with a 95% prediction interval. Methods:
+A handful of models measured on the real device teaches the fit; the fit then predicts the device's numbers
+for models only the harness has run. The candidate fits (`ols`, `relative`, `loglog`, `features`) live in
+harness.calibration_fits, the held-out figures and the automatic choice in harness.fit_selection. Beside
+them, the OLS line is kept as the reference the published experiments use, with its diagnostics:
 
 - ordinary least squares, scipy.stats.linregress; Theil–Sen (Sen 1968, scipy.stats.theilslopes) as a
   line that a single outlier cannot drag;
-- leave-one-out cross-validation: each model is predicted by a line fitted without it, which is the
-  honest error for a model the device has never seen;
 - Spearman ρ and Kendall τ (scipy.stats), and the pairs whose order differs between harness and device;
-- Cook's distance (Cook 1977) with the common 4/n rule for influential points;
-- prediction intervals ŷ ± t(n−2) · s · √(1 + 1/n + (x₀ − x̄)² / Sxx) (Montgomery, Peck & Vining,
-  "Introduction to Linear Regression Analysis", §2.4).
+- Cook's distance (Cook 1977) with the common 4/n rule for influential points.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,16 +24,25 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from harness.calibration_fits import FACT_NAMES, FIT_NAMES, Design, FittedModel, fit_spec
 from harness.device_data import DeviceData
 from harness.errors import ConfigError, DataError
+from harness.fit_selection import (
+    AUTO,
+    CHOICE_BAND,
+    CONFIDENCE,
+    HeldOut,
+    available_fits,
+    choose,
+    error_stats,
+    leave_one_out,
+    nested_leave_one_out,
+)
 from harness.run_values import METRICS, check_metric, harness_medians
 from harness.stats import rank_correlations
 
 MIN_POINTS = 3
-"""Fewest matched models a line is fitted to: with two, the line passes through both and says nothing."""
-CONFIDENCE = 0.95
-WITHIN_BANDS: tuple[float, ...] = (0.10, 0.20)
-"""Held-out relative errors are reported as the share of models within ±10% and ±20% of the device."""
+"""Fewest matched models a fit is trained on: with two, a line passes through both and says nothing."""
 EXACT_FIT_R2 = 1.0 - 1e-12
 """Above this R² the residuals are rounding noise, and Cook's distance (residual / noise) is set to 0."""
 
@@ -99,20 +108,6 @@ def fit_line(x: Any, y: Any) -> LineFit:
     )
 
 
-def loo_predictions(x: Any, y: Any) -> np.ndarray:
-    """Prediction for each point from the OLS line fitted to all the other points."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    out = np.empty(len(x))
-    for i in range(len(x)):
-        keep = np.arange(len(x)) != i
-        if np.ptp(x[keep]) == 0:
-            raise DataError("leaving one model out leaves identical harness values; profile more distinct models")
-        line = stats.linregress(x[keep], y[keep])
-        out[i] = line.intercept + line.slope * x[i]
-    return out
-
-
 def leverage(fit: LineFit, x: Any) -> np.ndarray:
     """Hat values h_ii of a straight-line fit: how far each x sits from the mean, relative to the spread."""
     return 1.0 / fit.n + (np.asarray(x, dtype=float) - fit.x_mean) ** 2 / fit.sxx
@@ -128,15 +123,6 @@ def cooks_distance(fit: LineFit, x: Any, y: Any) -> np.ndarray:
     return residuals**2 / (2 * fit.residual_std**2) * h / (1 - h) ** 2
 
 
-def prediction_interval(fit: LineFit, x0: Any, confidence: float = CONFIDENCE) -> tuple[np.ndarray, ...]:
-    """(prediction, low, high) for new observations at x0: the line's uncertainty plus the scatter."""
-    x0 = np.asarray(x0, dtype=float)
-    t = stats.t.ppf(0.5 + confidence / 2, fit.n - 2)
-    half = t * fit.residual_std * np.sqrt(1 + 1 / fit.n + (x0 - fit.x_mean) ** 2 / fit.sxx)
-    yhat = fit.predict(x0)
-    return yhat, yhat - half, yhat + half
-
-
 def discordant_pairs(names: list[str], x: Any, y: Any) -> list[tuple[str, str]]:
     """Pairs (a, b) that the harness orders one way and the device the other (ties flip nothing)."""
     x = np.asarray(x, dtype=float)
@@ -146,18 +132,6 @@ def discordant_pairs(names: list[str], x: Any, y: Any) -> list[tuple[str, str]]:
         for i, j in itertools.combinations(range(len(names)), 2)
         if np.sign(x[i] - x[j]) * np.sign(y[i] - y[j]) < 0
     ]
-
-
-def error_stats(actual: Any, predicted: Any) -> dict[str, float]:
-    """RMSE, MAPE (%) and the share of predictions within each WITHIN_BANDS relative error."""
-    actual = np.asarray(actual, dtype=float)
-    predicted = np.asarray(predicted, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        relative = np.abs(predicted - actual) / np.abs(actual)
-    out = {"rmse": float(np.sqrt(np.mean((predicted - actual) ** 2))), "mape_pct": float(100 * np.mean(relative))}
-    for band in WITHIN_BANDS:
-        out[f"within_{round(band * 100)}pct"] = float(np.mean(relative <= band))
-    return out
 
 
 def _clean(value: Any) -> Any:
@@ -183,25 +157,43 @@ def group_label(group: dict[str, Any]) -> str:
 
 @dataclass
 class Calibration:
-    """One fitted metric × group: the points (with held-out predictions) and every statistic."""
+    """One fitted metric × group: the points, the chosen fit, every candidate's held-out figures, and the OLS
+    reference line with its diagnostics."""
 
     metric: str
     group: dict[str, Any]
     fit: LineFit
+    model: FittedModel
+    fact_names: tuple[str, ...]
     points: pd.DataFrame
     stats: dict[str, float]
+    comparison: list[dict[str, Any]]
+    choice: dict[str, Any]
     flipped_pairs: list[tuple[str, str]]
+    threads: str = ""
 
     @property
     def label(self) -> str:
         return group_label(self.group)
+
+    def design(self, harness: Any, facts: pd.DataFrame | None = None) -> Design:
+        """The chosen fit's input for other models: harness values and, by harness model, the same facts."""
+        harness = np.asarray(harness, dtype=float).reshape(-1)
+        if not self.model.fact_names:  # the chosen fit reads no facts: other models need none
+            return Design(harness)
+        return Design(harness, facts[list(self.fact_names)].to_numpy(float), self.fact_names)
 
     def to_dict(self) -> dict[str, Any]:
         return _clean(
             {
                 "metric": self.metric,
                 "group": self.group,
-                "fit": vars(self.fit),
+                "threads": self.threads,
+                "chosen_fit": self.model.name,
+                "equation": self.model.equation,
+                "choice": self.choice,
+                "fits": self.comparison,
+                "ols": vars(self.fit),
                 "stats": self.stats,
                 "flipped_pairs": self.flipped_pairs,
                 "points": self.points.to_dict(orient="records"),
@@ -209,36 +201,91 @@ class Calibration:
         )
 
 
-def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame) -> Calibration:
-    """Fit one group. `points` needs columns model, harness, device; the rest is carried along."""
+def _design(points: pd.DataFrame) -> Design:
+    """Harness values plus every static fact that all the points have (positive and finite)."""
+    names = tuple(
+        name for name in FACT_NAMES
+        if name in points and np.all(np.isfinite(points[name].to_numpy(float))) and (points[name] > 0).all()
+    )
+    facts = points[list(names)].to_numpy(float) if names else np.empty((len(points), 0))
+    return Design(points["harness"].to_numpy(float), facts, names)
+
+
+def _comparison(reasons: dict[str, str | None], held: dict[str, HeldOut | None], nested: HeldOut | None,
+                chosen: str, y: np.ndarray) -> list[dict[str, Any]]:
+    """One row per candidate (held-out figures, or why there are none), then the nested automatic choice."""
+    rows = []
+    for name in FIT_NAMES:
+        h = held.get(name)
+        note = reasons[name] or ("" if h is not None else "too few models for leave-one-out")
+        rows.append({"fit": name, "what": fit_spec(name).what, **(h.figures(y) if h else {}), "chosen": name == chosen,
+                     "note": note})
+    if nested is not None:
+        picks = ", ".join(f"{name} {count}" for name, count in Counter(nested.picks).most_common())
+        rows.append({"fit": AUTO, "what": "the choice remade inside each fold (nested leave-one-out)",
+                     **nested.figures(y), "chosen": False, "note": f"picked per fold: {picks}"})
+    return rows
+
+
+def _choice_reason(held: dict[str, HeldOut | None], chosen: str, y: np.ndarray) -> str:
+    """Why the automatic choice fell where it did, with the runner-up's figure."""
+    shares = {name: h.figures(y)[f"within_{round(CHOICE_BAND * 100)}pct"] for name, h in held.items() if h}
+    best = shares[chosen]
+    tied = [name for name, share in shares.items() if share == best and name != chosen]
+    others = ", ".join(f"{name} {share:.0%}" for name, share in shares.items() if name != chosen)
+    text = f"most held-out models within ±{CHOICE_BAND:.0%} ({best:.0%}; {others or 'no other fit'})"
+    return text + (f"; tied with {', '.join(tied)}, the simpler fit is taken" if tied else "")
+
+
+def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, fit: str = AUTO) -> Calibration:
+    """Fit one group. `points` needs columns model, harness, device (and the FACT_NAMES the `features` fit
+    uses); the rest is carried along. `fit` is `auto` or a fit's name."""
     points = points.sort_values("harness").reset_index(drop=True)
     x, y = points["harness"].to_numpy(float), points["device"].to_numpy(float)
-    fit = fit_line(x, y)
-    loo = loo_predictions(x, y)
-    cooks = cooks_distance(fit, x, y)
-    points = points.assign(
-        fitted=fit.predict(x),
-        residual=y - fit.predict(x),
-        loo_predicted=loo,
-        loo_error_pct=100 * (loo - y) / y,
-        cooks_d=cooks,
-        influential=cooks > cooks_threshold(len(x)),
-    )
-    fitted, held_out = error_stats(y, fit.predict(x)), error_stats(y, loo)
+    line = fit_line(x, y)
+    design = _design(points)
+    reasons = available_fits(design, y)
+    if fit != AUTO and reasons[fit_spec(fit).name]:
+        raise DataError(f"--fit {fit}: {metric} {group_label(group)}: {reasons[fit]}; choose another fit")
+    held = {name: leave_one_out(fit_spec(name), design, y) for name, reason in reasons.items() if reason is None}
+    if all(h is None for h in held.values()):
+        raise DataError("leaving one model out leaves identical harness values; profile more distinct models")
+    if fit == AUTO:
+        chosen = choose({name: h.predicted for name, h in held.items() if h is not None}, y)
+        reported = nested_leave_one_out(design, y, FIT_NAMES)
+        choice = {"mode": AUTO, "reason": _choice_reason(held, chosen, y)}
+    else:
+        chosen, reported = fit, held.get(fit)
+        choice = {"mode": "forced", "reason": f"forced with --fit {fit}"}
+    model = fit_spec(chosen).train(design, y) if chosen else None
+    if model is None:
+        raise DataError(f"--fit {fit}: leaving one model out leaves identical harness values; choose another fit")
+    fitted = model.predict(design)
+    cooks = cooks_distance(line, x, y)
+    columns = {"fitted": fitted, "error_pct": 100 * (fitted - y) / y}
+    if reported is not None:
+        columns.update(loo_predicted=reported.predicted, loo_low=reported.low, loo_high=reported.high,
+                       loo_error_pct=100 * (reported.predicted - y) / y)
+    columns.update({f"loo_{name}": h.predicted for name, h in held.items() if h is not None})
+    points = points.assign(**columns, cooks_d=cooks, influential=cooks > cooks_threshold(len(x)))
+    fitted_stats = error_stats(y, fitted)
     summary = {
-        "rmse": fitted["rmse"],
-        "mape_pct": fitted["mape_pct"],
-        **{f"loo_{key}": value for key, value in held_out.items()},
+        "rmse": fitted_stats["rmse"],
+        "mape_pct": fitted_stats["mape_pct"],
+        **({f"loo_{key}": value for key, value in reported.figures(y).items()} if reported is not None else {}),
         **rank_correlations(x, y),
         "cooks_threshold": cooks_threshold(len(x)),
     }
+    comparison = _comparison(reasons, held, reported if fit == AUTO else None, chosen, y)
     names = points["model"].astype(str).tolist()
-    return Calibration(metric, group, fit, points, summary, discordant_pairs(names, x, y))
+    return Calibration(metric, group, line, model, design.fact_names, points, summary, comparison,
+                       {**choice, "chosen": chosen}, discordant_pairs(names, x, y))
 
 
 @dataclass
 class CalibrationSet:
-    """Every fitted group of one device, what could not be fitted and why, and the unmatched models."""
+    """Every fitted group of one device, what could not be fitted and why, the unmatched models, and the
+    harness models' static facts (for predictions by the `features` fit)."""
 
     device: str
     group_by: str
@@ -246,6 +293,7 @@ class CalibrationSet:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     unmatched_device_models: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    facts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(FACT_NAMES)))
 
     def to_dict(self) -> dict[str, Any]:
         return _clean(
@@ -260,47 +308,104 @@ class CalibrationSet:
         )
 
 
-def device_rows_for_cpus(device: DeviceData, cpus: float) -> pd.DataFrame:
-    """Device rows to pair with harness runs at `cpus`: those with threads == cpus; when the device data
-    has one thread count (or none), all of them, since that is the only device setting there is."""
+def device_threads(device: DeviceData) -> set[float]:
     table = device.table
-    if "cpus" not in table or table["cpus"].nunique(dropna=True) <= 1:
+    return set(table["cpus"].dropna()) if "cpus" in table else set()
+
+
+def device_rows_for_cpus(device: DeviceData, cpus: float, harness_cpus: set[float]) -> pd.DataFrame:
+    """Device rows to pair with harness runs at `cpus`: those run with as many threads. When the device data
+    states no thread count, or a single one at which the harness has no runs (a host with fewer cores than
+    the phone), every harness CPUS value is paired with it: each gets its own fit."""
+    table, threads = device.table, device_threads(device)
+    if not threads:
         return table
-    return table[table["cpus"] == cpus]
+    if cpus in threads:
+        return table[table["cpus"] == cpus]
+    if len(threads) == 1 and not threads & harness_cpus:
+        return table
+    return table.iloc[0:0]
+
+
+def threads_note(device: DeviceData, cpus: float) -> str:
+    """How the device's thread count met the harness CPUS value of a group, in words."""
+    threads = device_threads(device)
+    if not threads:
+        return f"device data states no thread count; harness CPUS={cpus:g}"
+    if cpus in threads:
+        return f"device threads {cpus:g} matched to harness CPUS={cpus:g}"
+    (only,) = threads
+    return f"device threads {only:g}; no harness runs at CPUS={only:g}, so harness CPUS={cpus:g} is used"
+
+
+def _one_device_row(device: DeviceData, rows: list[pd.Series], harness_model: str, metric: str) -> pd.Series:
+    """The device row that stands for `harness_model`: a harness_model cell settles a tie; two rows without
+    one would put two device numbers at one harness value, and leave-one-out would keep the twin in."""
+    if len(rows) == 1:
+        return rows[0]
+    explicit = [row for row in rows if row.get("harness_model") == harness_model]
+    if len(explicit) == 1:
+        return explicit[0]
+    first, second = (str(row["model"]) for row in rows[:2])
+    raise DataError(
+        f"device {device.name}: rows {first} and {second} both match harness model {harness_model} for {metric}; "
+        f"a harness model takes one device row per metric: write {harness_model} in a harness_model column on "
+        "the row that stands for it, or drop the other row"
+    )
 
 
 def paired_points(device: DeviceData, medians: pd.DataFrame, metric: str, group_by: str) -> pd.DataFrame:
     """Device values beside harness medians: one row per matched model and harness CPU count."""
     mapping = device.match(sorted(set(medians["model_name"])))
+    harness_cpus = set(medians["cpus"])
     rows = []
     for (harness_model, cpus), entry in medians.set_index(["model_name", "cpus"]).iterrows():
-        for _, device_row in device_rows_for_cpus(device, cpus).iterrows():
-            if mapping.get(device_row["model"]) != harness_model or pd.isna(device_row.get(metric)):
-                continue
-            row = {
-                "model": device_row["model"],
-                "harness_model": harness_model,
-                "cpus": cpus,
-                "harness": entry["value"],
-                "harness_n": int(entry["n"]),
-                "device": float(device_row[metric]),
-                "device_n": int(device_row["n"]),
-            }
-            if group_by != "cpus":
-                tag = device_row.get(group_by)
-                row[group_by] = "unknown" if pd.isna(tag) else str(tag)
-            rows.append(row)
+        candidates = [
+            device_row for _, device_row in device_rows_for_cpus(device, cpus, harness_cpus).iterrows()
+            if mapping.get(device_row["model"]) == harness_model and not pd.isna(device_row.get(metric))
+        ]
+        if not candidates:
+            continue
+        device_row = _one_device_row(device, candidates, harness_model, metric)
+        row = {
+            "model": device_row["model"],
+            "harness_model": harness_model,
+            "cpus": cpus,
+            "harness": entry["value"],
+            "harness_n": int(entry["n"]),
+            "device": float(device_row[metric]),
+            "device_n": int(device_row["n"]),
+        }
+        if group_by != "cpus":
+            tag = device_row.get(group_by)
+            row[group_by] = "unknown" if pd.isna(tag) else str(tag)
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
+def model_facts_table(runs: list[dict[str, Any]]) -> pd.DataFrame:
+    """Static facts (FACT_NAMES) per harness model, from its runs (the same for every run of one file)."""
+    rows = {}
+    for run in runs:
+        facts = run.get("model_facts") or {}
+        values = {name: facts.get(name) for name in FACT_NAMES}
+        if run.get("model_name") and all(isinstance(v, (int, float)) for v in values.values()):
+            rows[run["model_name"]] = values
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(FACT_NAMES), dtype=float)
+
+
 def calibrate_device(
-    device: DeviceData, medians_by_metric: dict[str, pd.DataFrame], group_by: str = "cpus"
+    device: DeviceData, medians_by_metric: dict[str, pd.DataFrame], group_by: str = "cpus",
+    facts: pd.DataFrame | None = None, fit: str = AUTO,
 ) -> CalibrationSet:
     """Fit every metric × group with at least MIN_POINTS matched models; raise when none has."""
     if group_by != "cpus" and group_by not in device.tags:
         choices = ", ".join(["cpus", *device.tags]) or "cpus"
         raise ConfigError(f"--group-by {group_by}: device {device.name} has no such column; choose one of: {choices}")
-    result = CalibrationSet(device.name, group_by, [])
+    if fit != AUTO and fit not in FIT_NAMES:
+        raise ConfigError(f"--fit {fit}: unknown fit; choose {AUTO} or one of: {', '.join(FIT_NAMES)}")
+    facts = facts if facts is not None else pd.DataFrame(columns=list(FACT_NAMES), dtype=float)
+    result = CalibrationSet(device.name, group_by, [], facts=facts)
     keys = ["cpus"] if group_by == "cpus" else ["cpus", group_by]
     matched: set[str] = set()
     for metric, medians in medians_by_metric.items():
@@ -308,16 +413,20 @@ def calibrate_device(
         if points.empty:
             result.skipped.append({"metric": metric, "group": {}, "n": 0, "reason": _no_match_reason(device, medians)})
             continue
+        points = points.join(facts, on="harness_model")
         matched.update(points["model"])
         for values, group_points in points.groupby(keys, sort=True):
             group = dict(zip(keys, values, strict=True))
             models = group_points["model"].tolist()
             try:
-                result.calibrations.append(calibrate_points(metric, group, group_points))
+                calibration = calibrate_points(metric, group, group_points, fit)
             except DataError as err:
                 reason = f"{len(models)} matched models" if len(models) < MIN_POINTS else str(err)
                 result.skipped.append({"metric": metric, "group": group, "n": len(models), "models": models,
                                        "reason": reason})
+                continue
+            calibration.threads = threads_note(device, group["cpus"])
+            result.calibrations.append(calibration)
     result.unmatched_device_models = sorted(set(device.table["model"]) - matched)
     if not result.calibrations:
         detail = "; ".join(
@@ -332,7 +441,7 @@ def calibrate_device(
 
 
 def _no_match_reason(device: DeviceData, medians: pd.DataFrame) -> str:
-    threads = sorted(device.table["cpus"].dropna().unique()) if "cpus" in device.table else []
+    threads = sorted(device_threads(device))
     cpus = sorted(medians["cpus"].unique())
     if len(threads) > 1 and not set(threads) & set(cpus):
         return (f"the device's thread counts ({', '.join(f'{t:g}' for t in threads)}) never equal the harness's "
@@ -341,35 +450,34 @@ def _no_match_reason(device: DeviceData, medians: pd.DataFrame) -> str:
 
 
 def predict_models(cset: CalibrationSet, medians_by_metric: dict[str, pd.DataFrame], models: list[str]) -> list[dict]:
-    """Device predictions with prediction intervals for `models`, from every fitted cpus group.
+    """Device predictions with 95% prediction intervals for `models`, from every fitted cpus group's chosen fit.
 
-    `out_of_range` marks a harness value outside the calibrated range: the line is extrapolated there.
+    `out_of_range` marks a harness value outside the calibrated range: the fit is extrapolated there. A model
+    without the static facts the group's `features` fit uses gets no prediction, and a `note` saying so.
     """
     out = []
     for calibration in cset.calibrations:
         medians = medians_by_metric[calibration.metric]
         at_cpus = medians[(medians["cpus"] == calibration.group["cpus"]) & medians["model_name"].isin(models)]
         measured = dict(zip(calibration.points["harness_model"], calibration.points["device"], strict=True))
-        for _, entry in at_cpus.iterrows():
-            yhat, low, high = prediction_interval(calibration.fit, entry["value"])
-            fit = calibration.fit
-            out.append(
-                _clean(
-                    {
-                        "model": entry["model_name"],
-                        "metric": calibration.metric,
-                        "group": calibration.group,
-                        "harness": entry["value"],
-                        "predicted": float(yhat),
-                        "pi_low": float(low),
-                        "pi_high": float(high),
-                        "confidence": CONFIDENCE,
-                        "out_of_range": not fit.x_min <= entry["value"] <= fit.x_max,
-                        "calibrated_range": [fit.x_min, fit.x_max],
-                        "measured_on_device": measured.get(entry["model_name"]),
-                    }
-                )
-            )
+        known = at_cpus["model_name"].isin(cset.facts.dropna().index) | (not calibration.model.fact_names)
+        x_min, x_max = calibration.fit.x_min, calibration.fit.x_max
+        base = [{"model": name, "metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
+                 "harness": value, "confidence": CONFIDENCE, "out_of_range": not x_min <= value <= x_max,
+                 "calibrated_range": [x_min, x_max], "measured_on_device": measured.get(name)}
+                for name, value in zip(at_cpus["model_name"], at_cpus["value"], strict=True)]
+        ready = at_cpus[known.to_numpy()]
+        design = calibration.design(ready["value"], cset.facts.reindex(ready["model_name"]))
+        intervals = dict(zip(ready["model_name"], zip(*calibration.model.interval(design, CONFIDENCE), strict=True),
+                             strict=True))
+        for row in base:
+            if row["model"] in intervals:
+                yhat, low, high = intervals[row["model"]]
+                row.update(predicted=yhat, pi_low=low, pi_high=high)
+            else:
+                row.update(predicted=None, pi_low=None, pi_high=None,
+                           note=f"no static facts ({', '.join(calibration.model.fact_names)}) for the features fit")
+            out.append(_clean(row))
     return out
 
 
@@ -392,8 +500,9 @@ def calibrated_metrics(device: DeviceData, metric: str | None = None) -> list[st
 
 
 def calibrate_runs(
-    device: DeviceData, runs: list[dict[str, Any]], metric: str | None = None, group_by: str = "cpus"
+    device: DeviceData, runs: list[dict[str, Any]], metric: str | None = None, group_by: str = "cpus",
+    fit: str = AUTO,
 ) -> tuple[CalibrationSet, dict[str, pd.DataFrame]]:
     """Calibrate `device` against harness runs; also returns the per-model medians used (for prediction)."""
     medians = {name: harness_medians(runs, name) for name in calibrated_metrics(device, metric)}
-    return calibrate_device(device, medians, group_by), medians
+    return calibrate_device(device, medians, group_by, model_facts_table(runs), fit), medians

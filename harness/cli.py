@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.import_device",
     "harness.commands.regress",
     "harness.commands.predict",
+    "harness.commands.suggest",
     "harness.commands.rank",
     "harness.commands.report",
     "harness.commands.zoo",

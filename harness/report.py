@@ -189,18 +189,22 @@ def ranking_section(runs: list[dict[str, Any]]) -> Section:
     return section
 
 
-def calibration_tables(cset: CalibrationSet) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One row per fitted group (every statistic), and every point with its held-out prediction."""
-    fits, points = [], []
+def calibration_tables(cset: CalibrationSet) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Every candidate fit's held-out figures per group; one row per group (chosen fit, OLS reference, every
+    statistic); and every point with its held-out prediction."""
+    comparison, fits, points = [], [], []
     for c in cset.calibrations:
+        comparison += [{"metric": c.metric, "group": c.label, **row} for row in c.comparison]
         influential = c.points.loc[c.points["influential"], "model"].tolist()
         fits.append({
-            "metric": c.metric, "group": c.label, **{f"fit_{k}": v for k, v in vars(c.fit).items()}, **c.stats,
+            "metric": c.metric, "group": c.label, "threads": c.threads, "fit": c.model.name,
+            "equation": c.model.equation, "why": c.choice["reason"],
+            **{f"ols_{k}": v for k, v in vars(c.fit).items()}, **c.stats,
             "flipped_pairs": "; ".join(f"{a} ↔ {b}" for a, b in c.flipped_pairs),
             "influential": ", ".join(influential),
         })
         points.append(c.points.assign(metric=c.metric, group=c.label))
-    return pd.DataFrame(fits), pd.concat(points, ignore_index=True)
+    return pd.DataFrame(comparison), pd.DataFrame(fits), pd.concat(points, ignore_index=True)
 
 
 def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str, Any]], group_by: str) -> Section:
@@ -213,10 +217,14 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str
     except DataError as err:
         section.paragraphs.append(f"Not calibrated: {err}")
         return section
-    fits, points = calibration_tables(cset)
+    comparison, fits, points = calibration_tables(cset)
     key = slug(device_name)
-    section.tables += [ReportTable(f"calibration_{key}_fits", "Fits (OLS, Theil–Sen, LOO, rank agreement)", fits),
-                       ReportTable(f"calibration_{key}_points", "Matched models", points)]
+    section.tables += [
+        ReportTable(f"calibration_{key}_comparison",
+                    "Fit comparison: held-out (leave-one-out) figures; `auto` is the nested choice", comparison),
+        ReportTable(f"calibration_{key}_fits", "Chosen fits, the OLS reference, rank agreement", fits),
+        ReportTable(f"calibration_{key}_points", "Matched models", points),
+    ]
     profiled = sorted({run["model_name"] for run in runs if "model_name" in run})
     unmeasured = sorted(set(profiled) - set(points["harness_model"]))
     if unmeasured and group_by == "cpus":  # a tag group needs the tag, which only device rows have

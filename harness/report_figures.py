@@ -13,7 +13,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 from matplotlib.transforms import Bbox
 
-from harness.calibrate import Calibration, prediction_interval
+from harness.calibrate import Calibration
+from harness.calibration_fits import Design
+from harness.fit_selection import CONFIDENCE
 from harness.ranking import RankEntry
 
 FIT_COLOR = "#d62728"
@@ -120,53 +122,84 @@ def pareto_chart(points: pd.DataFrame, x_label: str, y_label: str, title: str) -
     return _png(figure)
 
 
+BAND_COLOR = "#2ca02c"
+
+
 def equation(calibration: Calibration) -> str:
-    fit = calibration.fit
-    sign = "+" if fit.intercept >= 0 else "−"
-    return f"device = {fit.slope:.4g} · harness {sign} {abs(fit.intercept):.4g}   (R² = {fit.r2:.4f}, n = {fit.n})"
+    share = calibration.stats.get("loo_within_10pct")
+    held_out = "" if share is None else f", held-out within ±10%: {share:.0%}"
+    return f"{calibration.model.name}: {calibration.model.equation}   (n = {calibration.fit.n}{held_out})"
+
+
+def _grid(x: np.ndarray, log: bool) -> np.ndarray:
+    if log:
+        return np.geomspace(x.min() / 1.1, x.max() * 1.1, 200)
+    span = x.max() - x.min()
+    return np.linspace(x.min() - 0.05 * span, x.max() + 0.05 * span, 200)
 
 
 def calibration_scatter(calibration: Calibration, device: str) -> bytes:
-    """Device vs harness with the OLS line, its 95% prediction band and the Theil–Sen line."""
-    points, fit = calibration.points, calibration.fit
+    """Device vs harness with the chosen fit, its 95% prediction band and a ±10% band around it (the OLS line
+    dashed for reference). A `features` fit depends on more than the harness value: its fitted values and
+    intervals are drawn at each model instead of as a curve. Log axes when the values span more than 10×."""
+    points, model = calibration.points, calibration.model
+    x, y = points["harness"].to_numpy(float), points["device"].to_numpy(float)
     figure = Figure(figsize=(7, 5))
     ax = figure.add_subplot()
-    span = fit.x_max - fit.x_min
-    grid = np.linspace(fit.x_min - 0.05 * span, fit.x_max + 0.05 * span, 200)
-    yhat, low, high = prediction_interval(fit, grid)
-    ax.fill_between(grid, low, high, color=FIT_COLOR, alpha=0.12, linewidth=0, label="95% prediction interval")
-    ax.plot(grid, yhat, color=FIT_COLOR, linewidth=2, label="OLS fit")
-    ax.plot(grid, fit.theil_intercept + fit.theil_slope * grid, color=ROBUST_COLOR, linestyle="--", label="Theil–Sen")
+    both = np.concatenate([x, y])  # one scale for both axes, so that a power law is a straight line
+    log = log_if_wide(ax, "x", both) and log_if_wide(ax, "y", both)
+    grid = _grid(x, log)
+    if not calibration.model.fact_names:
+        yhat, low, high = model.interval(Design(grid), CONFIDENCE)
+        ax.fill_between(grid, low, high, color=FIT_COLOR, alpha=0.10, linewidth=0, label="95% prediction interval")
+        ax.fill_between(grid, 0.9 * yhat, 1.1 * yhat, color=BAND_COLOR, alpha=0.18, linewidth=0, label="fit ±10%")
+        ax.plot(grid, yhat, color=FIT_COLOR, linewidth=2, label=f"{model.name} fit")
+    else:
+        design = calibration.design(x, points.set_index("harness_model")[list(calibration.fact_names)])
+        yhat, low, high = model.interval(design, CONFIDENCE)
+        ax.errorbar(x, yhat, yerr=[yhat - low, high - yhat], fmt="x", color=FIT_COLOR, capsize=2,
+                    label=f"{model.name} fit, 95% prediction interval")
+        ax.errorbar(x, yhat, yerr=[0.1 * yhat, 0.1 * yhat], fmt="none", color=BAND_COLOR, elinewidth=6, alpha=0.3,
+                    label="fit ±10%")
+    if model.name != "ols":
+        ols = calibration.fit
+        ax.plot(grid, ols.predict(grid), color=ROBUST_COLOR, linestyle="--", linewidth=1, label="OLS (reference)")
     influential = points["influential"].to_numpy(bool)
-    ax.scatter(points["harness"][~influential], points["device"][~influential], color=POINT_COLOR, zorder=3,
-               label="models")
+    ax.scatter(x[~influential], y[~influential], color=POINT_COLOR, zorder=3, label="models")
     if influential.any():
-        ax.scatter(points["harness"][influential], points["device"][influential], color=INFLUENTIAL_COLOR, zorder=3,
-                   marker="D", label="influential (Cook's D > 4/n)")
+        ax.scatter(x[influential], y[influential], color=INFLUENTIAL_COLOR, zorder=3, marker="D",
+                   label="influential on OLS (Cook's D > 4/n)")
     for row in points.itertuples():
         if len(points) <= MAX_LABELS or row.influential:
             ax.annotate(str(row.model), (row.harness, row.device), fontsize=6, xytext=(3, 3),
                         textcoords="offset points", alpha=0.8)
-    ax.set_xlabel(f"harness {calibration.metric} ({calibration.label})")
-    ax.set_ylabel(f"{device} {calibration.metric}")
-    ax.set_title(f"{device}: {calibration.metric}, {calibration.label}\n{equation(calibration)}", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    if log:
+        ax.set_ylim(y.min() / 1.5, y.max() * 1.5)
+    ax.set_xlabel(_scaled(f"harness {calibration.metric} ({calibration.label})", log))
+    ax.set_ylabel(_scaled(f"{device} {calibration.metric}", log))
+    ax.set_title(f"{device}: {calibration.metric}, {calibration.label}\n{equation(calibration)}", fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="upper left")
     return _png(figure)
 
 
 def calibration_residuals(calibration: Calibration, device: str) -> bytes:
-    """Residuals of the fit and leave-one-out errors against the harness value: curvature or fanning shows here."""
+    """Relative errors (%) of the chosen fit against the harness value, fitted on all models and held out
+    (leave-one-out, nested for `--fit auto`), with the ±10% band: curvature or fanning shows here."""
     points = calibration.points
+    x = points["harness"].to_numpy(float)
     figure = Figure(figsize=(7, 3.6))
     ax = figure.add_subplot()
+    ax.axhspan(-10, 10, color=BAND_COLOR, alpha=0.15, linewidth=0, label="±10%")
     ax.axhline(0, color=FIT_COLOR, linewidth=1.5)
-    ax.scatter(points["harness"], points["residual"], color=POINT_COLOR, zorder=3, label="residual (fit on all)")
-    ax.scatter(points["harness"], points["device"] - points["loo_predicted"], facecolors="none",
-               edgecolors=INFLUENTIAL_COLOR, zorder=3, label="leave-one-out error")
-    ax.set_xlabel(f"harness {calibration.metric} ({calibration.label})")
-    ax.set_ylabel(f"{device} {calibration.metric}: measured − predicted")
-    ax.set_title(f"residuals: {device} {calibration.metric}, {calibration.label}", fontsize=10)
+    ax.scatter(x, points["error_pct"], color=POINT_COLOR, zorder=3, label="fitted on all models")
+    if "loo_error_pct" in points:
+        ax.scatter(x, points["loo_error_pct"], facecolors="none", edgecolors=INFLUENTIAL_COLOR, zorder=3,
+                   label="held out (leave-one-out)")
+    ax.set_xlabel(_scaled(f"harness {calibration.metric} ({calibration.label})", log_if_wide(ax, "x", x)))
+    ax.set_ylabel("(predicted − measured) / measured, %")
+    ax.set_title(f"relative errors of the {calibration.model.name} fit: {device} {calibration.metric}, "
+                 f"{calibration.label}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _png(figure)

@@ -1,4 +1,5 @@
-"""Calibration statistics: exact recovery of a linear law, and agreement with statsmodels' reference values."""
+"""Calibration statistics: exact recovery of the law each fit can represent, and agreement of every fit with a
+reference implementation (statsmodels, scikit-learn)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,27 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 from scipy import stats
+from sklearn.model_selection import LeaveOneOut
 from statsmodels.stats.outliers_influence import OLSInfluence
 
-from harness.calibrate import (
-    calibrate_points,
-    cooks_distance,
-    discordant_pairs,
-    fit_line,
-    loo_predictions,
-    prediction_interval,
+from harness.calibrate import calibrate_points, cooks_distance, discordant_pairs, fit_line
+from harness.calibration_fits import (
+    RIDGE_ALPHAS,
+    Design,
+    _Standardiser,
+    exact_loo,
+    fit_features,
+    fit_loglog,
+    fit_ols,
+    fit_relative,
+    fit_spec,
+    ridge_loo_errors,
 )
 from harness.errors import DataError
+from harness.fit_selection import CONFIDENCE, leave_one_out
 
 SLOPE, INTERCEPT = 2.5, 0.75
+SCALE, POWER = 0.4, 0.85
 
 
 def exact_points() -> tuple[np.ndarray, np.ndarray]:
@@ -36,16 +45,39 @@ def noisy_points(n: int = 15, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
     return x, 3.0 * x + 2.0 + rng.normal(0, 4.0, n) + np.where(np.arange(n) == n - 1, 25.0, 0.0)
 
 
-def test_exact_linear_data_is_recovered_to_1e_9() -> None:
+def facts_design(n: int = 14, seed: int = 3) -> tuple[Design, np.ndarray]:
+    """Harness values and two facts that vary independently of each other (random, seeded)."""
+    rng = np.random.default_rng(seed)
+    x = np.exp(rng.uniform(0, 4, n))
+    facts = np.column_stack([np.exp(rng.uniform(15, 22, n)), np.exp(rng.uniform(12, 17, n))])
+    return Design(x, facts, ("macs", "params")), rng.normal(0, 1, n)
+
+
+def frame(x: np.ndarray, y: np.ndarray, design: Design | None = None) -> pd.DataFrame:
+    points = pd.DataFrame({"model": [f"m{i:02d}" for i in range(len(x))], "harness": x, "device": y})
+    if design is not None:
+        for index, name in enumerate(design.fact_names):
+            points[name] = design.facts[:, index]
+    return points
+
+
+def test_exact_linear_data_is_recovered_to_1e_9_by_both_lines() -> None:
     x, y = exact_points()
-    points = pd.DataFrame({"model": [f"m{i}" for i in range(len(x))], "harness": x, "device": y})
-    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, points)
-    fit = calibration.fit
-    assert fit.slope == pytest.approx(SLOPE, abs=1e-9)
-    assert fit.intercept == pytest.approx(INTERCEPT, abs=1e-9)
-    assert fit.theil_slope == pytest.approx(SLOPE, abs=1e-9)
-    assert fit.theil_intercept == pytest.approx(INTERCEPT, abs=1e-9)
-    assert fit.r2 == pytest.approx(1.0, abs=1e-12)
+    design = Design(x)
+    for fit in (fit_ols, fit_relative):
+        model = fit(design, y)
+        np.testing.assert_allclose(model.solution.coef, [INTERCEPT, SLOPE], atol=1e-9)
+        np.testing.assert_allclose(exact_loo(model, design, y), y, atol=1e-9)
+        yhat, low, high = model.interval(Design(np.array([34.0])), CONFIDENCE)
+        assert yhat[0] == pytest.approx(SLOPE * 34 + INTERCEPT, abs=1e-9) and high[0] - low[0] < 1e-6
+    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, y))
+    line = calibration.fit
+    assert line.slope == pytest.approx(SLOPE, abs=1e-9) and line.intercept == pytest.approx(INTERCEPT, abs=1e-9)
+    assert line.theil_slope == pytest.approx(SLOPE, abs=1e-9)
+    assert line.theil_intercept == pytest.approx(INTERCEPT, abs=1e-9)
+    assert line.r2 == pytest.approx(1.0, abs=1e-12)
+    # Both lines (and the nested choice) predict every held-out model exactly; ties go to the simplest, ols.
+    assert calibration.model.name == "ols" and "tied with relative" in calibration.choice["reason"]
     np.testing.assert_allclose(calibration.points["loo_predicted"], y, atol=1e-9)
     assert calibration.stats["rmse"] < 1e-9 and calibration.stats["loo_rmse"] < 1e-9
     assert calibration.stats["loo_within_10pct"] == 1.0
@@ -54,9 +86,32 @@ def test_exact_linear_data_is_recovered_to_1e_9() -> None:
     assert calibration.stats["spearman_p"] == calibration.stats["kendall_p"] == pytest.approx(2 / math.factorial(7))
     assert calibration.flipped_pairs == []
     assert not calibration.points["influential"].any()
-    yhat, low, high = prediction_interval(fit, 34.0)
-    assert yhat == pytest.approx(SLOPE * 34 + INTERCEPT, abs=1e-9)
-    assert high - low < 1e-6
+
+
+def test_exact_power_law_is_recovered_to_1e_9_by_loglog_and_features() -> None:
+    design, _ = facts_design()
+    y = SCALE * design.harness**POWER
+    loglog = fit_loglog(design, y)
+    np.testing.assert_allclose(loglog.solution.coef, [math.log(SCALE), POWER], atol=1e-9)
+    # The facts add nothing to an exact power law: the strongest penalty (drop them) ties and wins.
+    features = fit_features(design, y)
+    assert features.alpha == math.inf and features.fact_names == ()
+    np.testing.assert_allclose(features.predict(design), y, rtol=1e-9)
+    np.testing.assert_allclose(exact_loo(loglog, design, y), y, rtol=1e-9)
+
+
+def test_exact_multiplicative_law_in_harness_and_facts_is_recovered_by_features() -> None:
+    design, _ = facts_design()
+    exponents = np.array([0.6, 0.3, -0.2])
+    y = 1e-3 * design.harness ** exponents[0] * np.prod(design.facts ** exponents[1:], axis=1)
+    model = fit_features(design, y)
+    assert model.alpha == 0.0 and model.fact_names == ("macs", "params")
+    np.testing.assert_allclose(model.predict(design), y, rtol=1e-9)
+    assert model.solution.coef[1] == pytest.approx(exponents[0], abs=1e-9)
+    scale = np.log(design.facts).std(axis=0)
+    np.testing.assert_allclose(model.solution.coef[2:] / scale, exponents[1:], atol=1e-9)
+    held = leave_one_out(fit_spec("features"), design, y)
+    np.testing.assert_allclose(held.predicted, y, rtol=1e-9)
 
 
 def test_ols_statistics_match_statsmodels() -> None:
@@ -70,6 +125,9 @@ def test_ols_statistics_match_statsmodels() -> None:
     assert fit.p_value == pytest.approx(reference.pvalues[1], rel=1e-6)
     assert fit.r2 == pytest.approx(reference.rsquared, rel=1e-10)
     assert fit.residual_std == pytest.approx(np.sqrt(reference.mse_resid), rel=1e-10)
+    model = fit_ols(Design(x), y)
+    np.testing.assert_allclose(model.solution.coef, reference.params, rtol=1e-10)
+    np.testing.assert_allclose(model.solution.s2, reference.mse_resid, rtol=1e-10)
 
 
 def test_cooks_distance_and_loo_match_statsmodels_influence() -> None:
@@ -77,14 +135,16 @@ def test_cooks_distance_and_loo_match_statsmodels_influence() -> None:
     fit = fit_line(x, y)
     influence = OLSInfluence(sm.OLS(y, sm.add_constant(x)).fit())
     np.testing.assert_allclose(cooks_distance(fit, x, y), influence.cooks_distance[0], rtol=1e-8)
-    # A leave-one-out residual is the PRESS residual e_i / (1 - h_ii).
-    np.testing.assert_allclose(y - loo_predictions(x, y), influence.resid_press, rtol=1e-8)
+    # A leave-one-out residual is the PRESS residual e_i / (1 - h_ii), by the shortcut and by refitting.
+    design = Design(x)
+    np.testing.assert_allclose(y - exact_loo(fit_ols(design, y), design, y), influence.resid_press, rtol=1e-8)
+    np.testing.assert_allclose(y - leave_one_out(fit_spec("ols"), design, y).predicted, influence.resid_press,
+                               rtol=1e-8)
 
 
 def test_the_planted_outlier_is_flagged_influential() -> None:
     x, y = noisy_points()
-    points = pd.DataFrame({"model": [f"m{i:02d}" for i in range(len(x))], "harness": x, "device": y})
-    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, points)
+    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, y))
     flagged = calibration.points.loc[calibration.points["influential"], "model"].tolist()
     assert f"m{len(x) - 1:02d}" in flagged
     # Theil–Sen's slope is the median of the pairwise slopes (Sen 1968).
@@ -92,15 +152,131 @@ def test_the_planted_outlier_is_flagged_influential() -> None:
     assert calibration.fit.theil_slope == pytest.approx(np.median(pairwise), rel=1e-12)
 
 
-def test_prediction_interval_matches_statsmodels() -> None:
+def summary_frame(result: object, exog: np.ndarray, **kwargs: object) -> pd.DataFrame:
+    return result.get_prediction(exog, **kwargs).summary_frame(alpha=1 - CONFIDENCE)
+
+
+def test_ols_prediction_interval_matches_statsmodels() -> None:
     x, y = noisy_points()
-    fit = fit_line(x, y)
     new_x = np.array([0.5, 20.0, 80.0])
-    yhat, low, high = prediction_interval(fit, new_x)
-    frame = sm.OLS(y, sm.add_constant(x)).fit().get_prediction(sm.add_constant(new_x)).summary_frame(alpha=0.05)
-    np.testing.assert_allclose(yhat, frame["mean"], rtol=1e-10)
-    np.testing.assert_allclose(low, frame["obs_ci_lower"], rtol=1e-8)
-    np.testing.assert_allclose(high, frame["obs_ci_upper"], rtol=1e-8)
+    yhat, low, high = fit_ols(Design(x), y).interval(Design(new_x), CONFIDENCE)
+    reference = summary_frame(sm.OLS(y, sm.add_constant(x)).fit(), sm.add_constant(new_x))
+    np.testing.assert_allclose(yhat, reference["mean"], rtol=1e-10)
+    np.testing.assert_allclose(low, reference["obs_ci_lower"], rtol=1e-8)
+    np.testing.assert_allclose(high, reference["obs_ci_upper"], rtol=1e-8)
+
+
+def test_relative_fit_is_statsmodels_wls_with_weights_one_over_device_squared() -> None:
+    x, y = noisy_points()
+    model = fit_relative(Design(x), y)
+    reference = sm.WLS(y, sm.add_constant(x), weights=1 / y**2).fit()
+    np.testing.assert_allclose(model.solution.coef, reference.params, rtol=1e-10)
+    # It minimises the squared relative errors: no other line does better.
+    relative_sse = np.sum(((y - reference.fittedvalues) / y) ** 2)
+    ols_line = sm.OLS(y, sm.add_constant(x)).fit().fittedvalues
+    assert relative_sse < np.sum(((y - ols_line) / y) ** 2)
+    new_x = np.array([0.5, 20.0, 80.0])
+    yhat, low, high = model.interval(Design(new_x), CONFIDENCE)
+    # A new model's own scatter is weighted as the fit weighs a point at its predicted value.
+    expected = summary_frame(reference, sm.add_constant(new_x), weights=1 / yhat**2)
+    np.testing.assert_allclose(yhat, expected["mean"], rtol=1e-10)
+    np.testing.assert_allclose(low, expected["obs_ci_lower"], rtol=1e-8)
+    np.testing.assert_allclose(high, expected["obs_ci_upper"], rtol=1e-8)
+
+
+def test_loglog_fit_and_interval_are_statsmodels_ols_on_logs() -> None:
+    rng = np.random.default_rng(11)
+    x = np.exp(rng.uniform(0, 4, 16))
+    y = SCALE * x**POWER * np.exp(rng.normal(0, 0.08, len(x)))
+    model = fit_loglog(Design(x), y)
+    reference = sm.OLS(np.log(y), sm.add_constant(np.log(x))).fit()
+    np.testing.assert_allclose(model.solution.coef, reference.params, rtol=1e-10)
+    new_x = np.array([0.5, 10.0, 200.0])
+    yhat, low, high = model.interval(Design(new_x), CONFIDENCE)
+    expected = summary_frame(reference, sm.add_constant(np.log(new_x)))
+    np.testing.assert_allclose(np.log(yhat), expected["mean"], rtol=1e-10)
+    np.testing.assert_allclose(np.log(low), expected["obs_ci_lower"], rtol=1e-8)
+    np.testing.assert_allclose(np.log(high), expected["obs_ci_upper"], rtol=1e-8)
+
+
+def ridge_reference(design: Design, y: np.ndarray, alpha: float) -> np.ndarray:
+    """statsmodels' ridge with a penalty on the facts only: (ZᵀZ + n·diag(a))β = Zᵀt."""
+    z = _Standardiser.learn(design).rows(design)
+    penalty = np.array([0.0, 0.0] + [alpha / len(y)] * (z.shape[1] - 2))
+    return sm.OLS(np.log(y), z).fit_regularized(alpha=penalty, L1_wt=0).params
+
+
+def test_features_ridge_matches_statsmodels_and_its_loo_matches_refitting() -> None:
+    design, noise = facts_design(n=12)
+    y = 0.02 * design.harness**0.7 * design.facts[:, 0] ** 0.05 * np.exp(0.1 * noise)
+    model = fit_features(design, y)
+    assert 0 < model.alpha < math.inf, "noisy data with a weak fact wants a finite, positive penalty"
+    np.testing.assert_allclose(model.solution.coef, ridge_reference(design, y, model.alpha), rtol=1e-8)
+    # The leave-one-out errors behind the choice: the hat-matrix shortcut against refitting without each model
+    # (scikit-learn's LeaveOneOut splits, statsmodels' ridge), standardised on all models as the shortcut is.
+    scaler = _Standardiser.learn(design)
+    z, t = scaler.rows(design), np.log(y)
+    shortcut = ridge_loo_errors(design, y, scaler)
+    for alpha, error in zip(RIDGE_ALPHAS, shortcut, strict=True):
+        if math.isinf(alpha):
+            z_alpha, penalty = z[:, :2], np.zeros(2)
+        else:
+            z_alpha, penalty = z, np.array([0.0, 0.0] + [alpha / (len(y) - 1)] * (z.shape[1] - 2))
+        residuals = []
+        for train, test in LeaveOneOut().split(z_alpha):
+            params = sm.OLS(t[train], z_alpha[train]).fit_regularized(alpha=penalty, L1_wt=0).params
+            residuals.append(t[test][0] - z_alpha[test][0] @ params)
+        assert error == pytest.approx(np.mean(np.square(residuals)), rel=1e-7)
+    assert model.alpha == RIDGE_ALPHAS[int(np.argmin(shortcut))]
+
+
+def test_shortcut_loo_equals_refitting_for_every_plain_fit() -> None:
+    rng = np.random.default_rng(5)
+    x = np.exp(rng.uniform(0, 3, 10))
+    y = 1.5 * x**0.9 * np.exp(rng.normal(0, 0.1, 10))
+    design = Design(x)
+    for name in ("ols", "relative", "loglog"):
+        spec = fit_spec(name)
+        np.testing.assert_allclose(exact_loo(spec.train(design, y), design, y),
+                                   leave_one_out(spec, design, y).predicted, rtol=1e-9)
+
+
+def test_loglog_intervals_cover_about_95_percent_of_held_out_models() -> None:
+    """Simulated power laws with log-normal scatter: the leave-one-out share inside the 95% interval."""
+    rng = np.random.default_rng(2024)
+    inside = []
+    for _ in range(150):
+        x = np.exp(rng.uniform(0, 4, 12))
+        y = SCALE * x**POWER * np.exp(rng.normal(0, 0.1, 12))
+        held = leave_one_out(fit_spec("loglog"), Design(x), y)
+        inside.extend((held.low <= y) & (y <= held.high))
+    assert 0.93 <= np.mean(inside) <= 0.97
+
+
+def test_nested_choice_finds_the_law_that_generated_the_data() -> None:
+    rng = np.random.default_rng(8)
+    x = np.exp(rng.uniform(0, 4.5, 18))
+    power_law = SCALE * x**0.6 * np.exp(rng.normal(0, 0.03, 18))
+    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, power_law))
+    assert calibration.model.name == "loglog"
+    nested = next(row for row in calibration.comparison if row["fit"] == "auto")
+    assert nested["note"] == "picked per fold: loglog 18"
+    # A line with a large intercept: device time is mostly a fixed cost (straight line, not through zero).
+    line = 40.0 + 0.5 * x * np.exp(rng.normal(0, 0.02, 18))
+    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, line))
+    assert calibration.model.name in ("ols", "relative")
+    assert calibration.stats["loo_within_10pct"] == 1.0
+
+
+def test_forced_fit_reports_its_own_leave_one_out() -> None:
+    x, y = noisy_points()
+    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, y), fit="loglog")
+    assert calibration.model.name == "loglog" and calibration.choice["reason"] == "forced with --fit loglog"
+    held = leave_one_out(fit_spec("loglog"), Design(x), y)
+    relative = np.abs(held.predicted - y) / y
+    assert calibration.stats["loo_within_10pct"] == pytest.approx(np.mean(relative <= 0.10))
+    assert [row["fit"] for row in calibration.comparison] == ["ols", "relative", "loglog", "features"]
+    assert "needs static facts" in calibration.comparison[3]["note"]
 
 
 def test_rank_agreement_and_flipped_pairs() -> None:
@@ -116,15 +292,16 @@ def test_rank_agreement_and_flipped_pairs() -> None:
 
 def test_error_statistics_are_the_textbook_formulas() -> None:
     x, y = noisy_points()
-    points = pd.DataFrame({"model": [f"m{i}" for i in range(len(x))], "harness": x, "device": y})
-    calibration = calibrate_points("runtime_s", {"cpus": 2.0}, points)
-    loo = loo_predictions(x, y)
-    relative = np.abs(loo - y) / y
-    assert calibration.stats["loo_rmse"] == pytest.approx(np.sqrt(np.mean((loo - y) ** 2)))
+    calibration = calibrate_points("runtime_s", {"cpus": 2.0}, frame(x, y), fit="relative")
+    loo = leave_one_out(fit_spec("relative"), Design(x), y)
+    relative = np.abs(loo.predicted - y) / y
+    assert calibration.stats["loo_rmse"] == pytest.approx(np.sqrt(np.mean((loo.predicted - y) ** 2)))
     assert calibration.stats["loo_mape_pct"] == pytest.approx(100 * relative.mean())
     assert calibration.stats["loo_within_10pct"] == pytest.approx(np.mean(relative <= 0.10))
     assert calibration.stats["loo_within_20pct"] == pytest.approx(np.mean(relative <= 0.20))
-    fitted = calibration.fit.predict(x)
+    assert calibration.stats["loo_coverage"] == pytest.approx(np.mean((loo.low <= y) & (y <= loo.high)))
+    assert calibration.stats["loo_kendall_tau"] == pytest.approx(stats.kendalltau(loo.predicted, y).statistic)
+    fitted = calibration.model.predict(Design(x))
     assert calibration.stats["rmse"] == pytest.approx(np.sqrt(np.mean((fitted - y) ** 2)))
 
 

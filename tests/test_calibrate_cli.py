@@ -39,8 +39,8 @@ def test_regress_recovers_an_exact_law_from_store_and_csv(tmp_path: Path, capsys
     assert result["schema_version"] == SCHEMA_VERSION and result["device"] == "phone"
     (calibration,) = result["calibrations"]
     assert calibration["group"] == {"cpus": 2.0}
-    assert calibration["fit"]["slope"] == pytest.approx(0.37, abs=1e-9)
-    assert calibration["fit"]["intercept"] == pytest.approx(0.05, abs=1e-9)
+    assert calibration["ols"]["slope"] == pytest.approx(0.37, abs=1e-9)
+    assert calibration["ols"]["intercept"] == pytest.approx(0.05, abs=1e-9)
     assert calibration["stats"]["loo_rmse"] < 1e-9
     assert {p["harness_model"] for p in calibration["points"]} == set(MEDIANS)
     assert {p["harness"] for p in calibration["points"]} == set(MEDIANS.values())
@@ -56,7 +56,7 @@ def test_each_cpu_count_pairs_with_its_thread_count(tmp_path: Path, capsys: pyte
             "--results-dir", str(results))
     code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json")
     assert code == 0, err
-    slopes = {c["group"]["cpus"]: c["fit"]["slope"] for c in json.loads(out)["calibrations"]}
+    slopes = {c["group"]["cpus"]: c["ols"]["slope"] for c in json.loads(out)["calibrations"]}
     assert slopes == pytest.approx({1.0: 3.0, 2.0: 5.0}, abs=1e-9)
 
 
@@ -72,7 +72,7 @@ def test_group_by_a_tag_fits_each_family(tmp_path: Path, capsys: pytest.CaptureF
     code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json",
                              "--group-by", "family")
     assert code == 0, err
-    slopes = {c["group"]["family"]: c["fit"]["slope"] for c in json.loads(out)["calibrations"]}
+    slopes = {c["group"]["family"]: c["ols"]["slope"] for c in json.loads(out)["calibrations"]}
     assert slopes == pytest.approx({"fam_a": 1.0, "fam_b": 2.0}, abs=1e-9)
     code, _, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--group-by", "os")
     assert code == 2 and err.count("\n") == 1 and "--group-by os" in err and "family" in err

@@ -50,8 +50,8 @@ def test_every_table_and_figure_is_written_in_every_format(report_dir: tuple[Pat
     assert not re.search(r"(src|href)=['\"]?(https?:|//|file:)", html)  # self-contained
     tables = {p.stem for p in (out / "tables").glob("*.csv")}
     assert tables == {p.stem for p in (out / "tables").glob("*.json")}
-    assert {"summary", "ranking_latency_ms", "calibration_phone_fits", "calibration_phone_points",
-            "calibration_phone_predictions"} <= tables
+    assert {"summary", "ranking_latency_ms", "calibration_phone_comparison", "calibration_phone_fits",
+            "calibration_phone_points", "calibration_phone_predictions"} <= tables
     for name in tables:
         assert f"tables/{name}.csv" in markdown
 
@@ -62,20 +62,27 @@ def test_report_numbers_are_the_calibration_and_ranking_numbers(report_dir: tupl
     cset, _ = calibrate_runs(load_device(results, "phone"), load_runs(session))
     (calibration,) = cset.calibrations
     fits = json.loads((tables / "calibration_phone_fits.json").read_text())
-    assert fits[0]["fit_slope"] == pytest.approx(calibration.fit.slope, rel=1e-12)
-    assert fits[0]["fit_r2"] == pytest.approx(calibration.fit.r2, rel=1e-12)
+    assert fits[0]["fit"] == calibration.model.name
+    assert fits[0]["ols_slope"] == pytest.approx(calibration.fit.slope, rel=1e-12)
+    assert fits[0]["ols_r2"] == pytest.approx(calibration.fit.r2, rel=1e-12)
     assert fits[0]["loo_mape_pct"] == pytest.approx(calibration.stats["loo_mape_pct"], rel=1e-12)
     csv_fits = pd.read_csv(tables / "calibration_phone_fits.csv")
-    assert csv_fits["fit_intercept"][0] == pytest.approx(calibration.fit.intercept, rel=1e-12)
+    assert csv_fits["ols_intercept"][0] == pytest.approx(calibration.fit.intercept, rel=1e-12)
+    comparison = pd.read_csv(tables / "calibration_phone_comparison.csv")
+    assert comparison["fit"].tolist() == ["ols", "relative", "loglog", "features", "auto"]
+    for row in calibration.comparison:
+        if "within_10pct" in row:
+            assert comparison.set_index("fit").loc[row["fit"], "within_10pct"] == pytest.approx(row["within_10pct"])
     predictions = json.loads((tables / "calibration_phone_predictions.json").read_text())
     assert [p["model"] for p in predictions] == ["net_new"]
-    assert predictions[0]["predicted"] == pytest.approx(calibration.fit.predict(5.1), rel=1e-12)
+    assert predictions[0]["predicted"] == pytest.approx(calibration.model.predict(calibration.design(5.1))[0],
+                                                        rel=1e-12)
     ranking = pd.read_csv(tables / "ranking_latency_ms.csv")
     assert ranking.sort_values("median")["model"].tolist() == ["net_a", "net_b", "net_c", "net_new", "net_d"]
     summary = pd.read_csv(tables / "summary.csv").set_index("model")
     assert summary.loc["net_b", "latency_p50_ms_median"] == pytest.approx(2.15)
     html = (session / "report" / "report.html").read_text()
-    assert f"device = {calibration.fit.slope:.4g} · harness" in html
+    assert calibration.model.equation in html
 
 
 def test_report_without_runs_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -109,6 +116,6 @@ def test_report_groups_calibration_by_a_tag(tmp_path: Path, capsys: pytest.Captu
     assert main(["report", "--results-dir", str(results), "--group-by", "family"]) == 0
     fits = pd.read_csv(session / "report" / "tables" / "calibration_phone_fits.csv")
     assert fits["group"].tolist() == ["cpus=2, family=x", "cpus=2, family=y"]
-    assert fits["fit_n"].tolist() == [4, 3]
+    assert fits["ols_n"].tolist() == [4, 3]
     assert main(["report", "--results-dir", str(results), "--group-by", "os"]) == 2
     assert "--group-by os" in capsys.readouterr().err

@@ -38,6 +38,13 @@ def add_metric_option(parser: argparse.ArgumentParser, default: str | None, help
                         help=f"{help_text}; one of: {', '.join(METRICS)} (make: METRIC=...)")
 
 
+def add_fit_option(parser: argparse.ArgumentParser, fit_names: tuple[str, ...]) -> None:
+    parser.add_argument(
+        "--fit", default=env_default("HARNESS_FIT") or "auto", choices=("auto", *fit_names),
+        help="auto (default: the fit with the best held-out ±10%% share) or one fit forced (make: FIT=...)",
+    )
+
+
 def add_device_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device", default=env_default("HARNESS_DEVICE"), required=env_default("HARNESS_DEVICE") is None,

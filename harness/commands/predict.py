@@ -1,4 +1,4 @@
-"""`harness predict --device NAME MODEL...`: device values with 95% prediction intervals."""
+"""`harness predict --device NAME MODEL...`: device values with 95% prediction intervals from the chosen fit."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 from rich.table import Table
 
 from harness.calibrate import calibrate_runs, group_label, predict_models
+from harness.calibration_fits import FIT_NAMES
 from harness.commands import _analysis as ui
 from harness.device_data import load_device
 from harness.errors import DataError
@@ -16,11 +17,12 @@ from harness.run_values import resolve_results_dir, select_runs
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "predict", help="predict device values (95%% prediction interval) for profiled models",
-        description="Predict a device's numbers for models the harness profiled, from the calibration line.",
+        description="Predict a device's numbers for models the harness profiled, from each group's chosen fit.",
     )
     parser.add_argument("models", nargs="+", metavar="MODEL", help="harness model names, as `harness rank` lists them")
     ui.add_device_option(parser)
     ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)")
+    ui.add_fit_option(parser, FIT_NAMES)
     ui.add_results_options(parser, pooled=True)
     parser.set_defaults(func=run)
 
@@ -37,27 +39,31 @@ def run(args: argparse.Namespace) -> int:
             f"no runs of {', '.join(missing)} in session {session}; profile them first (make profile MODEL=...) "
             "or pass --session all"
         )
-    cset, medians = calibrate_runs(device, runs, args.metric)
+    cset, medians = calibrate_runs(device, runs, args.metric, fit=args.fit)
     predictions = predict_models(cset, medians, models)
     for p in predictions:
-        if p["out_of_range"]:
+        if p.get("note"):
+            ui.warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: not predicted: {p['note']}")
+        elif p["out_of_range"]:
             low, high = p["calibrated_range"]
             ui.warn(
                 f"{p['model']} {p['metric']}: harness value {ui.fmt(p['harness'])} lies outside the calibrated range "
-                f"[{ui.fmt(low)}, {ui.fmt(high)}]; the line is extrapolated there, trust it less"
+                f"[{ui.fmt(low)}, {ui.fmt(high)}]; the {p['fit']} fit is extrapolated there, trust it less"
             )
-    if not predictions:
+    if not any(p["predicted"] is not None for p in predictions):
         raise DataError(f"none of {', '.join(models)} has ok runs at a calibrated CPU count; see `harness regress`")
     if args.json:
         ui.print_json({"session": session, "device": device.name, "predictions": predictions})
         return 0
     table = Table(title=f"predicted on {device.name} (95% prediction interval)", title_justify="left")
-    for column in ("model", "metric", "group", "harness", "predicted", "95% PI", "measured", "range"):
+    for column in ("model", "metric", "group", "fit", "harness", "predicted", "95% PI", "measured", "range"):
         table.add_column(column)
     for p in predictions:
+        if p["predicted"] is None:
+            continue
         table.add_row(
-            p["model"], p["metric"], group_label(p["group"]), ui.fmt(p["harness"]),
-            ui.fmt(p["predicted"]), f"[{ui.fmt(p['pi_low'])}, {ui.fmt(p['pi_high'])}]", ui.fmt(p["measured_on_device"]),
+            p["model"], p["metric"], group_label(p["group"]), p["fit"], ui.fmt(p["harness"]), ui.fmt(p["predicted"]),
+            f"[{ui.fmt(p['pi_low'])}, {ui.fmt(p['pi_high'])}]", ui.fmt(p["measured_on_device"]),
             "outside" if p["out_of_range"] else "inside",
         )
     ui.stdout.print(table)

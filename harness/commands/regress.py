@@ -1,4 +1,5 @@
-"""`harness regress --device NAME`: fit device ≈ a · harness + b per metric and group, with diagnostics."""
+"""`harness regress --device NAME`: calibrate harness numbers against a device's, per metric and group: every
+candidate fit's held-out figures side by side, the fit chosen and why, and the OLS reference diagnostics."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 from rich.table import Table
 
 from harness.calibrate import Calibration, calibrate_runs, group_label
+from harness.calibration_fits import FIT_NAMES
 from harness.commands import _analysis as ui
 from harness.device_data import load_device
 from harness.run_values import resolve_results_dir, select_runs
@@ -14,11 +16,12 @@ from harness.run_values import resolve_results_dir, select_runs
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "regress", help="calibrate harness numbers against a device's (OLS + Theil–Sen, LOO, ρ/τ, Cook's D)",
-        description="Fit device ≈ slope · harness + intercept for each metric and group.",
+        "regress", help="calibrate harness numbers against a device's (fits compared by nested leave-one-out)",
+        description="Fit device ≈ f(harness) for each metric and group; the fit is chosen by held-out error.",
     )
     ui.add_device_option(parser)
     ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)")
+    ui.add_fit_option(parser, FIT_NAMES)
     parser.add_argument(
         "--group-by", default=ui.env_default("HARNESS_GROUP_BY") or "cpus",
         help="cpus (default) or a tag column of the device CSV such as family (fitted per cpus and tag)",
@@ -27,13 +30,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def calibration_table(calibration: Calibration) -> Table:
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def comparison_table(calibration: Calibration) -> Table:
+    """Every candidate's leave-one-out figures side by side; the `auto` row is the nested estimate."""
+    table = Table(title="held-out (leave-one-out) figures", title_justify="left")
+    for column in ("fit", "within ±10%", "within ±20%", "MAPE", "Kendall τ", "95% PI coverage", "note"):
+        table.add_column(column)
+    for row in calibration.comparison:
+        name = f"{row['fit']} ✓" if row["chosen"] else row["fit"]
+        if "within_10pct" not in row:
+            table.add_row(name, "—", "—", "—", "—", "—", row["note"])
+            continue
+        table.add_row(name, _pct(row["within_10pct"]), _pct(row["within_20pct"]), f"{row['mape_pct']:.1f}%",
+                      f"{row['kendall_tau']:.3f}", _pct(row["coverage"]), row["note"])
+    return table
+
+
+def reference_table(calibration: Calibration) -> Table:
+    """The OLS line of the published experiments and its diagnostics, whichever fit was chosen."""
     fit, s, fmt = calibration.fit, calibration.stats, ui.fmt
-    table = Table(
-        title=f"{calibration.metric} · {calibration.label} · {fit.n} models: "
-        f"device ≈ {fmt(fit.slope)} · harness {'+' if fit.intercept >= 0 else '−'} {fmt(abs(fit.intercept))}",
-        show_header=False, title_justify="left",
-    )
+    table = Table(title="OLS reference and rank agreement", show_header=False, title_justify="left")
     influential = calibration.points[calibration.points["influential"]]
     rows = [
         ("OLS slope ± SE", f"{fmt(fit.slope)} ± {fmt(fit.slope_stderr, 2)}"),
@@ -41,9 +60,6 @@ def calibration_table(calibration: Calibration) -> Table:
         ("R², p-value", f"{fit.r2:.4f}, {fmt(fit.p_value, 3)}"),
         ("Theil–Sen slope [95%], intercept", f"{fmt(fit.theil_slope)} [{fmt(fit.theil_slope_low)}, "
          f"{fmt(fit.theil_slope_high)}], {fmt(fit.theil_intercept)}"),
-        ("fit RMSE, MAPE", f"{fmt(s['rmse'])}, {s['mape_pct']:.1f}%"),
-        ("LOO RMSE, MAPE", f"{fmt(s['loo_rmse'])}, {s['loo_mape_pct']:.1f}%"),
-        ("LOO within ±10% / ±20%", f"{s['loo_within_10pct']:.0%} / {s['loo_within_20pct']:.0%}"),
         (f"Spearman ρ (p), Kendall τ (p), p {s['rank_p_method']}",
          f"{s['spearman_rho']:.3f} ({fmt(s['spearman_p'], 2)}), {s['kendall_tau']:.3f} ({fmt(s['kendall_p'], 2)})"),
         ("order flips", ", ".join(f"{a} ↔ {b}" for a, b in calibration.flipped_pairs) or "none"),
@@ -55,11 +71,22 @@ def calibration_table(calibration: Calibration) -> Table:
     return table
 
 
+def print_calibration(calibration: Calibration) -> None:
+    choice = calibration.choice
+    ui.stdout.print(f"[bold]{calibration.metric} · {calibration.label} · {calibration.fit.n} models[/bold] "
+                    f"({calibration.threads})", highlight=False)
+    ui.stdout.print(f"chosen fit: [bold]{choice['chosen']}[/bold]: {calibration.model.equation}", highlight=False)
+    ui.stdout.print(f"why: {choice['reason']}", highlight=False)
+    ui.stdout.print(comparison_table(calibration))
+    ui.stdout.print(reference_table(calibration))
+    ui.stdout.print()
+
+
 def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
     device = load_device(results_dir, args.device)
     runs, session = select_runs(results_dir, args.session)
-    cset, _ = calibrate_runs(device, runs, args.metric, args.group_by)
+    cset, _ = calibrate_runs(device, runs, args.metric, args.group_by, args.fit)
     for skipped in cset.skipped:
         ui.warn(f"{skipped['metric']} {group_label(skipped['group'])}: not fitted: {skipped['reason']}")
     if cset.unmatched_device_models:
@@ -68,5 +95,5 @@ def run(args: argparse.Namespace) -> int:
         ui.print_json({"session": session, **cset.to_dict()})
         return 0
     for calibration in cset.calibrations:
-        ui.stdout.print(calibration_table(calibration))
+        print_calibration(calibration)
     return 0

@@ -1,0 +1,82 @@
+"""`harness suggest --device NAME [-n K]`: which profiled models to measure on the device next, ranked by how
+much their measurement would shrink the prediction intervals of the models still unmeasured."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+
+import pandas as pd
+from rich.table import Table
+
+from harness.calibrate import Calibration, calibrate_runs
+from harness.calibration_fits import FIT_NAMES
+from harness.commands import _analysis as ui
+from harness.device_data import load_device
+from harness.errors import ConfigError, DataError
+from harness.run_values import resolve_results_dir, select_runs
+from harness.suggest import suggest
+
+DEFAULT_COUNT = 3
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "suggest", help="which profiled models to measure on the device next (largest interval shrinkage)",
+        description="Rank the profiled models the device data lacks by how much measuring each on the device "
+        "would shrink the prediction intervals of the others (greedy I-optimal picks).",
+    )
+    ui.add_device_option(parser)
+    parser.add_argument("-n", "--count", type=int, default=DEFAULT_COUNT,
+                        help=f"how many models to suggest (default: {DEFAULT_COUNT})")
+    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)")
+    ui.add_fit_option(parser, FIT_NAMES)
+    ui.add_results_options(parser, pooled=True)
+    parser.set_defaults(func=run)
+
+
+def _unmeasured(calibration: Calibration, medians: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+    """Models profiled at the group's CPU count that the device data lacks, with the facts the fit reads."""
+    at_cpus = medians[medians["cpus"] == calibration.group["cpus"]]
+    table = at_cpus[~at_cpus["model_name"].isin(calibration.points["harness_model"])]
+    table = table.rename(columns={"model_name": "harness_model", "value": "harness"}).join(facts, on="harness_model")
+    needed = list(calibration.model.fact_names)
+    return table.dropna(subset=needed) if needed else table
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.count < 1:
+        raise ConfigError(f"-n {args.count}: give a positive number of models to suggest")
+    results_dir = resolve_results_dir(args.results_dir)
+    device = load_device(results_dir, args.device)
+    runs, session = select_runs(results_dir, args.session)
+    cset, medians = calibrate_runs(device, runs, args.metric, fit=args.fit)
+    results = []
+    for calibration in cset.calibrations:
+        unmeasured = _unmeasured(calibration, medians[calibration.metric], cset.facts)
+        picks = suggest(calibration, unmeasured, args.count) if not unmeasured.empty else []
+        results.append({"metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
+                        "calibration_models": calibration.fit.n, "unmeasured": len(unmeasured),
+                        "picks": [asdict(pick) for pick in picks]})
+    if not any(r["picks"] for r in results):
+        raise DataError(f"every model profiled in session {session} is measured on {device.name} already; "
+                        "profile the candidates you might deploy, then ask again")
+    if args.json:
+        ui.print_json({"session": session, "device": device.name, "suggestions": results})
+        return 0
+    for result, calibration in zip(results, cset.calibrations, strict=True):
+        if not result["picks"]:
+            continue
+        mean_now = result["picks"][0]["mean_before"]
+        table = Table(
+            title=f"{calibration.metric} · {calibration.label} · {result['fit']} fit on {result['calibration_models']} "
+            f"models: the {result['unmeasured']} unmeasured models' 95% intervals average ±{mean_now:.0%}",
+            title_justify="left",
+        )
+        for column in ("#", "measure next", "harness", "its interval now", "the rest's mean interval after"):
+            table.add_column(column)
+        for rank, pick in enumerate(result["picks"], start=1):
+            table.add_row(str(rank), pick["model"], ui.fmt(pick["harness"]), f"±{pick['own_halfwidth']:.0%}",
+                          "—" if pick["mean_after"] is None else f"±{pick['mean_after']:.0%}")
+        ui.stdout.print(table)
+    return 0
