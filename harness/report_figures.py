@@ -194,8 +194,9 @@ def calibration_residuals(calibration: Calibration, device: str) -> bytes:
     ax.axhline(0, color=FIT_COLOR, linewidth=1.5)
     ax.scatter(x, points["error_pct"], color=POINT_COLOR, zorder=3, label="fitted on all models")
     if "loo_error_pct" in points:
+        nested = "nested " if calibration.choice["mode"] == "auto" else ""
         ax.scatter(x, points["loo_error_pct"], facecolors="none", edgecolors=INFLUENTIAL_COLOR, zorder=3,
-                   label="held out (leave-one-out)")
+                   label=f"held out ({nested}leave-one-out)")
     ax.set_xlabel(_scaled(f"harness {calibration.metric} ({calibration.label})", log_if_wide(ax, "x", x)))
     ax.set_ylabel("(predicted − measured) / measured, %")
     ax.set_title(f"relative errors of the {calibration.model.name} fit: {device} {calibration.metric}, "

@@ -7,7 +7,8 @@ w_c) to A, whatever the device then says: A⁻¹ shrinks by the Sherman–Morris
 A⁻¹ z_c z_cᵀ A⁻¹ · w_c / (1 + w_c z_cᵀ A⁻¹ z_c), and df grows by one. The residual scale s is kept, since
 the new point's residual is unknown. This is I-optimal design (Atkinson, Donev & Tobias, "Optimum
 Experimental Designs", §10.6): minimise the average prediction variance over the points of interest, here
-the relative interval half-width averaged over the models that would remain unmeasured. Picks are greedy: the
+the interval half-width in the fit's own space (relative for `relative` and the log fits, device units for
+`ols`) averaged over the models that would remain unmeasured. Picks are greedy: the
 second pick is chosen as if the first had been measured. A model far from every calibration point has both
 the widest interval and the most leverage, so models from a region of sizes without calibration points come
 first.
@@ -38,15 +39,24 @@ class Pick:
     """None after the last unmeasured model: nothing is left to predict."""
 
 
-def relative_halfwidths(model: FittedModel, design: Design, a_inv: np.ndarray, df: float) -> np.ndarray:
-    """95% interval half-widths as a share of the prediction: sinh(half) in log space (≈ half for small
-    widths; the mean of the upward and downward factors), half / |ŷ| in device units."""
+def relative_widths(model: FittedModel) -> bool:
+    """Whether the fit's own space measures error relative to the value (`relative`, log fits) or in device
+    units (`ols`, whose scatter is the same for every model)."""
+    return model.weighted or model.log_space
+
+
+def halfwidths(model: FittedModel, design: Design, a_inv: np.ndarray, df: float) -> np.ndarray:
+    """95% interval half-widths in the fit's own space: a share of the prediction for the relative fits
+    (sinh(half) in log space: ≈ half for small widths, the mean of the upward and downward factors; half / ŷ
+    for `relative`), device units for `ols`."""
     z = model.rows(design)
     yhat = model.predict(design)
     own = yhat**2 if model.weighted else np.ones(len(design))
-    half = stats.t.ppf(0.5 + CONFIDENCE / 2, df) * np.sqrt(model.solution.s2 * (own + np.einsum("ij,jk,ik->i", z,
-                                                                                                  a_inv, z)))
-    return np.sinh(half) if model.log_space else half / np.abs(yhat)
+    variance = model.solution.s2 * (own + np.einsum("ij,jk,ik->i", z, a_inv, z))
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, df) * np.sqrt(variance)
+    if model.log_space:
+        return np.sinh(half)
+    return half / np.abs(yhat) if model.weighted else half
 
 
 def _added(model: FittedModel, a_inv: np.ndarray, z: np.ndarray, yhat: float) -> np.ndarray:
@@ -66,13 +76,13 @@ def suggest(calibration: Calibration, unmeasured: pd.DataFrame, count: int) -> l
     a_inv, df = model.solution.a_inv, model.solution.df
     remaining, picks = list(range(len(names))), []
     while remaining and len(picks) < count:
-        widths = relative_halfwidths(model, design, a_inv, df)
+        widths = halfwidths(model, design, a_inv, df)
         before = float(widths[remaining].mean())
         best = None
         for c in remaining:
             others = [u for u in remaining if u != c]
             updated = _added(model, a_inv, rows[c], yhat[c])
-            after = float(relative_halfwidths(model, design, updated, df + 1)[others].mean()) if others else None
+            after = float(halfwidths(model, design, updated, df + 1)[others].mean()) if others else None
             if best is None or (after is not None and after < best[1]):
                 best = (c, after, updated)
         c, after, a_inv = best

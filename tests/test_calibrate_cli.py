@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from harness.cli import main
@@ -159,3 +161,135 @@ def test_a_degenerate_group_is_skipped_with_its_reason_and_the_rest_fitted(
     assert code == 0, err
     assert [c["group"] for c in json.loads(out)["calibrations"]] == [{"cpus": 2.0}]
     assert "latency_ms cpus=1: not fitted: leaving one model out leaves identical harness values" in err
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pixel3_quant_tflite.csv"
+
+
+def example_session(results: Path, cpus: float = 2.0) -> dict[str, float]:
+    """Harness runs for every model of the Pixel 3 example, named as the zoo names them: a power law of the
+    phone's latency with 5% log-normal scatter per repeat (seeded), as a noisy harness would give."""
+    source = pd.read_csv(EXAMPLE, comment="#", dtype={"harness_model": str})
+    rng = np.random.default_rng(3)
+    harness = {}
+    for row in source.itertuples():
+        name = row.harness_model if isinstance(row.harness_model, str) else row.model.replace("_quant", "_int8_static")
+        harness[name] = list(0.3 * row.latency_ms**1.1 * np.exp(rng.normal(0, 0.05, 3)))
+    write_session(results, harness, cpus=cpus)
+    return harness
+
+
+def test_regress_on_the_example_data_compares_every_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    example_session(results)
+    assert run_cli(capsys, "import-device", str(EXAMPLE), "--device", "pixel-3", "--results-dir", str(results))[0] == 0
+    code, out, err = run_cli(capsys, "regress", "--device", "pixel-3", "--results-dir", str(results), "--json")
+    assert code == 0, err
+    (calibration,) = json.loads(out)["calibrations"]
+    assert len(calibration["points"]) == 21
+    assert calibration["threads"] == "device threads 4; no harness runs at CPUS=4, so harness CPUS=2 is used"
+    fits = {row["fit"]: row for row in calibration["fits"]}
+    assert list(fits) == ["ols", "relative", "loglog", "features", "auto"]
+    assert "needs static facts" in fits["features"]["note"] and fits["auto"]["note"].startswith("picked per fold:")
+    # The power law behind the data wins, and the reported figures are the nested ones.
+    assert calibration["chosen_fit"] == "loglog" and fits["loglog"]["chosen"]
+    assert calibration["stats"]["loo_within_10pct"] == fits["auto"]["within_10pct"]
+    code, text, err = run_cli(capsys, "regress", "--device", "pixel-3", "--results-dir", str(results))
+    assert code == 0, err
+    assert "chosen fit: loglog: device = " in text and "why: most held-out models within ±10%" in text
+    for name, row in fits.items():
+        if "within_10pct" in row:
+            line = next(line for line in text.splitlines() if line.startswith(f"│ {name} "))
+            figures = [f"{row['within_10pct']:.0%}", f"{row['within_20pct']:.0%}", f"{row['mape_pct']:.1f}%",
+                       f"{row['kendall_tau']:.3f}", f"{row['coverage']:.0%}"]
+            assert all(figure in line for figure in figures), (line, figures)
+
+
+def test_device_threads_are_matched_to_harness_runs_at_the_same_cpus(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    session = write_session(results, HARNESS, cpus=1.0).name
+    write_session(results, {m: [v / 2 for v in values] for m, values in HARNESS.items()}, cpus=2.0, session_id=session)
+    rows = [f"{m},2,{3.0 * v / 2!r},x" for m, v in MEDIANS.items()]
+    run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
+            "--results-dir", str(results))
+    code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json")
+    assert code == 0, err
+    (calibration,) = json.loads(out)["calibrations"]
+    assert calibration["group"] == {"cpus": 2.0}
+    assert calibration["threads"] == "device threads 2 matched to harness CPUS=2"
+    assert calibration["ols"]["slope"] == pytest.approx(3.0, abs=1e-9)
+    code, text, _ = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results))
+    assert "(device threads 2 matched to harness CPUS=2)" in text
+
+
+def test_two_device_rows_for_one_harness_model_is_an_error_naming_both(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    write_session(results, HARNESS)
+    rows = [f"{m},2,{v},x" for m, v in MEDIANS.items()] + ["net_a_quant,2,0.4,x"]
+    run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
+            "--results-dir", str(results))
+    for command in (["regress"], ["predict", "net_b"]):
+        code, out, err = run_cli(capsys, *command, "--device", "d", "--results-dir", str(results))
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert "rows net_a and net_a_quant both match harness model net_a" in err and "harness_model column" in err
+    # Saying which row stands for net_a settles it; the other is left unmatched.
+    rows = [f"{m},2,{v},x,{m if m == 'net_a' else ''}" for m, v in MEDIANS.items()] + ["net_a_quant,2,0.4,x,"]
+    csv = write_device_csv(tmp_path / "d.csv", rows, header="model,threads,latency_ms,family,harness_model")
+    run_cli(capsys, "import-device", str(csv), "--device", "d", "--results-dir", str(results))
+    code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json")
+    assert code == 0, err
+    (calibration,) = json.loads(out)["calibrations"]
+    assert {p["model"] for p in calibration["points"]} == set(MEDIANS)
+    assert json.loads(out)["unmatched_device_models"] == ["net_a_quant"]
+
+
+def test_suggest_picks_from_the_region_without_calibration_points_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results"
+    rng = np.random.default_rng(9)
+    measured = {f"small_{i}": float(x) for i, x in enumerate((1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0))}
+    unmeasured = {"mid_a": 2.5, "mid_b": 4.5, "large_a": 40.0, "large_b": 60.0}
+    write_session(results, {m: [x] * 3 for m, x in {**measured, **unmeasured}.items()})
+    rows = [f"{m},2,{float(2.0 * x**0.9 * np.exp(rng.normal(0, 0.04)))!r},x" for m, x in measured.items()]
+    run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
+            "--results-dir", str(results))
+    for fit in ("auto", "ols", "relative", "loglog"):
+        code, out, err = run_cli(capsys, "suggest", "--device", "d", "-n", "4", "--fit", fit, "--results-dir",
+                                 str(results), "--json")
+        assert code == 0, err
+        (suggestion,) = json.loads(out)["suggestions"]
+        picks = [pick["model"] for pick in suggestion["picks"]]
+        assert sorted(picks) == sorted(unmeasured) and picks[0] in ("large_a", "large_b"), (fit, picks)
+        widths = [pick["mean_before"] for pick in suggestion["picks"]]
+        assert widths == sorted(widths, reverse=True), "each measurement narrows the rest's intervals"
+    code, text, err = run_cli(capsys, "suggest", "--device", "d", "-n", "2", "--results-dir", str(results))
+    assert code == 0, err
+    assert "measure next" in text and "large_" in text
+    code, _, err = run_cli(capsys, "suggest", "--device", "d", "-n", "0", "--results-dir", str(results))
+    assert code == 2 and "-n 0" in err
+
+
+def test_the_features_fit_predicts_from_harness_and_static_facts(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    rng = np.random.default_rng(4)
+    names = [f"net_{i}" for i in range(10)] + ["new_net", "no_facts_net"]
+    x = dict(zip(names, np.exp(rng.uniform(0, 3, len(names))).tolist(), strict=True))
+    facts = {m: {"macs": float(np.exp(rng.uniform(17, 21))), "params": float(np.exp(rng.uniform(13, 16)))}
+             for m in names[:-1]}
+    write_session(results, {m: [value] * 3 for m, value in x.items()}, facts=facts)
+    law = {m: float(1e-3 * x[m] ** 0.5 * facts[m]["macs"] ** 0.2) for m in names[:-1]}
+    rows = [f"{m},2,{law[m]!r},x" for m in names[:10]]
+    run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
+            "--results-dir", str(results))
+    code, out, err = run_cli(capsys, "predict", "--device", "d", "--results-dir", str(results), "--json",
+                             "new_net", "no_facts_net", "--fit", "features")
+    assert code == 0, err
+    predictions = {p["model"]: p for p in json.loads(out)["predictions"]}
+    assert predictions["new_net"]["fit"] == "features"
+    assert predictions["new_net"]["predicted"] == pytest.approx(law["new_net"], rel=1e-9)
+    assert predictions["no_facts_net"]["predicted"] is None
+    assert "no_facts_net latency_ms cpus=2: not predicted: no static facts (macs, params)" in err

@@ -30,6 +30,6 @@ def test_harness_orders_the_pixel3_models_like_the_phone(tmp_path: Path, capsys:
     capsys.readouterr()
     assert main(["regress", "--device", "pixel-3", "--results-dir", str(results), "--json"]) == 0
     (calibration,) = json.loads(capsys.readouterr().out)["calibrations"]
-    assert calibration["fit"]["n"] == len(MODELS)
+    assert calibration["ols"]["n"] == len(MODELS)
     stats = calibration["stats"]
     assert stats["spearman_rho"] >= MIN_SPEARMAN and stats["kendall_tau"] >= MIN_KENDALL, stats

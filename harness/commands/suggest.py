@@ -15,7 +15,7 @@ from harness.commands import _analysis as ui
 from harness.device_data import load_device
 from harness.errors import ConfigError, DataError
 from harness.run_values import resolve_results_dir, select_runs
-from harness.suggest import suggest
+from harness.suggest import relative_widths, suggest
 
 DEFAULT_COUNT = 3
 
@@ -44,6 +44,11 @@ def _unmeasured(calibration: Calibration, medians: pd.DataFrame, facts: pd.DataF
     return table.dropna(subset=needed) if needed else table
 
 
+def _width(value: float | None, relative: bool) -> str:
+    """An interval half-width as the fit measures it: a share of the prediction, or device units for ols."""
+    return "—" if value is None else (f"±{value:.0%}" if relative else f"±{ui.fmt(value, 3)}")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.count < 1:
         raise ConfigError(f"-n {args.count}: give a positive number of models to suggest")
@@ -56,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         unmeasured = _unmeasured(calibration, medians[calibration.metric], cset.facts)
         picks = suggest(calibration, unmeasured, args.count) if not unmeasured.empty else []
         results.append({"metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
+                        "relative_widths": relative_widths(calibration.model),
                         "calibration_models": calibration.fit.n, "unmeasured": len(unmeasured),
                         "picks": [asdict(pick) for pick in picks]})
     if not any(r["picks"] for r in results):
@@ -67,16 +73,17 @@ def run(args: argparse.Namespace) -> int:
     for result, calibration in zip(results, cset.calibrations, strict=True):
         if not result["picks"]:
             continue
-        mean_now = result["picks"][0]["mean_before"]
+        relative = result["relative_widths"]
         table = Table(
             title=f"{calibration.metric} · {calibration.label} · {result['fit']} fit on {result['calibration_models']} "
-            f"models: the {result['unmeasured']} unmeasured models' 95% intervals average ±{mean_now:.0%}",
+            f"models: the {result['unmeasured']} unmeasured models' 95% intervals average "
+            f"{_width(result['picks'][0]['mean_before'], relative)}",
             title_justify="left",
         )
         for column in ("#", "measure next", "harness", "its interval now", "the rest's mean interval after"):
             table.add_column(column)
         for rank, pick in enumerate(result["picks"], start=1):
-            table.add_row(str(rank), pick["model"], ui.fmt(pick["harness"]), f"±{pick['own_halfwidth']:.0%}",
-                          "—" if pick["mean_after"] is None else f"±{pick['mean_after']:.0%}")
+            table.add_row(str(rank), pick["model"], ui.fmt(pick["harness"]), _width(pick["own_halfwidth"], relative),
+                          _width(pick["mean_after"], relative))
         ui.stdout.print(table)
     return 0

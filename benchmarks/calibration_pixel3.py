@@ -1,0 +1,134 @@
+"""Calibration against published Pixel 3 latencies: every fit's leave-one-out figures and the nested automatic
+choice, within one architecture family and across several.
+
+    .venv/bin/python benchmarks/calibration_pixel3.py [--session DIR] [--repeats 3] [--iterations 100] [--warmup 10]
+    make bench-calibration [SESSION=DIR]
+
+Without --session it profiles, in one interleaved session at CPUS=1 (local backend), the zoo's int8 builds of
+the models of examples/pixel3_quant_tflite.csv that the zoo has (16 MobileNetV1 width × resolution variants,
+MobileNetV2 1.0/224, Inception-v3) plus SqueezeNet 1.0 and ResNet-18, which the phone's table lacks (the
+candidates `harness suggest` ranks), into results/calibration-pixel3/results/. That takes 10 to 20 minutes on a
+busy 2-core host. `--session DIR` reuses a session directory such a run (or `harness profile`) left.
+
+Groups: the MobileNetV1 family (16 models) and the several families together (18 models). Device columns:
+`latency_ms` (TFLite CPU, 4 threads) carries the goals; `nnapi_ms` (the NNAPI delegate, another execution
+engine: in effect a second device) is shown as information on how the fits fare on other data.
+Goals: nested leave-one-out within ±10% at least 90% for the family and 85% across families; the leave-one-out
+coverage of the chosen fit's 95% prediction intervals between 90% and 98% on the example data (all 18 models).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from _common import ROOT, Goal, print_table, profile_runs, write_report, zoo_model
+
+from harness.calibrate import Calibration, calibrate_device, model_facts_table
+from harness.device_data import DeviceData, parse_device_csv
+from harness.run_values import harness_medians, metric_table
+from harness.store import load_runs
+
+EXAMPLE = ROOT / "examples" / "pixel3_quant_tflite.csv"
+PROFILE_DIR = ROOT / "results" / "calibration-pixel3"
+MOBILENET_V1 = [f"mobilenet_v1_{a}_{r}_int8_static" for a in ("0.25", "0.5", "0.75", "1.0")
+                for r in (128, 160, 192, 224)]
+MODELS = [*MOBILENET_V1, "mobilenet_v2_1.0_224_int8_static", "inception_v3_int8_static", "squeezenet1_0_int8_static",
+          "resnet18_int8_static"]
+GROUPS: dict[str, tuple[str, ...]] = {
+    "MobileNetV1 family": ("mobilenet_v1_",),
+    "several families": ("mobilenet_v1_", "mobilenet_v2_", "inception_v3_"),
+}
+FAMILY_GOAL, SEVERAL_GOAL = 0.90, 0.85
+COVERAGE_GOAL = (0.90, 0.98)
+
+
+def profiled_session(args: argparse.Namespace) -> Path:
+    """The session directory to calibrate: --session, or a new profiling session kept under PROFILE_DIR."""
+    if args.session:
+        return Path(args.session)
+    paths = [zoo_model(name) for name in MODELS]
+    session = profile_runs(PROFILE_DIR, None, [], backend="local", repeats=args.repeats, models=paths,
+                           extra_flags=["--cpus", "1", "--memory", "2g", "--iterations", str(args.iterations),
+                                        "--warmup", str(args.warmup)])
+    return PROFILE_DIR / "results" / session.runs[0]["session_id"]
+
+
+def calibrate_group(device: DeviceData, runs: list[dict[str, Any]], prefixes: tuple[str, ...],
+                    column: str) -> Calibration:
+    """The device rows of one group, fitted against harness latency (whichever device column is compared)."""
+    table = device.table[device.table["model"].str.startswith(prefixes)].reset_index(drop=True)
+    subset = DeviceData(device.name, table, device.info)
+    medians = {column: harness_medians(runs, "latency_ms")}
+    (calibration,) = calibrate_device(subset, medians, facts=model_facts_table(runs)).calibrations
+    return calibration
+
+
+def repeat_spread(runs: list[dict[str, Any]]) -> float:
+    """Median over models of the spread of their repeats' latency, (max − min) / median: the harness's own noise,
+    which no fit can remove (a busy host inflates some repeats' per-inference times)."""
+    values = metric_table(runs, "latency_ms").groupby("model_name")["value"]
+    return float(((values.max() - values.min()) / values.median()).median())
+
+
+def rows_of(group: str, column: str, calibration: Calibration) -> list[dict[str, Any]]:
+    return [
+        {"group": group, "device column": column, "n": calibration.fit.n,
+         "fit": f"{row['fit']} ✓" if row["chosen"] else row["fit"],
+         "within ±10%": row.get("within_10pct"), "within ±20%": row.get("within_20pct"), "MAPE %": row.get("mape_pct"),
+         "Kendall τ": row.get("kendall_tau"), "95% PI coverage": row.get("coverage"), "note": row["note"]}
+        for row in calibration.comparison
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--session", default=os.environ.get("HARNESS_BENCH_SESSION") or None,
+                        help="reuse this session directory instead of profiling (make: SESSION=DIR)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=10)
+    args = parser.parse_args()
+    table, info = parse_device_csv(EXAMPLE)
+    device = DeviceData("pixel-3", table, info)
+    session = profiled_session(args)
+    runs = load_runs(session)
+    rows, goals, chosen = [], [], {}
+    for column in ("latency_ms", "nnapi_ms"):
+        for group, prefixes in GROUPS.items():
+            calibration = calibrate_group(device, runs, prefixes, column)
+            rows += rows_of(group, column, calibration)
+            chosen[(group, column)] = calibration
+    print_table("Pixel 3 against the harness at CPUS=1: leave-one-out figures per fit; `auto` is nested", rows)
+    for (group, column), calibration in chosen.items():
+        print(f"{group}, {column}: chosen {calibration.model.name}: {calibration.model.equation}; "
+              f"{calibration.choice['reason']}")
+    for group, target in (("MobileNetV1 family", FAMILY_GOAL), ("several families", SEVERAL_GOAL)):
+        stats = chosen[(group, "latency_ms")].stats
+        goals.append(Goal(f"{group}: nested leave-one-out within ±10%", f"≥ {target:.0%}",
+                          f"{stats['loo_within_10pct']:.0%} (±20%: {stats['loo_within_20pct']:.0%})",
+                          stats["loo_within_10pct"] >= target))
+    coverage = chosen[("several families", "latency_ms")].stats["loo_coverage"]
+    goals.append(Goal("95% prediction intervals: leave-one-out coverage, all 18 models", "90% to 98%",
+                      f"{coverage:.0%}", COVERAGE_GOAL[0] <= coverage <= COVERAGE_GOAL[1]))
+    goals.append(Goal("harness noise: median spread of a model's repeats, (max − min) / median", "information",
+                      f"{repeat_spread(runs):.0%}", None))
+    for (group, column), calibration in chosen.items():
+        if column != "latency_ms":
+            goals.append(Goal(f"{group}, {column}: nested within ±10%", "information",
+                              f"{calibration.stats['loo_within_10pct']:.0%}", None))
+    print_table("Goals", [{"goal": g.name, "target": g.target, "measured": g.measured,
+                           "verdict": {True: "met", False: "MISSED", None: "info"}[g.met]} for g in goals])
+    notes = [f"harness runs: {session} (reuse them with --session); the latency_ms figures of the 18 models, "
+             f"as regress prints them: harness import-device examples/{EXAMPLE.name} --device pixel-3 --results-dir "
+             f"{session.parent} && harness regress --device pixel-3 --results-dir {session.parent} --session "
+             f"{session.name}"]
+    raw = {f"{group} / {column}": c.points.to_dict(orient="records") for (group, column), c in chosen.items()}
+    write_report("calibration_pixel3", rows, goals, notes, raw)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
