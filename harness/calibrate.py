@@ -26,7 +26,7 @@ from scipy import stats
 
 from harness.calibration_fits import FACT_NAMES, FIT_NAMES, Design, FittedModel, fit_spec
 from harness.device_data import DeviceData
-from harness.errors import ConfigError, DataError
+from harness.errors import ConfigError, DataError, ModelError
 from harness.fit_selection import (
     AUTO,
     CHOICE_BAND,
@@ -384,14 +384,27 @@ def paired_points(device: DeviceData, medians: pd.DataFrame, metric: str, group_
 
 
 def model_facts_table(runs: list[dict[str, Any]]) -> pd.DataFrame:
-    """Static facts (FACT_NAMES) per harness model, from its runs (the same for every run of one file)."""
+    """Static facts (FACT_NAMES) per harness model, from its newest run's `model_facts`; NaN where unknown.
+
+    A fact that runs recorded before the harness computed it is read from the model file when that is an ONNX
+    file still on disk (for sessions profiled by an older version)."""
+    newest = {run["model_name"]: run for run in runs if run.get("model_name")}
     rows = {}
-    for run in runs:
+    for name, run in newest.items():
         facts = run.get("model_facts") or {}
-        values = {name: facts.get(name) for name in FACT_NAMES}
-        if run.get("model_name") and all(isinstance(v, (int, float)) for v in values.values()):
-            rows[run["model_name"]] = values
+        if any(key not in facts for key in FACT_NAMES) and run.get("model_kind") == "onnx":
+            facts = {**_facts_from_file(run.get("model_path")), **facts}
+        rows[name] = {key: facts.get(key) if isinstance(facts.get(key), (int, float)) else np.nan for key in FACT_NAMES}
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(FACT_NAMES), dtype=float)
+
+
+def _facts_from_file(path: str | None) -> dict[str, Any]:
+    from harness.model_facts import onnx_facts  # onnx loads only for old sessions that lack a fact
+
+    try:
+        return onnx_facts(path) if path else {}
+    except ModelError:
+        return {}
 
 
 def calibrate_device(
@@ -460,7 +473,8 @@ def predict_models(cset: CalibrationSet, medians_by_metric: dict[str, pd.DataFra
         medians = medians_by_metric[calibration.metric]
         at_cpus = medians[(medians["cpus"] == calibration.group["cpus"]) & medians["model_name"].isin(models)]
         measured = dict(zip(calibration.points["harness_model"], calibration.points["device"], strict=True))
-        known = at_cpus["model_name"].isin(cset.facts.dropna().index) | (not calibration.model.fact_names)
+        used = list(calibration.model.fact_names)
+        known = at_cpus["model_name"].isin(cset.facts.dropna(subset=used).index) | (not used)
         x_min, x_max = calibration.fit.x_min, calibration.fit.x_max
         base = [{"model": name, "metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
                  "harness": value, "confidence": CONFIDENCE, "out_of_range": not x_min <= value <= x_max,

@@ -8,8 +8,9 @@ penalised) linear least-squares problem in its own space.
 - `loglog`: a power law, log device = a + b · log harness. Log error ≈ relative error, and the curve
   follows a device that scales differently with model size than the harness does.
 - `features`: log device = a + b · log harness + Σ c_k · log fact_k over static model facts (MACs,
-  parameters), ridge-penalised on the facts only, the strength chosen by leave-one-out inside the training
-  points. An infinite strength gives back `loglog`; zero strength represents a multiplicative law exactly.
+  parameters, activation size), ridge-penalised on the facts only, the strength chosen by leave-one-out
+  inside the training points. An infinite strength gives back `loglog`; zero strength represents a
+  multiplicative law exactly.
 
 Prediction intervals are computed in each fit's own space (Montgomery, Peck & Vining, "Introduction to
 Linear Regression Analysis", §2.4; §5.5 for weights): ŷ₀ ± t(df) · s · √(1/w₀ + z₀ᵀ C z₀), where C is the
@@ -29,8 +30,9 @@ from scipy import stats
 
 from harness.errors import DataError
 
-FACT_NAMES: tuple[str, ...] = ("macs", "params")
-"""Static model facts the `features` fit may use (from the ONNX graph, see harness.model_facts)."""
+FACT_NAMES: tuple[str, ...] = ("macs", "params", "activation_mib")
+"""Static model facts the `features` fit may use (from the ONNX graph, see harness.model_facts): compute,
+weights, and the activations one inference writes (a proxy for memory traffic)."""
 RIDGE_ALPHAS: tuple[float, ...] = (0.0, *np.logspace(-3, 3, 13).tolist(), math.inf)
 """Penalty strengths tried on standardised log facts; inf drops the facts (the `loglog` fit). On equal
 leave-one-out error the stronger penalty wins: the simpler model."""

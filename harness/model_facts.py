@@ -102,6 +102,18 @@ def _shapes(graph: onnx.GraphProto) -> dict[str, Shape]:
     return shapes
 
 
+def _written_bytes(graph: onnx.GraphProto) -> int:
+    """Bytes of the tensors the nodes write for one sample (symbolic dims as 1), by their inferred shapes and
+    element types: the activations one inference streams through memory, a proxy for its memory traffic.
+    Tensors whose shape or type inference could not tell are left out."""
+    sizes = {}
+    for info in (*graph.value_info, *graph.output):
+        dims, elem_type = _dims(info), info.type.tensor_type.elem_type
+        if dims is not None and elem_type:
+            sizes[info.name] = math.prod(dims) * helper.tensor_dtype_to_np_dtype(elem_type).itemsize
+    return sum(sizes.get(output, 0) for node in graph.node for output in node.output)
+
+
 def _file_size(path: Path, model: onnx.ModelProto) -> int:
     """The .onnx file plus any external-data files it points to."""
     external = {
@@ -129,10 +141,11 @@ def _inputs(graph: onnx.GraphProto) -> list[dict[str, Any]]:
 
 
 def onnx_facts(path: str | Path) -> dict[str, Any]:
-    """size_mib, params, macs, flops (= 2 x macs), layers, nodes, inputs and opset of an ONNX model.
+    """size_mib, params, macs, flops (= 2 x macs), activation_mib, layers, nodes, inputs and opset of an ONNX model.
 
     params counts the elements of every initializer (weights and biases as exported, BatchNorm usually
-    folded in); layers counts the weighted nodes (WEIGHTED_OPS)."""
+    folded in); activation_mib the tensors the nodes write (see _written_bytes); layers counts the weighted
+    nodes (WEIGHTED_OPS)."""
     path = Path(path)
     model = _load(path)
     graph = model.graph
@@ -145,6 +158,7 @@ def onnx_facts(path: str | Path) -> dict[str, Any]:
         "params": sum(math.prod(init.dims) for init in graph.initializer),
         "macs": macs,
         "flops": 2 * macs,
+        "activation_mib": _written_bytes(graph) / MIB,
         "layers": len(weighted),
         "nodes": len(graph.node),
         "inputs": _inputs(graph),

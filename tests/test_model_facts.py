@@ -69,6 +69,9 @@ def test_macs_of_depthwise_transpose_matmul_and_gemm(tmp_path: Path) -> None:
     facts = onnx_facts(tmp_path / "mixed.onnx")
     assert facts["macs"] == sum(expected.values())
     assert facts["layers"] == len(expected)
+    # Every node writes one float32 tensor: d, u, s, m, r, t and y, shaped as the comments above say.
+    written = [8 * 16 * 16, 4 * 32 * 32, 4 * 32 * 16, 4 * 32 * 6, 8 * 96, 96 * 8, 8 * 10]
+    assert facts["activation_mib"] == pytest.approx(4 * sum(written) / 2**20)
 
 
 def test_missing_and_corrupt_files_are_one_line_model_errors(tmp_path: Path) -> None:
