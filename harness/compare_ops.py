@@ -1,5 +1,6 @@
 """Per-op-type deltas between two per-op profiles (`harness compare A B --per-op`): which operators the
-quantization, the extra cores or the new architecture actually sped up or slowed down.
+quantization, the extra cores or the new architecture actually sped up or slowed down. `harness ops MODEL
+--by type` shows the same deltas between the CPUS values of one session.
 
 Op types are compared by family, since a quantized graph runs the same layer under another name
 (Conv -> QLinearConv or ConvInteger, MatMul -> MatMulInteger, Add -> QLinearAdd); each row lists the types
@@ -15,7 +16,8 @@ import pandas as pd
 from rich.table import Table
 
 from harness.commands.ops import profiled_runs
-from harness.per_op import BETWEEN_OPS, OUTSIDE_RUN, pooled
+from harness.errors import DataError
+from harness.per_op import BETWEEN_OPS, OUTSIDE_RUN, PerOp, pooled
 
 FAMILY_PREFIXES = ("QLinear", "Q", "Fused", "Dynamic")
 FAMILY_SUFFIXES = ("Integer",)
@@ -38,19 +40,8 @@ def _families(by_type: pd.DataFrame) -> pd.DataFrame:
     return frame.groupby("family").agg(types=("op_type", lambda t: ", ".join(sorted(t))), ms=("mean_ms", "sum"))
 
 
-def per_op_deltas(results_dir: Path, model_a: str, model_b: str, cpus: float) -> dict[str, Any]:
-    """Rows (family, types of A and B, ms of A and B, B - A, B/A), the largest change first."""
-    sides = []
-    for model in (model_a, model_b):
-        session_dir, runs = profiled_runs(results_dir, model, None)
-        at_cpus = [r for r in runs if float(r["cpus"]) == cpus]
-        if not at_cpus:
-            from harness.errors import DataError
-
-            raise DataError(f"{model} has no per-op runs at CPUS={cpus:g} in session {session_dir.name}; "
-                            f"run `harness profile {model} --per-op --cpus {cpus:g}`")
-        sides.append((session_dir.name, pooled(session_dir, at_cpus)))
-    (session_a, a), (session_b, b) = sides
+def op_deltas(a: PerOp, b: PerOp) -> dict[str, Any]:
+    """Rows (family, types of A and B, ms of A and B, B - A, B/A), the largest change first, and both totals."""
     joined = _families(a.by_type).merge(_families(b.by_type), how="outer", left_index=True, right_index=True,
                                         suffixes=("_a", "_b"))
     joined[["ms_a", "ms_b"]] = joined[["ms_a", "ms_b"]].fillna(0.0)
@@ -59,15 +50,29 @@ def per_op_deltas(results_dir: Path, model_a: str, model_b: str, cpus: float) ->
     joined = joined.reindex(joined["delta_ms"].abs().sort_values(ascending=False).index).reset_index()
     rows = [{key: (None if pd.isna(value) else value) for key, value in row.items()}
             for row in joined.to_dict(orient="records")]
-    return {"cpus": cpus, "sessions": [session_a, session_b], "rows": rows,
-            "coverage": [a.coverage["line"], b.coverage["line"]],
+    return {"rows": rows, "coverage": [a.coverage["line"], b.coverage["line"]],
             "totals_ms": [a.coverage["profiled_latency_ms"], b.coverage["profiled_latency_ms"]]}
 
 
-def deltas_table(deltas: dict[str, Any], model_a: str, model_b: str, cpus: float) -> Table:
-    table = Table(title=f"per-op time by op type · cpus={cpus:g} · mean ms per inference under the profiler · "
+def per_op_deltas(results_dir: Path, model_a: str, model_b: str, cpus: float) -> dict[str, Any]:
+    """op_deltas of two models at one CPUS value, each from the newest session that profiled it per op."""
+    sides = []
+    for model in (model_a, model_b):
+        session_dir, runs = profiled_runs(results_dir, model, None)
+        at_cpus = [r for r in runs if float(r["cpus"]) == cpus]
+        if not at_cpus:
+            raise DataError(f"{model} has no per-op runs at CPUS={cpus:g} in session {session_dir.name}; "
+                            f"run `harness profile {model} --per-op --cpus {cpus:g}`")
+        sides.append((session_dir.name, pooled(session_dir, at_cpus)))
+    (session_a, a), (session_b, b) = sides
+    return {"cpus": cpus, "sessions": [session_a, session_b], **op_deltas(a, b)}
+
+
+def deltas_table(deltas: dict[str, Any], label_a: str, label_b: str, title: str) -> Table:
+    """B against A per op family; A and B are two models at one CPUS, or one model at two CPUS values."""
+    table = Table(title=f"per-op time by op type · {title} · mean ms per inference under the profiler · "
                         "largest change first", title_justify="left")
-    for heading in ("op family", f"types in {model_a}", f"types in {model_b}", "A ms", "B ms", "B − A ms", "B/A"):
+    for heading in ("op family", f"types in {label_a}", f"types in {label_b}", "A ms", "B ms", "B − A ms", "B/A"):
         table.add_column(heading, justify="left" if heading.startswith(("op", "types")) else "right")
     for row in deltas["rows"]:
         ratio = f"{row['ratio']:.2f}x" if row["ratio"] is not None else "new"

@@ -235,3 +235,25 @@ def test_coverage_line_names_the_largest_gap() -> None:
     assert executor["line"].startswith("below 80%, mostly between ops") and executor["between_ops_ms"] == 4.0
     covered = coverage_of(op_sum=9.0, run_ms=9.5, wall=[10.0], steady_means=[10.0], steady_medians=[10.0])
     assert covered["coverage"] == pytest.approx(0.9) and not covered["line"].startswith("below")
+
+
+def test_op_deltas_line_up_quantized_types_by_family() -> None:
+    """Conv against QLinearConv is one row (family Conv); a type only one side has is a row of its own."""
+    from harness.compare_ops import op_deltas
+    from harness.per_op import OpEvent, RawProfile, build
+
+    def profile(ops: list[tuple[str, float]]) -> RawProfile:
+        events, ts = [], 0.0
+        for seq, (op_type, dur_us) in enumerate(ops):
+            events.append(OpEvent(0, seq, f"n{seq}", op_type, ts, dur_us))
+            ts += dur_us
+        return RawProfile("onnxruntime", events, [(0.0, ts + 100.0)], [(ts + 200.0) / 1000])
+
+    float_model = build([profile([("Conv", 3000.0), ("Conv", 1000.0), ("Gemm", 500.0)])], [5.0], [5.0])
+    int8_model = build([profile([("QuantizeLinear", 200.0), ("QLinearConv", 1500.0), ("QGemm", 400.0)])], [3.0], [3.0])
+    rows = {row["family"]: row for row in op_deltas(float_model, int8_model)["rows"]}
+    assert rows["Conv"]["types_a"] == "Conv" and rows["Conv"]["types_b"] == "QLinearConv"
+    assert rows["Conv"]["delta_ms"] == pytest.approx(1.5 - 4.0) and rows["Conv"]["ratio"] == pytest.approx(1.5 / 4.0)
+    assert rows["Gemm"]["delta_ms"] == pytest.approx(-0.1)
+    assert rows["QuantizeLinear"]["ms_a"] == 0.0 and rows["QuantizeLinear"]["ratio"] is None
+    assert list(rows)[0] == "Conv"  # the largest change first

@@ -180,5 +180,5 @@ def run(args: argparse.Namespace) -> int:
         if args.per_op:
             from harness.compare_ops import deltas_table
 
-            stdout.print(deltas_table(comparison["per_op"], *args.models, comparison["cpus"]))
+            stdout.print(deltas_table(comparison["per_op"], *args.models, f"cpus={comparison['cpus']:g}"))
     return 0

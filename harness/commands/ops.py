@@ -2,7 +2,8 @@
 
 Every profiled inference of the model's runs in the session (default: the newest session that profiled it) is
 pooled, per CPUS value. Rows are in execution order, or the N slowest with --top N; --by type sums them per
-op type. The coverage line sets the per-op sum against the headline (steady-phase) latency.
+op type, and, for a session with several CPUS values, what the extra cores changed per op type. The coverage
+line sets the per-op sum against the headline (steady-phase) latency.
 """
 
 from __future__ import annotations
@@ -118,4 +119,11 @@ def run(args: argparse.Namespace) -> int:
             warn(coverage["line"])
         else:
             stdout.print(f"coverage: {coverage['line']}", highlight=False, soft_wrap=True)
+    if args.by == "type" and len(tables) > 1:
+        from harness.compare_ops import deltas_table, op_deltas
+
+        (low, first), *rest = tables.items()
+        for cpus, per_op in rest:  # what the extra cores sped up, op type by op type
+            stdout.print(deltas_table(op_deltas(first, per_op), f"cpus={low:g}", f"cpus={cpus:g}",
+                                      f"{args.model} · cpus={cpus:g} against cpus={low:g}"))
     return 0
