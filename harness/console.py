@@ -60,7 +60,7 @@ def _cell(metrics: dict[str, Any], name: str, digits: int = 2) -> str:
 def summary_table(summary: dict[str, Any]) -> Table:
     table = Table(title=f"{summary['device_name']} · backend {summary['backend']} ({summary['isolation']}) · "
                         f"memory {summary['memory_mib']:.0f} MiB · median ±IQR over ok runs")
-    for column in ("model", "cpus", "ok/runs", "runtime s", "latency p50 ms", "p99 ms", "throughput /s",
+    for column in ("model", "cpus", "ok/runs", "runtime s", "latency ms", "p99 ms", "throughput /s",
                    "peak MiB", "peak RSS MiB", "avg MiB", "load s"):
         table.add_column(column, justify="left" if column == "model" else "right")
     for entry in summary["models"]:
@@ -68,7 +68,7 @@ def summary_table(summary: dict[str, Any]) -> Table:
         bad = {k: v for k, v in entry["statuses"].items() if k != "ok"}
         ok = f"{entry['n_ok']}/{entry['n_runs']}" + (" " + " ".join(f"{k}={v}" for k, v in bad.items()) if bad else "")
         table.add_row(entry["model_name"], f"{entry['cpus']:g}", ok, _cell(metrics, "runtime_s", 3),
-                      _cell(metrics, "latency_p50_ms", 3), _cell(metrics, "latency_p99_ms", 3),
+                      _cell(metrics, "latency_ms", 3), _cell(metrics, "latency_p99_ms", 3),
                       _cell(metrics, "throughput_ips", 1), _cell(metrics, "peak_memory_mib", 1),
                       _cell(metrics, "peak_rss_mib", 1), _cell(metrics, "avg_memory_mib", 1),
                       _cell(metrics, "load_s", 3))
@@ -77,6 +77,10 @@ def summary_table(summary: dict[str, Any]) -> Table:
 
 def print_summary(summary: dict[str, Any]) -> None:
     out_console.print(summary_table(summary))
+    quota = sorted({f"{e['cpus']:g}" for e in summary["models"] if e.get("latency_headline") == "mean"})
+    if quota:
+        err_console.print(f"latency ms: each run's mean inference at CPUS={','.join(quota)} (CFS quota: the median "
+                          "there shows the unlimited speed between the quota's stalls), its median elsewhere")
     unstable = [(e["model_name"], e["cpus"], e["unstable_metrics"]) for e in summary["models"] if e["unstable_metrics"]]
     for model, cpus, names in unstable:
         err_console.print(f"[yellow]unstable[/]: {model} cpus={cpus:g}: {UNSTABLE_RULE} for {', '.join(names)}; "

@@ -33,6 +33,7 @@ PERMUTATION_RESAMPLES = 40_320  # 8!
 SUMMARY_METRICS: dict[str, tuple[str, ...]] = {
     "runtime_s": ("runtime_s",),
     "load_s": ("load_s",),
+    "latency_ms": ("latency_ms", "headline"),  # p50, or the mean under a CFS quota (harness.runner)
     "latency_p50_ms": ("latency_ms", "p50"),
     "latency_p90_ms": ("latency_ms", "p90"),
     "latency_p99_ms": ("latency_ms", "p99"),
@@ -143,6 +144,7 @@ def summarize_runs(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         entries.append({
             "model_name": model, "cpus": cpus, "n_runs": len(members), "n_ok": len(ok), "statuses": statuses,
             "throttled_runs": sum(throttled(r) for r in ok),
+            "latency_headline": next((r["latency_headline"] for r in ok if r.get("latency_headline")), "p50"),
             "unstable_metrics": [name for name, s in metrics.items() if s["unstable"]],
             "metrics": metrics,
         })

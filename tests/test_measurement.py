@@ -15,6 +15,7 @@ import pytest
 
 from harness import cgroups
 from harness.backends.local import LocalBackend
+from harness.cli import main
 from harness.metrics import MAX_LATENCIES
 from tests.conftest import make_matmul_model
 from tests.helpers import profile_json, run_spec, session_runs
@@ -109,6 +110,7 @@ def test_runner_footprint_does_not_grow_with_iterations(tmp_path: Path, tiny_onn
     assert small["status"] == large["status"] == "ok"
     assert large["latency_ms"]["n"] == 10**6 and len(large["latencies_ms"]) == MAX_LATENCIES
     assert small["latency_ms"]["n"] == len(small["latencies_ms"]) == MAX_LATENCIES and not small["notes"]
+    assert small["latency_headline"] == "p50" and small["latency_ms"]["headline"] == small["latency_ms"]["p50"]
     assert any("uniform sample" in note for note in large["notes"])
     assert large["peak_memory_mib"] - small["peak_memory_mib"] < 3, (small["peak_memory_mib"], large["peak_memory_mib"])
 
@@ -158,3 +160,25 @@ def test_onnxruntime_does_not_spin_under_a_quota(capsys, in_tmp_cwd: Path, tiny_
     steady_s = run["latency_ms"]["mean"] * run["latency_ms"]["n"] / 1000
     # spinning kept both threads busy through the steady phase: cpu_s >= runtime_s - load + 2 x steady
     assert run["cpu_s"] < run["runtime_s"] + 0.5 * steady_s, (run["cpu_s"], run["runtime_s"], steady_s)
+
+
+def test_under_a_quota_the_mean_is_the_headline_latency(capsys, in_tmp_cwd: Path, tiny_onnx: Path,
+                                                         workloads: Path) -> None:
+    """1 ms inferences at CPUS=0.5 over a 100 ms quota period: about 50 run at full speed, then one absorbs a 50 ms
+    stall. The median stays at the CPUS=1 figure; the mean doubles. Quota runs say so, and rank on the mean."""
+    from harness.run_values import run_value
+
+    results = in_tmp_cwd / "results"
+    capsys.readouterr()
+    assert main(["sweep", str(tiny_onnx), "--cpus", "1,0.5", "--repeats", "1", "--backend", "local", "--results-dir",
+                 str(results), "--no-report", "--json", "--cpu-pinning", "off", "--script",
+                 str(workloads / "short_inference.py"), "--", "600"]) == 0
+    runs = {run["cpus"]: run for run in session_runs(results)}
+    whole, half = runs[1.0], runs[0.5]
+    assert whole["limits"]["cpu_mode"] == half["limits"]["cpu_mode"] == "quota"  # 1 CPU of quota never binds here
+    assert half["latency_ms"]["p50"] < 1.3 * whole["latency_ms"]["p50"]  # the median hides the limit
+    assert half["latency_ms"]["mean"] > 1.4 * whole["latency_ms"]["mean"]  # the mean shows it (ideal 2x)
+    assert half["latency_ms"]["mean"] > 1.6 * half["latency_ms"]["p50"]
+    assert whole["latency_headline"] == half["latency_headline"] == "mean"
+    assert run_value(half, "latency_ms") == half["latency_ms"]["mean"]
+    assert any("shorter than the quota's run window" in note for note in half["notes"])
