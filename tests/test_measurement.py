@@ -177,8 +177,8 @@ def test_under_a_quota_the_mean_is_the_headline_latency(capsys, in_tmp_cwd: Path
     whole, half = runs[1.0], runs[0.5]
     assert whole["limits"]["cpu_mode"] == half["limits"]["cpu_mode"] == "quota"  # 1 CPU of quota never binds here
     assert half["latency_ms"]["p50"] < 1.3 * whole["latency_ms"]["p50"]  # the median hides the limit
-    assert half["latency_ms"]["mean"] > 1.4 * whole["latency_ms"]["mean"]  # the mean shows it (ideal 2x)
-    assert half["latency_ms"]["mean"] > 1.6 * half["latency_ms"]["p50"]
+    assert half["cpu_nr_throttled"] > 0 and half["latency_ms"]["mean"] > 1.6 * half["latency_ms"]["p50"]  # the mean
+    # shows the stalls (ideal 2x); compared with CPUS=1 it moves with the host's load, which a quota run takes too
     assert whole["latency_headline"] == half["latency_headline"] == "mean"
     assert run_value(half, "latency_ms") == half["latency_ms"]["mean"]
     assert any("shorter than the quota's run window" in note for note in half["notes"])
