@@ -27,7 +27,7 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -52,7 +52,7 @@ def collect_metadata() -> dict[str, Any]:
         "harness_version": __version__,
         "git_commit": _git_commit(),
         "hostname": platform.node(),
-        "host_cpu_model": _cpu_model(),
+        "host_cpu_model": cpu_model(),
         "host_cpu_count": os.cpu_count(),
         "host_cpus_allowed": len(os.sched_getaffinity(0)),
         "kernel": platform.release(),

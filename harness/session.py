@@ -97,8 +97,12 @@ class Session:
             "plan": [spec.to_dict() for spec in self.plan.specs],
         }
 
-    def _record(self, spec: RunSpec, result: dict[str, Any], started_at: str) -> dict[str, Any]:
+    def _record(self, spec: RunSpec, result: dict[str, Any], started_at: str, concurrent_runs: int = 1,
+                node: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One runs.jsonl line. `concurrent_runs`: the most runs that were in flight on its host during it (itself
+        included); `node`: where it ran, when not here ({"metadata": ..., "backend": ...} of a cluster node)."""
         model = self._models[spec.model_name]
+        backend_info = node["backend"] if node else self.backend_info
         return {
             "session_id": spec.session_id, "run_id": spec.run_id, "device_name": self.profile.device_name,
             **model.provenance(), "round": spec.round, "repeat": spec.repeat, "cpus": spec.cpu.cpus,
@@ -108,9 +112,10 @@ class Session:
             "limits": {"cpuset": spec.cpu.cpuset, "cpu_quota_us": spec.cpu.quota_us,
                        "cpu_period_us": spec.cpu.period_us, "cpu_mode": spec.cpu.mode,
                        "memory_bytes": spec.memory_bytes, "memory_swap_bytes": spec.memory_bytes + spec.swap_bytes},
-            **{k: self.backend_info[k] for k in ("backend", "isolation") if k in self.backend_info},
-            "started_at": started_at, **result,
-            "provenance": {**self.metadata, "backend": self.backend_info, "seed": self.plan.seed},
+            **{k: backend_info[k] for k in ("backend", "isolation") if k in backend_info},
+            "started_at": started_at, "concurrent_runs": concurrent_runs, **result,
+            "provenance": {**(node["metadata"] if node else self.metadata), "backend": backend_info,
+                           "seed": self.plan.seed},
         }
 
     def _keep_per_op(self, result: dict[str, Any]) -> None:
@@ -143,29 +148,36 @@ class Session:
                 if on_start:
                     on_start(spec)
                 started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                result = self._record(spec, self.backend.run(spec), started_at)
-                if "per_op_files" in result:
-                    self._keep_per_op(result)
-                self.store.append_run(result)
-                self.runs.append(result)
-                self.write_summary()
-                if spec.per_op:
-                    from harness.chrome_trace import write_session_trace  # pandas and onnx: only with PER_OP
-
-                    write_session_trace(self.store.path, self.runs, spec.model_name, spec.cpu.cpus)
-                if on_done:
-                    on_done(spec, result)
+                self._keep(spec, self._record(spec, self.backend.run(spec), started_at), on_done)
         except BaseException as err:
-            self.store.write_session(self._session_info("interrupted"))
-            if isinstance(err, BackendError):
-                kept = len(self.runs)
-                raise BackendError(f"{err} ({kept} finished runs kept in {self.store.path}; continue with "
-                                   f"`harness profile --resume {self.plan.session_id}`)") from None
+            self._interrupted(err)
             raise
         finally:
             self.backend.close()
         self.store.write_session(self._session_info("complete"))
         return self.write_summary()
+
+    def _keep(self, spec: RunSpec, record: dict[str, Any], on_done: OnRun | None) -> None:
+        """A finished run reaches disk (per-op files first), then the summary, then the caller."""
+        if "per_op_files" in record:
+            self._keep_per_op(record)
+        self.store.append_run(record)
+        self.runs.append(record)
+        self.write_summary()
+        if spec.per_op:
+            from harness.chrome_trace import write_session_trace  # pandas and onnx: only with PER_OP
+
+            write_session_trace(self.store.path, self.runs, spec.model_name, spec.cpu.cpus)
+        if on_done:
+            on_done(spec, record)
+
+    def _interrupted(self, err: BaseException) -> None:
+        """Mark the session interrupted; a backend fault becomes one line saying what is kept and how to go on."""
+        self.store.write_session(self._session_info("interrupted"))
+        if isinstance(err, BackendError):
+            kept = len(self.runs)
+            raise BackendError(f"{err} ({kept} finished runs kept in {self.store.path}; continue with "
+                               f"`harness profile --resume {self.plan.session_id}`)") from None
 
 
 def load_plan(session_dir: Path) -> tuple[dict[str, Any], list[RunSpec]]:

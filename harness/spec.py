@@ -33,12 +33,12 @@ def plan_cpu_limits(cpus: float, pinning: str, allowed_cores: list[int]) -> CpuL
     needed = math.ceil(cpus)
     can_pin = needed <= len(allowed_cores)
     pin = can_pin and (pinning == "on" or (pinning == "auto" and whole))
-    cpuset = _cpu_list(sorted(allowed_cores)[-needed:]) if pin else None
+    cpuset = cpu_list(sorted(allowed_cores)[-needed:]) if pin else None
     quota = None if pin and whole else int(round(cpus * CPU_PERIOD_US))
     return CpuLimits(cpus=cpus, cpuset=cpuset, quota_us=quota)
 
 
-def _cpu_list(cores: list[int]) -> str:
+def cpu_list(cores: list[int]) -> str:
     """[0, 1, 3] -> '0-1,3' (the kernel's and Docker's cpuset syntax)."""
     ranges: list[str] = []
     start = prev = cores[0]

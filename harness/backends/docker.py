@@ -236,6 +236,7 @@ class DockerBackend:
         self.image, self.image_id = image, found.id
         self.image_attrs = found.attrs
         self._info: dict[str, Any] | None = None
+        self._live: set[str] = set()  # names of run containers in flight, for cancel() (parallel slots)
 
     def describe(self) -> dict[str, Any]:
         if self._info is None:
@@ -336,6 +337,7 @@ class DockerBackend:
         """Create, start and wait for one hardened container, collect its output, and always remove it
         (Ctrl-C included). None when it outlived timeout_s and was killed. Engine errors propagate."""
         container = None
+        self._live.add(name)
         try:
             deadline = str(int(time.time() + timeout_s + SWEEP_MARGIN_S))
             container = self.client.containers.create(self.image_id, command, name=name,
@@ -360,6 +362,7 @@ class DockerBackend:
                 stdout=container.logs(stdout=True, stderr=False).decode(errors="replace"),
                 stderr=container.logs(stdout=False, stderr=True).decode(errors="replace"))
         finally:
+            self._live.discard(name)
             with contextlib.suppress(NotFound, APIError, requests.RequestException, DockerException):
                 # By name when Ctrl-C came while the engine was creating it (no handle yet).
                 (container or self.client.containers.get(name)).remove(force=True)
@@ -369,6 +372,12 @@ class DockerBackend:
             return bool(self.client.ping())
         except (DockerException, requests.RequestException):
             return False
+
+    def cancel(self) -> None:
+        """Remove every run container in flight (from another thread); their waits then return."""
+        for name in list(self._live):
+            with contextlib.suppress(NotFound, APIError, requests.RequestException, DockerException):
+                self.client.containers.get(name).remove(force=True)
 
     def close(self) -> None:
         self.client.close()

@@ -5,8 +5,10 @@ says so: an address-space limit is much cruder than a memory cgroup (it counts r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,7 @@ class LocalBackend:
         self.runner_off_workload_cores = runner_off_workload_cores
         self.own = cgroups.discover()
         self.isolation, self.reason = cgroup_isolation(self.own)
+        self._live: set[subprocess.Popen[bytes]] = set()  # runners in flight, for cancel() (parallel slots)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "isolation": self.isolation, "isolation_reason": self.reason,
@@ -88,6 +91,7 @@ class LocalBackend:
             # A session of its own: Ctrl-C reaches the harness, which then tears the run down in order.
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                        start_new_session=True)
+            self._live.add(process)
             try:
                 process.wait(timeout=spec.timeout_s + GRACE_S)
             except subprocess.TimeoutExpired:
@@ -98,6 +102,8 @@ class LocalBackend:
                 process.kill()
                 process.wait()
                 raise
+            finally:
+                self._live.discard(process)
         if out_path.exists():
             return json.loads(out_path.read_text())
         elapsed = time.monotonic() - started
@@ -107,6 +113,12 @@ class LocalBackend:
         code = process.returncode
         return outside_result("error", elapsed, detail or "runner ended without a result",
                               exit_code=code if code >= 0 else None, signal=-code if code < 0 else None)
+
+    def cancel(self) -> None:
+        """Kill every runner in flight (from another thread); each run's cgroup removal takes its script down."""
+        for process in list(self._live):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
 
     def close(self) -> None:
         """Nothing persists between runs."""

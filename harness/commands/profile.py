@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from harness.backends import select_backend
+from harness.backends import Backend, select_backend
 from harness.config import DeviceProfile, load_profile
 from harness.console import err_console, print_summary, run_progress
 from harness.errors import ConfigError
@@ -56,6 +56,9 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
                         help="PER_OP=1: after each run's timed phase, profile every operator (see `harness ops`)")
     parser.add_argument("--keep-samples", action="store_true",
                         help="store each run's memory time series (memory_samples) in runs.jsonl")
+    parser.add_argument("--parallel", metavar="N|auto", default=os.environ.get("HARNESS_PARALLEL") or None,
+                        help="run up to N runs at once on disjoint cores of this host (auto: as many as the cores, "
+                             "memory and measured interference allow; default: one at a time)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -122,7 +125,7 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
                           highlight=False)
     plan = plan_session(profile, models, cpus_values, tuple(script_args(args)), new_session_id(), args.seed,
                         args.keep_samples)
-    session = Session(profile, plan, backend, reason)
+    session = build_session(profile, plan, backend, reason, args)
     info = backend.describe()
     err_console.print(f"[bold]{profile.device_name}[/]: cpus={','.join(f'{c:g}' for c in plan.cpus_values)} "
                       f"memory={profile.memory_mib:.0f}MiB swap={profile.swap_bytes // 1024**2}MiB "
@@ -133,6 +136,27 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
     for note in plan.notes:
         err_console.print(f"[yellow]note[/]: {note}")
     return session, examples
+
+
+def build_session(profile: DeviceProfile, plan: Plan, backend: Backend, reason: str,
+                  args: argparse.Namespace) -> Session:
+    """A serial Session, or with --parallel a ParallelSession over this host's slots (its notes join the plan's)."""
+    if not args.parallel:
+        return Session(profile, plan, backend, reason)
+    import psutil
+
+    from harness.parallel import ParallelSession
+    from harness.slots import parse_parallel, plan_slots
+
+    slots = plan_slots(plan.specs, parse_parallel(args.parallel), sorted(os.sched_getaffinity(0)),
+                       psutil.virtual_memory().available, Path(profile.results_dir))
+    cores = " | ".join(",".join(map(str, slot)) for slot in slots.slots)
+    notes = [*slots.notes, *([f"--parallel: up to {slots.count} runs at once, on cores {cores}"] if slots.count > 1
+                             else [])]
+    plan.notes.extend(note for note in notes if note not in plan.notes)
+    if slots.count == 1:
+        return Session(profile, plan, backend, reason)
+    return ParallelSession(profile, plan, backend, reason, slots=slots)
 
 
 def finish(session: Session, args: argparse.Namespace) -> int:
@@ -180,5 +204,8 @@ def resume(args: argparse.Namespace) -> int:
               replace(resolve_model(m["model_path"], script, check_runtime=backend.name == "local"),
                       name=m["model_name"]) for m in info["models"]]
     plan = Plan(info["session_id"], info["seed"], specs, models, info["cpus_values"], info.get("notes", []))
+    session = build_session(profile, plan, backend, reason, args)
     err_console.print(f"resuming {plan.session_id}: {len(specs)} planned runs · {reason}")
-    return finish(Session(profile, plan, backend, reason), args)
+    for note in plan.notes[len(info.get("notes", [])):]:
+        err_console.print(f"[yellow]note[/]: {note}")
+    return finish(session, args)
