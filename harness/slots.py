@@ -50,11 +50,6 @@ def parse_parallel(text: str) -> int | str:
     raise ConfigError(f"--parallel {text!r} is not valid: give a whole number >= 1 or auto")
 
 
-def slot_width(specs: Sequence[RunSpec]) -> int:
-    """Cores one slot needs: the widest run's ceil(CPUS)."""
-    return max((math.ceil(spec.cpu.cpus) for spec in specs), default=1)
-
-
 def stored_interference(results_dir: Path) -> tuple[float | None, str]:
     """The worst median shift a co-runner caused on this host (hostname and CPU model must match), and where
     it comes from; None when no measurement of this host is stored."""
@@ -70,13 +65,21 @@ def stored_interference(results_dir: Path) -> tuple[float | None, str]:
     return float(stored["worst"]), f"{path}, measured {stored.get('measured_at', '?')}"
 
 
-def plan_slots(specs: Sequence[RunSpec], requested: int | str, allowed_cores: Sequence[int],
+def run_needs(specs: Sequence[RunSpec]) -> tuple[int, int]:
+    """(cores, bytes) one slot must hold: the widest run's ceil(CPUS) and the largest MEMORY + SWAP."""
+    return (max((math.ceil(spec.cpu.cpus) for spec in specs), default=1),
+            max((spec.memory_bytes + spec.swap_bytes for spec in specs), default=1))
+
+
+def plan_slots(needs: tuple[int, int], requested: int | str, allowed_cores: Sequence[int],
                available_memory_bytes: int, results_dir: Path) -> SlotPlan:
-    """Slots for `--parallel requested` on this host, with a note for every cap that applied."""
-    width = slot_width(specs)
+    """Slots for `--parallel requested` on this host, for runs of `needs` (run_needs), with a note for every
+    cap that applied. A host with fewer cores than one run needs gets no slot at all."""
+    width, need = needs
     cores = sorted(allowed_cores, reverse=True)  # slot 0 takes the highest cores, as serial pinning does
-    by_cores = max(len(cores) // width, 1)
-    need = max((spec.memory_bytes + spec.swap_bytes for spec in specs), default=1)
+    if width > len(cores):
+        return SlotPlan((), (f"each run needs {width} cores and this host allows {len(cores)}",))
+    by_cores = len(cores) // width
     by_memory = max(available_memory_bytes // need, 1)
     notes: list[str] = []
     if requested == "auto":

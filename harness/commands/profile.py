@@ -59,6 +59,11 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
     parser.add_argument("--parallel", metavar="N|auto", default=os.environ.get("HARNESS_PARALLEL") or None,
                         help="run up to N runs at once on disjoint cores of this host (auto: as many as the cores, "
                              "memory and measured interference allow; default: one at a time)")
+    parser.add_argument("--cluster", metavar="ADDRESS", default=os.environ.get("HARNESS_CLUSTER") or None,
+                        help="run on a Ray cluster, e.g. 10.0.0.5:6379 (see docs/scaling.md); --parallel then "
+                             "applies on each node")
+    parser.add_argument("--allow-mixed-hosts", action="store_true",
+                        help="with --cluster: accept nodes whose CPU models differ (the summary groups by host)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -116,7 +121,7 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
     Also says whether the session is the built-in example run."""
     ensure_writable_dir(Path(profile.results_dir),
                         f"RESULTS_DIR (from {profile.sources.get('RESULTS_DIR', 'default')})")
-    backend, reason = select_backend(profile)
+    backend, reason = pick_backend(profile, args)
     models, examples = targets(args, check_runtime=backend.name == "local")
     if examples:
         profile = example_profile(profile)
@@ -138,31 +143,55 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
     return session, examples
 
 
+def pick_backend(profile: DeviceProfile, args: argparse.Namespace) -> tuple[Backend, str]:
+    """This host's backend, or with --cluster the Ray cluster (each node then picks its own)."""
+    if not args.cluster:
+        return select_backend(profile)
+    from harness.cluster import cluster_backend
+
+    return cluster_backend(args.cluster)
+
+
 def build_session(profile: DeviceProfile, plan: Plan, backend: Backend, reason: str,
                   args: argparse.Namespace) -> Session:
-    """A serial Session, or with --parallel a ParallelSession over this host's slots (its notes join the plan's)."""
+    """A serial Session; with --parallel a ParallelSession over this host's slots (its notes join the plan's);
+    with --cluster a ClusterSession over the cluster's nodes."""
+    from harness.slots import parse_parallel, plan_slots, run_needs
+
+    parallel = parse_parallel(args.parallel) if args.parallel else 1
+    if args.cluster:
+        from harness.cluster import ClusterSession
+
+        return ClusterSession(profile, plan, backend, reason, parallel=parallel,
+                              allow_mixed_hosts=args.allow_mixed_hosts)
     if not args.parallel:
         return Session(profile, plan, backend, reason)
     import psutil
 
     from harness.parallel import ParallelSession
-    from harness.slots import parse_parallel, plan_slots
 
-    slots = plan_slots(plan.specs, parse_parallel(args.parallel), sorted(os.sched_getaffinity(0)),
+    slots = plan_slots(run_needs(plan.specs), parallel, sorted(os.sched_getaffinity(0)),
                        psutil.virtual_memory().available, Path(profile.results_dir))
     cores = " | ".join(",".join(map(str, slot)) for slot in slots.slots)
     notes = [*slots.notes, *([f"--parallel: up to {slots.count} runs at once, on cores {cores}"] if slots.count > 1
                              else [])]
     plan.notes.extend(note for note in notes if note not in plan.notes)
-    if slots.count == 1:
+    if slots.count <= 1:
         return Session(profile, plan, backend, reason)
     return ParallelSession(profile, plan, backend, reason, slots=slots)
 
 
 def finish(session: Session, args: argparse.Namespace) -> int:
     pending = len(session.plan.specs) - len(session.runs)
+    known_notes = len(session.plan.notes)
     with run_progress(pending) as (on_start, on_done):
         summary = session.run(on_start, on_done)
+    for note in session.plan.notes[known_notes:]:  # what happened during the session (a cluster node lost)
+        err_console.print(f"[yellow]note[/]: {note}")
+    not_run = getattr(session, "not_run", {})
+    if not_run:
+        err_console.print(f"[yellow]warning[/]: {len(not_run)} runs not run ({next(iter(not_run.values()))}); "
+                          f"finish them with `harness profile --resume {session.plan.session_id}`")
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
     else:
@@ -198,7 +227,7 @@ def resume(args: argparse.Namespace) -> int:
     session_dir = resolve_session(Path(base.results_dir), args.resume)
     info, specs = load_plan(session_dir)
     profile = load_profile(None, {**info["profile"], "RESULTS_DIR": str(session_dir.parent)})
-    backend, reason = select_backend(profile)
+    backend, reason = pick_backend(profile, args)
     script = Path(specs[0].script) if info["models"] and info["models"][0]["model_kind"] == "custom" else None
     models = [resolve_script(Path(m["model_path"]), m["model_name"]) if m["model_kind"] == SCRIPT_KIND else
               replace(resolve_model(m["model_path"], script, check_runtime=backend.name == "local"),
