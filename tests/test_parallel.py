@@ -21,7 +21,7 @@ from harness.config import load_profile
 from harness.models import resolve_model
 from harness.provenance import cpu_model
 from harness.session import plan_session
-from harness.slots import INTERFERENCE_FILE, plan_slots
+from harness.slots import INTERFERENCE_FILE, plan_slots, run_needs
 from harness.store import list_sessions, load_runs, load_session_info
 
 CORES = sorted(os.sched_getaffinity(0))
@@ -81,7 +81,7 @@ def test_auto_follows_cores_memory_and_measured_interference(in_tmp_cwd: Path, t
     def slots(cpus: list[float], memory: int = 64 * GIB, pinning: str = "auto"):
         profile = load_profile(None, {"MEMORY": "1g", "CPU_PINNING": pinning})
         plan = plan_session(profile, [model], cpus, (), "s", seed=1)
-        return plan_slots(plan.specs, "auto", CORES, memory, results)
+        return plan_slots(run_needs(plan.specs), "auto", CORES, memory, results)
 
     unknown = slots([1.0])
     assert unknown.count == 1 and "unknown" in unknown.notes[0] and "parallel_interference.py" in unknown.notes[0]

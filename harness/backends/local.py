@@ -65,6 +65,7 @@ class LocalBackend:
                 runner_spec["rlimit_as_bytes"] = spec.memory_bytes + spec.swap_bytes
                 runner_spec["affinity"] = _cores(spec.cpu.cpuset)
             else:
+                self._clear_earlier_attempt(f"harness-{spec.run_id}")
                 run_cgroup = cgroups.create_run_cgroup(
                     self.own, f"harness-{spec.run_id}", spec.memory_bytes, spec.swap_bytes,
                     spec.cpu.quota_us, spec.cpu.period_us, spec.cpu.cpuset)
@@ -83,6 +84,13 @@ class LocalBackend:
             workdir.rmdir()
         result["overhead_s"] = max(time.monotonic() - started - (result.get("runtime_s") or 0.0), 0.0)
         return result
+
+    def _clear_earlier_attempt(self, name: str) -> None:
+        """A run retried on this host after its first attempt's process was killed (a lost cluster worker) finds
+        that attempt's cgroup: whatever still runs in it is stopped, so the retry runs alone."""
+        earlier = cgroups.RunCgroup(self.own.version, {c: d / name for c, d in self.own.dirs.items()})
+        if any(d.exists() for d in earlier.dirs.values()):
+            earlier.remove()
 
     def _wait(self, command: list[str], spec: RunSpec, out_path: Path, err_path: Path,
               run_cgroup: cgroups.RunCgroup | None) -> dict[str, Any]:

@@ -1,0 +1,128 @@
+"""A real Dask cluster on this machine: a scheduler with a worker on one core (the head) and a worker node on the
+other, each its own process group. A sweep across it stores every run once, naming its node; killing the
+worker node mid-sweep loses no finished run and the rest completes on the head or is marked not run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from harness import cgroups
+from harness.cli import main
+from harness.store import list_sessions, load_runs, load_session_info
+
+pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install -e '.[cluster]'")
+
+CORES = sorted(os.sched_getaffinity(0))
+SCHEDULER = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
+START_TIMEOUT_S = 90.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _spawn(argv: list[str], core: int, log: Path) -> subprocess.Popen[bytes]:
+    """A cluster process pinned to one core, in a process group of its own (so a kill takes all of it)."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(["taskset", "-c", str(core), *argv], stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while text not in log.read_text(errors="replace"):
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")[-2000:]
+        time.sleep(0.2)
+
+
+@contextmanager
+def dask_cluster(directory: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """(scheduler address, the worker node's process): head = scheduler + worker on the last core, node = a
+    worker on the first core, so their runs never share a core."""
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    head_core, node_core = CORES[-1], CORES[0]
+    processes = [_spawn([*SCHEDULER, "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                         "--dashboard-address", ":0"], head_core, directory / "scheduler.log")]
+    try:
+        _wait_for(directory / "scheduler.log", "Scheduler at:", processes[0])
+        for name, core in (("head", head_core), ("node", node_core)):
+            processes.append(_spawn([*WORKER, address, "--nthreads", "1", "--no-nanny", "--name", name,
+                                     "--dashboard-address", ":0"], core, directory / f"{name}.log"))
+        for name, process in zip(("head", "node"), processes[1:], strict=True):
+            _wait_for(directory / f"{name}.log", "Registered to:", process)
+        yield address, processes[2]
+    finally:
+        for process in reversed(processes):
+            _kill(process)
+
+
+@pytest.mark.skipif(len(CORES) < 2, reason="the head and the worker node each need a core of their own")
+def test_sweep_across_head_and_worker_survives_a_killed_worker(tmp_path: Path, tiny_onnx: Path,
+                                                               workloads: Path) -> None:
+    results = tmp_path / "results"
+    with dask_cluster(tmp_path) as (address, node):
+        argv = [sys.executable, "-m", "harness.cli", "sweep", str(tiny_onnx), "--repeats", "8", "--backend", "local",
+                "--cluster", address, "--results-dir", str(results), "--no-report", "--json",
+                "--script", str(workloads / "placement.py"), "--", "1.5"]
+        sweep = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        deadline = time.monotonic() + 180
+        before_kill: list[dict] = []
+        while time.monotonic() < deadline and sweep.poll() is None:
+            sessions = list_sessions(results)
+            before_kill = load_runs(sessions[0]) if sessions else []
+            if any(run["node"]["worker_name"] == "node" for run in before_kill):
+                break
+            time.sleep(0.1)
+        assert sweep.poll() is None, "the sweep ended before a run of the worker node was stored"
+        time.sleep(0.5)  # the node is mid-run again: each worker takes its next run at once
+        _kill(node)
+        out, err = sweep.communicate(timeout=300)
+    assert sweep.returncode == 0, err
+    (session,) = list_sessions(results)
+    own = cgroups.discover()  # the killed attempt's cgroup was cleared when its run was retried here
+    assert not [p for d in own.dirs.values() for p in d.glob(f"harness-{session.name}*")]
+    runs, info = load_runs(session), load_session_info(session)
+    planned = [spec["run_id"] for spec in info["plan"]]
+    stored = [run["run_id"] for run in runs]
+    assert len(stored) == len(set(stored)), "a run was stored twice"
+    assert set(stored) | set(info["not_run"]) == set(planned) and not set(stored) & set(info["not_run"])
+    assert {run["run_id"] for run in before_kill} <= set(stored), "a finished run was lost"
+    assert all(run["status"] == "ok" for run in runs)
+    workers = {run["node"]["worker_name"] for run in runs}
+    assert workers == {"head", "node"}
+    for run in runs:  # each run names its node, and its provenance is that node's
+        assert run["node"]["hostname"] == run["provenance"]["hostname"] and run["provenance"]["kernel"]
+        assert run["metrics"]["cores"] == str(CORES[-1] if run["node"]["worker_name"] == "head" else CORES[0])
+    last_on_node = max(run["metrics"]["t_end"] for run in runs if run["node"]["worker_name"] == "node")
+    assert any(run["metrics"]["t_start"] > last_on_node for run in runs), "no run completed after the kill"
+    summary = json.loads(out)
+    assert sum(entry["n_runs"] for entry in summary["models"]) == len(runs)
+
+
+def test_cluster_without_the_extra_is_one_line(capsys, in_tmp_cwd: Path, tiny_onnx: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if the extra were not installed
+    capsys.readouterr()
+    assert main(["sweep", str(tiny_onnx), "--backend", "local", "--cluster", "tcp://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "pip install -e '.[cluster]'" in err
