@@ -114,7 +114,7 @@ def describe_node(session_id: str, profile_env: dict[str, str], needs: tuple[int
     return node_agent(session_id, profile_env, needs, parallel).describe()
 
 
-def run_on_node(spec_data: dict[str, Any], model: bytes, script: bytes, session_id: str,
+def run_on_node(spec_data: dict[str, Any], model: bytes | None, script: bytes, session_id: str,
                 profile_env: dict[str, str], needs: tuple[int, int], parallel: int | str,
                 cpu_model: str | None) -> dict[str, Any]:
     """One run, as a Dask task on whichever worker takes it. `cpu_model`: the session's, when hosts may not mix."""
@@ -125,7 +125,8 @@ def run_on_node(spec_data: dict[str, Any], model: bytes, script: bytes, session_
         raise ConfigError(f"worker {agent.metadata['hostname']} has CPU {agent.metadata['host_cpu_model']}, the "
                           f"session {cpu_model}; pass --allow-mixed-hosts to mix them")
     spec = RunSpec.from_dict(spec_data)
-    spec = replace(spec, model=agent.local_copy(spec.model, model), script=agent.local_copy(spec.script, script))
+    spec = replace(spec, model=agent.local_copy(spec.model, model) if model is not None else spec.model,
+                   script=agent.local_copy(spec.script, script))
     out = agent.run(spec)
     worker = get_worker()
     out["worker"], out["worker_name"] = worker.address, str(worker.name)
@@ -248,8 +249,9 @@ class ClusterSession(Session):
         client = self.backend.client
         done = {run["run_id"] for run in self.runs}
         todo = [spec for spec in self.plan.specs if spec.run_id not in done]
-        paths = {path for spec in todo for path in (spec.model, spec.script)}
+        paths = {path for spec in todo for path in (spec.model, spec.script) if path}  # no model: a whole script
         files = {path: client.scatter(Path(path).read_bytes(), hash=True) for path in paths}
+        files[""] = None
         self.store.write_session(self._session_info("running"))
         pending: dict[Any, RunSpec] = {}
         try:

@@ -144,7 +144,7 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
 
 
 def pick_backend(profile: DeviceProfile, args: argparse.Namespace) -> tuple[Backend, str]:
-    """This host's backend, or with --cluster the Ray cluster (each node then picks its own)."""
+    """This host's backend, or with --cluster the Dask cluster (each worker then picks its own)."""
     if not args.cluster:
         return select_backend(profile)
     from harness.cluster import cluster_backend
