@@ -65,6 +65,18 @@ examples: $(ZOO_STAMP)
 
 test: $(ZOO_STAMP)
 
+# Cluster sessions (--cluster, CLUSTER=...): Dask distributed, a few MB. `make test` installs it too, so the
+# real scheduler + worker test runs in CI.
+CLUSTER_STAMP := $(VENV)/.installed-cluster
+.PHONY: setup-cluster
+setup-cluster: $(CLUSTER_STAMP)
+
+$(CLUSTER_STAMP): $(STAMP) pyproject.toml
+	$(VENV)/bin/pip install --quiet -e ".[dev,cluster]"
+	@touch $(CLUSTER_STAMP)
+
+test: $(CLUSTER_STAMP)
+
 # Extra options for every run container (only volumes, env and devices; see README, "Docker backend").
 export HARNESS_DOCKER_ARGS := $(DOCKER_ARGS)
 
@@ -94,8 +106,11 @@ report: $(STAMP)
 	$(HARNESS) report
 
 # CPU sweeps: MODEL and CPUS (a comma list, e.g. CPUS=1,2,4) as environment variables, as for profile.
+# PARALLEL=N|auto runs up to N at once on disjoint cores; CLUSTER=tcp://HOST:8786 runs on a Dask cluster.
 .PHONY: sweep experiment-1
 sweep: export HARNESS_CPUS_LIST := $(CPUS)
+sweep: export HARNESS_PARALLEL := $(PARALLEL)
+sweep: export HARNESS_CLUSTER := $(CLUSTER)
 sweep: $(ZOO_STAMP)
 	$(HARNESS) sweep
 
@@ -130,3 +145,5 @@ bench-calibration: $(ZOO_STAMP)
 
 # Zoo MACs against published counts, and float vs int8 under the Jetson Nano preset (about a minute once cached).
 BENCHMARKS += zoo_facts
+# --parallel 2 against serial wall time, and co-runner interference (stored for --parallel auto; about 3 minutes).
+BENCHMARKS += parallel_interference
