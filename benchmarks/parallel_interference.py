@@ -1,7 +1,7 @@
 """Parallel slots: a CPUS=1 sweep with --parallel 2 against the same sweep serial (goal: <= 0.6x the wall time),
 and the interference a co-runner on the other cores causes (latency and runtime medians, alone vs paired).
 
-    .venv/bin/python benchmarks/parallel_interference.py [--model mobilenet_v2_0.5_224] [--pairs 3] [--repeats 6]
+    .venv/bin/python benchmarks/parallel_interference.py [--model mobilenet_v2_0.5_224] [--pairs 2] [--repeats 6] [--iterations 400]
 
 One interleaved benchmark: PAIRS serial sessions and PAIRS `--parallel 2` sessions of the same sweep (one model,
 CPUS=1, REPEATS runs, local backend), in mirrored order (S P P S S P ...) against drift of the host's load.
@@ -35,9 +35,9 @@ GOAL_WALL_RATIO = 0.6
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="mobilenet_v2_0.5_224", help="zoo model name")
-    parser.add_argument("--pairs", type=int, default=3, help="serial and parallel sessions, each")
+    parser.add_argument("--pairs", type=int, default=2, help="serial and parallel sessions, each")
     parser.add_argument("--repeats", type=int, default=6, help="runs per session")
-    parser.add_argument("--iterations", type=int, default=150)
+    parser.add_argument("--iterations", type=int, default=400)
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         raise SystemExit("parallel_interference needs at least 2 allowed cores")

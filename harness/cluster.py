@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -61,7 +62,7 @@ class NodeAgent:
         self._overlap = Overlap()
         self._files: dict[str, Path] = {}
         self._files_lock = threading.Lock()
-        self._cache = Path(tempfile.mkdtemp(prefix="harness-node-"))
+        self.cache = Path(tempfile.mkdtemp(prefix="harness-node-"))
 
     def describe(self) -> dict[str, Any]:
         return {"metadata": self.metadata, "backend": self.backend.describe(), "reason": self.reason,
@@ -71,7 +72,7 @@ class NodeAgent:
         """This worker's copy of a model or script file, written once per session."""
         with self._files_lock:
             if original not in self._files:
-                directory = self._cache / hashlib.sha256(original.encode()).hexdigest()[:16]
+                directory = self.cache / hashlib.sha256(original.encode()).hexdigest()[:16]
                 directory.mkdir(exist_ok=True)
                 (directory / Path(original).name).write_bytes(data)
                 self._files[original] = directory / Path(original).name
@@ -131,6 +132,15 @@ def run_on_node(spec_data: dict[str, Any], model: bytes | None, script: bytes, s
     worker = get_worker()
     out["worker"], out["worker_name"] = worker.address, str(worker.name)
     return out
+
+
+def forget_session(session_id: str) -> None:
+    """Run on every worker when the session ends: drop its agent and the model files it was sent."""
+    with _AGENTS_LOCK:
+        agent = _AGENTS.pop(session_id, None)
+    if agent is not None:
+        agent.backend.close()
+        shutil.rmtree(agent.cache, ignore_errors=True)
 
 
 def cancel_node(session_id: str) -> None:
@@ -208,6 +218,9 @@ class ClusterBackend:
             self.client.run(cancel_node, self.task_args[0], on_error="ignore")
 
     def close(self) -> None:
+        if hasattr(self, "task_args"):
+            with contextlib.suppress(Exception):  # a worker already gone has nothing to forget
+                self.client.run(forget_session, self.task_args[0], on_error="ignore")
         self.client.close()
 
 

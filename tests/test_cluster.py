@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -55,6 +55,13 @@ def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes]) -> None:
         time.sleep(0.2)
 
 
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """One cluster for this module's tests (each takes about 15 s to start here); the last test kills its node."""
+    with dask_cluster(tmp_path_factory.mktemp("cluster")) as started:
+        yield started
+
+
 @contextmanager
 def dask_cluster(directory: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """(scheduler address, the worker node's process): head = scheduler + worker on the last core, node = a
@@ -76,27 +83,58 @@ def dask_cluster(directory: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]
             _kill(process)
 
 
-@pytest.mark.skipif(len(CORES) < 2, reason="the head and the worker node each need a core of their own")
-def test_sweep_across_head_and_worker_survives_a_killed_worker(tmp_path: Path, tiny_onnx: Path,
-                                                               workloads: Path) -> None:
+def _sweep(address: str, results: Path, model: Path, workloads: Path) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "harness.cli", "sweep", str(model), "--repeats", "8", "--backend", "local",
+            "--cluster", address, "--results-dir", str(results), "--no-report", "--json",
+            "--script", str(workloads / "placement.py"), "--", "1.5"]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=results.parent)
+
+
+def _stored_until(results: Path, sweep: subprocess.Popen[str], done: Callable[[list[dict]], bool]) -> list[dict]:
+    """The session's stored runs, polled until `done` says so (the sweep must still be running then)."""
+    deadline = time.monotonic() + 180
+    runs: list[dict] = []
+    while time.monotonic() < deadline and sweep.poll() is None:
+        sessions = list_sessions(results)
+        runs = load_runs(sessions[0]) if sessions else []
+        if done(runs):
+            return runs
+        time.sleep(0.1)
+    raise AssertionError(f"the sweep ended or stalled first: {sweep.stderr.read() if sweep.stderr else ''}")
+
+
+two_cores = pytest.mark.skipif(len(CORES) < 2, reason="the head and the worker node each need a core of their own")
+
+
+@two_cores
+def test_ctrl_c_keeps_finished_runs_and_stops_the_workers(cluster, tmp_path: Path, tiny_onnx: Path,
+                                                          workloads: Path) -> None:
+    address, _ = cluster
     results = tmp_path / "results"
-    with dask_cluster(tmp_path) as (address, node):
-        argv = [sys.executable, "-m", "harness.cli", "sweep", str(tiny_onnx), "--repeats", "8", "--backend", "local",
-                "--cluster", address, "--results-dir", str(results), "--no-report", "--json",
-                "--script", str(workloads / "placement.py"), "--", "1.5"]
-        sweep = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-        deadline = time.monotonic() + 180
-        before_kill: list[dict] = []
-        while time.monotonic() < deadline and sweep.poll() is None:
-            sessions = list_sessions(results)
-            before_kill = load_runs(sessions[0]) if sessions else []
-            if any(run["node"]["worker_name"] == "node" for run in before_kill):
-                break
-            time.sleep(0.1)
-        assert sweep.poll() is None, "the sweep ended before a run of the worker node was stored"
-        time.sleep(0.5)  # the node is mid-run again: each worker takes its next run at once
-        _kill(node)
-        out, err = sweep.communicate(timeout=300)
+    sweep = _sweep(address, results, tiny_onnx, workloads)
+    kept = _stored_until(results, sweep, lambda runs: len(runs) >= 1)
+    sweep.send_signal(signal.SIGINT)
+    _, err = sweep.communicate(timeout=120)
+    assert sweep.returncode == 130, err
+    (session,) = list_sessions(results)
+    runs = load_runs(session)
+    assert {r["run_id"] for r in kept} <= {r["run_id"] for r in runs} and 1 <= len(runs) < 8
+    assert load_session_info(session)["state"] == "interrupted"
+    time.sleep(1.0)
+    leftovers = subprocess.run(["pgrep", "-f", str(workloads / "placement.py")], capture_output=True, text=True)
+    assert not leftovers.stdout.strip(), "a run kept running on a worker after Ctrl-C"
+
+
+@two_cores
+def test_sweep_across_head_and_worker_survives_a_killed_worker(cluster, tmp_path: Path, tiny_onnx: Path,
+                                                               workloads: Path) -> None:
+    address, node = cluster
+    results = tmp_path / "results"
+    sweep = _sweep(address, results, tiny_onnx, workloads)
+    before_kill = _stored_until(results, sweep, lambda runs: any(r["node"]["worker_name"] == "node" for r in runs))
+    time.sleep(0.5)  # the node is mid-run again: each worker takes its next run at once
+    _kill(node)
+    out, err = sweep.communicate(timeout=300)
     assert sweep.returncode == 0, err
     (session,) = list_sessions(results)
     own = cgroups.discover()  # the killed attempt's cgroup was cleared when its run was retried here
