@@ -1,7 +1,8 @@
 """Parallel slots: a CPUS=1 sweep with --parallel 2 against the same sweep serial (goal: <= 0.6x the wall time),
 and the interference a co-runner on the other cores causes (latency and runtime medians, alone vs paired).
 
-    .venv/bin/python benchmarks/parallel_interference.py [--model mobilenet_v2_0.5_224] [--pairs 2] [--repeats 6] [--iterations 400]
+    .venv/bin/python benchmarks/parallel_interference.py [--model mobilenet_v2_0.5_224] [--pairs 2] [--repeats 6]
+                                                         [--iterations 400]
 
 One interleaved benchmark: PAIRS serial sessions and PAIRS `--parallel 2` sessions of the same sweep (one model,
 CPUS=1, REPEATS runs, local backend), in mirrored order (S P P S S P ...) against drift of the host's load.
