@@ -74,7 +74,8 @@ class LocalBackend:
                 for procs in runner_joins:
                     command += ["--join-cgroup", str(procs)]
             spec_path.write_text(json.dumps(runner_spec))
-            cache_model_file(spec.model)
+            if spec.model:  # a script profiled as a whole has no model file
+                cache_model_file(spec.model)
             result = self._wait(command, spec, out_path, err_path, run_cgroup)
         finally:
             if run_cgroup is not None:
