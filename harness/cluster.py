@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.config import DeviceProfile
 from harness.errors import BackendError, ConfigError
-from harness.parallel import Overlap
+from harness.parallel import Overlap, confine_runners
 from harness.session import OnRun, Plan, Session
 from harness.slots import SlotPlan, place, plan_slots, run_needs
 from harness.spec import CpuLimits, RunSpec
@@ -56,6 +56,8 @@ class NodeAgent:
         self.backend, self.reason = select_backend(profile)
         self.slots: SlotPlan = plan_slots(needs, parallel, sorted(os.sched_getaffinity(0)),
                                           psutil.virtual_memory().available, Path(profile.results_dir))
+        if self.slots.count > 1:
+            confine_runners(self.backend)
         self.metadata = collect_metadata()
         self._free = list(range(self.slots.count))
         self._slot_free = threading.Condition()

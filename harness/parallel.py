@@ -41,12 +41,21 @@ class Overlap:
             return self._peak.pop(run_id)
 
 
+def confine_runners(backend: Any) -> None:
+    """Keep each run's runner (its 100 Hz sampler) on its own slot's cores: the other cores belong to other runs.
+    Serially the local backend moves it off a pinned workload's cores; with slots, that would land it on a
+    neighbour's core."""
+    if hasattr(backend, "runner_off_workload_cores"):
+        backend.runner_off_workload_cores = False
+
+
 class ParallelSession(Session):
     """A Session whose runs go through up to `slots.count` disjoint core sets at once."""
 
     def __init__(self, *args: Any, slots: SlotPlan, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.slots = slots
+        confine_runners(self.backend)
 
     def _session_info(self, state: str) -> dict[str, Any]:
         return {**super()._session_info(state), "parallel_slots": [list(slot) for slot in self.slots.slots]}
