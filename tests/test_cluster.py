@@ -113,6 +113,7 @@ def test_ctrl_c_keeps_finished_runs_and_stops_the_workers(cluster, tmp_path: Pat
     results = tmp_path / "results"
     sweep = _sweep(address, results, tiny_onnx, workloads)
     kept = _stored_until(results, sweep, lambda runs: len(runs) >= 1)
+    time.sleep(0.5)  # the next runs are in flight (and the summary after the first one is written)
     sweep.send_signal(signal.SIGINT)
     _, err = sweep.communicate(timeout=120)
     assert sweep.returncode == 130, err

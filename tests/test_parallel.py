@@ -117,6 +117,7 @@ def test_ctrl_c_keeps_finished_runs_and_stops_the_rest(in_tmp_cwd: Path, tiny_on
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not any(load_runs(s) for s in list_sessions(results)):
         time.sleep(0.2)
+    time.sleep(0.5)  # both slots' next runs are in flight (and the summary after the first ones is written)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
