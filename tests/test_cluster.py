@@ -116,7 +116,10 @@ def test_ctrl_c_keeps_finished_runs_and_stops_the_workers(cluster, tmp_path: Pat
     time.sleep(0.5)  # the next runs are in flight (and the summary after the first one is written)
     sweep.send_signal(signal.SIGINT)
     _, err = sweep.communicate(timeout=120)
-    assert sweep.returncode == 130, err
+    # 130 from the CLI; now and then the interpreter instead ends by the signal itself after the CLI has
+    # handled it (seen on serial sessions too): either way the session below must be kept and stopped.
+    assert sweep.returncode in (130, -signal.SIGINT), err
+    assert "completed runs are kept" in err
     (session,) = list_sessions(results)
     runs = load_runs(session)
     assert {r["run_id"] for r in kept} <= {r["run_id"] for r in runs} and 1 <= len(runs) < 8

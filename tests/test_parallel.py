@@ -120,7 +120,10 @@ def test_ctrl_c_keeps_finished_runs_and_stops_the_rest(in_tmp_cwd: Path, tiny_on
     time.sleep(0.5)  # both slots' next runs are in flight (and the summary after the first ones is written)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err
+    # 130 from the CLI; now and then the interpreter instead ends by the signal itself after the CLI has
+    # handled it (seen on serial sessions too): either way the session below must be kept and stopped.
+    assert process.returncode in (130, -signal.SIGINT), err
+    assert "completed runs are kept" in err
     (session,) = list_sessions(results)
     runs = load_runs(session)
     assert 1 <= len(runs) < 6 and all(r["status"] == "ok" for r in runs)
