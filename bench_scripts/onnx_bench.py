@@ -76,7 +76,8 @@ def main() -> None:
             raise SystemExit(f"input {item.name!r} has type {item.type}, which this script cannot generate")
         shape = resolve_shape(item.name, list(item.shape), args.batch_size, sizes)
         feeds[item.name] = random_input(DTYPES[item.type], shape, rng)
-    report(batch_size=args.batch_size, threads=args.threads, intra_op_spinning=spinning())
+    applied = session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+    report(batch_size=args.batch_size, threads=args.threads, intra_op_spinning=applied != "0")  # as ORT holds it
     timed_loop(lambda: session.run(None, feeds), args.warmup, args.iterations)
     directory = profile_dir()
     if directory is not None:

@@ -77,6 +77,11 @@ def summary_table(summary: dict[str, Any]) -> Table:
 
 def print_summary(summary: dict[str, Any]) -> None:
     out_console.print(summary_table(summary))
+    for entry in summary["models"]:
+        if entry.get("shorter_than_quota_window_runs"):
+            err_console.print(f"[yellow]quota[/]: {entry['model_name']} cpus={entry['cpus']:g}: inferences shorter "
+                              "than the CFS quota's run window, so most run at full speed and a few absorb the stall; "
+                              "p50 shows the unlimited speed, and latency ms is the mean (README: latency_ms.headline)")
     quota = sorted({f"{e['cpus']:g}" for e in summary["models"] if e.get("latency_headline") == "mean"})
     if quota:
         err_console.print(f"latency ms: each run's mean inference at CPUS={','.join(quota)} (CFS quota: the median "

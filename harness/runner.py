@@ -376,7 +376,8 @@ def assemble_result(
     elif reported_count > len(latencies):
         notes = [*notes, f"latencies: the first {len(latencies)} of {reported_count} kept (at most {MAX_LATENCIES} "
                          "per run)"]
-    notes = [*notes, *quota_notes(spec, summary)]
+    quota_warning = quota_notes(spec, summary)
+    notes = [*notes, *quota_warning]
     headline = headline_statistic(spec)
     if summary:
         summary["headline"] = summary[headline]
@@ -403,6 +404,7 @@ def assemble_result(
         "load_s": load_s,
         "latency_ms": summary,
         "latency_headline": headline if summary else None,
+        "shorter_than_quota_window": bool(quota_warning),
         "latencies_ms": latencies.tolist(),
         "batch_size": batch,
         "throughput_ips": batch * 1000.0 / summary["mean"] if summary and summary["mean"] > 0 else None,

@@ -144,6 +144,7 @@ def summarize_runs(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         entries.append({
             "model_name": model, "cpus": cpus, "n_runs": len(members), "n_ok": len(ok), "statuses": statuses,
             "throttled_runs": sum(throttled(r) for r in ok),
+            "shorter_than_quota_window_runs": sum(bool(r.get("shorter_than_quota_window")) for r in ok),
             "latency_headline": next((r["latency_headline"] for r in ok if r.get("latency_headline")), "p50"),
             "unstable_metrics": [name for name, s in metrics.items() if s["unstable"]],
             "metrics": metrics,
