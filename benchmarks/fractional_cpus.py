@@ -9,7 +9,8 @@ absorbs a ~50 ms stall. The median then equals the CPUS=1 figure; the mean and t
 round runs each CPU plan once, in a shuffled order: CPUS 2 and 1 pinned to cores, CPUS 0.5 by quota over the
 harness's period, and CPUS 0.5 over shorter periods (the stall is shorter, more frequent). Ratios are to the CPUS=1
 runs of the same session; `tput_vs_default` compares each CPUS=0.5 period's throughput with the default period's
-(below 1: a shorter period costs throughput).
+(below 1: a shorter period costs throughput). `cpus_used` (CPU seconds per wall second) tells a limit that binds
+from a host whose other load leaves the run less than its CPUS: then the ratios show that load, not the limit.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def table(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "tput_vs_default": throughput / statistics.median(r["throughput_ips"] for r in default) if cpus == 0.5
             else "-",
             "throttled_%": statistics.median(100 * r["cpu_nr_throttled"] / max(r["cpu_nr_periods"], 1) for r in group),
+            "cpus_used": statistics.median(r["cpu_s"] / r["runtime_s"] for r in group),
         })
     return rows
 
