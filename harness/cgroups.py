@@ -8,6 +8,7 @@ container (where the container's cgroup is mounted as the root), and in a delega
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import time
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 V1_CONTROLLERS = ("memory", "cpu", "cpuset")
+SUPERVISOR_LEAF = "harness-supervisor"  # v2: where the harness's own processes live, beside its run cgroups
+MOVE_ATTEMPTS = 20  # rounds of moving processes into the leaf (a process may fork while we move it)
 
 
 @dataclass(frozen=True)
@@ -198,20 +201,71 @@ class RunCgroup:
             time.sleep(0.02)
 
 
+def _subtree_enabled(directory: Path) -> bool:
+    return set(V1_CONTROLLERS) <= set((directory / "cgroup.subtree_control").read_text().split())
+
+
+def _move_processes(source: Path, leaf: Path) -> None:
+    """Move every process of `source` into `leaf`; repeated because one may fork while the others move."""
+    for _ in range(MOVE_ATTEMPTS):
+        pids = (source / "cgroup.procs").read_text().split()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                _write(leaf / "cgroup.procs", pid)
+            except OSError as err:
+                if err.errno != errno.ESRCH:  # exited meanwhile: nothing to move
+                    raise
+    raise OSError(errno.EBUSY, f"processes kept appearing in {source / 'cgroup.procs'}")
+
+
+def run_parent(own: OwnCgroup) -> OwnCgroup:
+    """The cgroup(s) under which run cgroups are created, ready for them.
+
+    v1: our own cgroups. v2: our own cgroup, with memory, cpu and cpuset enabled for its children. The
+    kernel refuses that (EBUSY) while the cgroup itself holds processes ("no internal processes"), which is
+    the case in a systemd scope, a delegated slice and a container's namespace root; only the true root is
+    exempt. So, as Docker-in-Docker does, every process of our cgroup first moves into a leaf
+    SUPERVISOR_LEAF, and run cgroups are created beside it. A harness started from inside that leaf (a
+    second command in the same shell) uses the leaf's parent, so the layout stays one level deep.
+    """
+    if own.version != 2:
+        return own
+    base = own.dirs["memory"]
+    if base.name == SUPERVISOR_LEAF and _subtree_enabled(base.parent):
+        base = base.parent
+    else:
+        missing = [c for c in V1_CONTROLLERS if c not in (base / "cgroup.controllers").read_text().split()]
+        if missing:
+            raise OSError(errno.ENOENT, f"controllers {', '.join(missing)} are not enabled for {base} by its parent"
+                          " (systemd: Delegate=yes; by hand: +" + " +".join(missing) + " in the parent's"
+                          " cgroup.subtree_control)")
+        enable = " ".join(f"+{c}" for c in V1_CONTROLLERS)
+        try:
+            _write(base / "cgroup.subtree_control", enable)
+        except OSError as err:
+            if err.errno != errno.EBUSY:
+                raise
+            leaf = base / SUPERVISOR_LEAF
+            leaf.mkdir(exist_ok=True)
+            _move_processes(base, leaf)
+            _write(base / "cgroup.subtree_control", enable)
+    return OwnCgroup(2, {name: base for name in V1_CONTROLLERS})
+
+
 def create_run_cgroup(
     parent: OwnCgroup, name: str, memory_bytes: int, swap_bytes: int,
     cpu_quota_us: int | None, cpu_period_us: int, cpuset: str | None,
 ) -> RunCgroup:
-    """Create `name` under our own cgroup (nested, as v2 delegation requires) and write its limits.
+    """Create `name` under `parent` (from run_parent: nested, as v2 delegation requires) and write its limits.
 
     Memory and memory+swap are both capped so a run never swaps silently past MEMORY+SWAP.
     """
     dirs: dict[str, Path] = {}
     try:
         if parent.version == 2:
-            base = parent.dirs["memory"]
-            _write(base / "cgroup.subtree_control", "+memory +cpu +cpuset")
-            child = base / name
+            child = parent.dirs["memory"] / name
             child.mkdir()
             dirs = {c: child for c in V1_CONTROLLERS}
             _write(child / "memory.max", str(memory_bytes))
@@ -238,10 +292,3 @@ def create_run_cgroup(
         raise
     return RunCgroup(parent.version, dirs)
 
-
-def swap_capped(cgroup: OwnCgroup) -> bool:
-    """Whether the kernel accounts swap here (v1 needs swapaccount=1 for memsw files)."""
-    memory = cgroup.dirs.get("memory")
-    if memory is None:
-        return False
-    return (memory / ("memory.swap.max" if cgroup.version == 2 else "memory.memsw.limit_in_bytes")).exists()

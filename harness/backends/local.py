@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +22,51 @@ from harness.backends.base import RUNNER_KILLED, cache_model_file, outside_resul
 from harness.spec import RunSpec
 
 GRACE_S = 15.0  # beyond TIMEOUT_S before the backend itself kills a runner that did not stop its script
+PROBE_MEMORY_BYTES = 64 * 1024 * 1024  # limits the probe cgroup is given (it never holds a process)
+PROBE_PERIOD_US = 100_000
 
 
-def cgroup_isolation(own: cgroups.OwnCgroup) -> tuple[str, str]:
-    """('cgroup-v1'|'cgroup-v2'|'rlimit', reason) for this process."""
+@dataclass(frozen=True)
+class Isolation:
+    """How the local backend limits runs on this machine, found by doing it once (see probe_isolation)."""
+
+    mode: str  # 'cgroup-v1', 'cgroup-v2' or 'rlimit'
+    reason: str
+    parent: cgroups.OwnCgroup | None = None  # where run cgroups go; None under rlimit
+    swap_capped: bool = False  # a memory+swap limit exists, so SWAP=0 is enforced
+    kernel_peak: bool = False  # run cgroups have the kernel's high-water mark (v2 before 5.19 has none)
+
+
+def _advice(version: int) -> str:
+    if version == 2:
+        return ("run as root, or in a delegated scope: systemd-run --user --scope -p Delegate=yes make profile ..."
+                " (see docs/isolation.md)")
+    return "run as root (cgroup v1 has no delegation to users)"
+
+
+def probe_isolation(own: cgroups.OwnCgroup) -> Isolation:
+    """Create, limit and remove one probe cgroup exactly as a run would: permission bits cannot tell whether
+    the kernel accepts it (v2 refuses controllers for a cgroup that holds processes, whatever the owner)."""
     if own.version == 0:
-        return "rlimit", "no memory cgroup controller is visible"
+        return Isolation("rlimit", "no memory cgroup controller is visible")
     missing = [c for c in cgroups.V1_CONTROLLERS if c not in own.dirs]
     if missing:
-        return "rlimit", f"cgroup controllers {', '.join(missing)} are not mounted"
-    unwritable = sorted({str(d) for d in own.dirs.values() if not os.access(d, os.W_OK)})
-    if unwritable:
-        return "rlimit", f"cannot write {', '.join(unwritable)} (run as root or in a delegated cgroup)"
-    return f"cgroup-v{own.version}", f"writable cgroup v{own.version} under {own.dirs['memory']}"
+        return Isolation("rlimit", f"cgroup controllers {', '.join(missing)} are not mounted")
+    try:
+        parent = cgroups.run_parent(own)
+        probe = cgroups.create_run_cgroup(parent, f"harness-probe-{os.getpid()}", PROBE_MEMORY_BYTES, 0,
+                                          PROBE_PERIOD_US // 2, PROBE_PERIOD_US, str(min(os.sched_getaffinity(0))))
+    except OSError as err:
+        where = f": {err.filename}" if err.filename else ""
+        return Isolation("rlimit", f"cannot create a limited cgroup under {own.dirs['memory']} ({err.strerror}"
+                                   f"{where}); {_advice(own.version)}")
+    memory = probe.dirs["memory"]
+    v2 = own.version == 2
+    swap = (memory / ("memory.swap.max" if v2 else "memory.memsw.limit_in_bytes")).exists()
+    peak = (memory / ("memory.peak" if v2 else "memory.max_usage_in_bytes")).exists()
+    probe.remove()
+    return Isolation(f"cgroup-v{own.version}", f"run cgroups created and limited under {parent.dirs['memory']}",
+                     parent, swap, peak)
 
 
 class LocalBackend:
@@ -44,12 +77,14 @@ class LocalBackend:
         costs, benchmarks/runner_placement.py)."""
         self.runner_off_workload_cores = runner_off_workload_cores
         self.own = cgroups.discover()
-        self.isolation, self.reason = cgroup_isolation(self.own)
+        found = probe_isolation(self.own)
+        self.isolation, self.reason, self.parent, self.swap_capped = (
+            found.mode, found.reason, found.parent, found.swap_capped)
         self._live: set[subprocess.Popen[bytes]] = set()  # runners in flight, for cancel() (parallel slots)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "isolation": self.isolation, "isolation_reason": self.reason,
-                "swap_capped": cgroups.swap_capped(self.own) if self.isolation != "rlimit" else False}
+                "swap_capped": self.swap_capped if self.isolation != "rlimit" else False}
 
     def run(self, spec: RunSpec) -> dict[str, Any]:
         workdir = Path(tempfile.mkdtemp(prefix="harness-local-"))
@@ -60,14 +95,14 @@ class LocalBackend:
         started = time.monotonic()
         try:
             runner_spec["runner_affinity"] = runner_cores(spec.cpu.cpuset) if self.runner_off_workload_cores else None
-            if self.isolation == "rlimit":
+            if self.isolation == "rlimit" or self.parent is None:
                 runner_spec["isolation"] = "rlimit"
                 runner_spec["rlimit_as_bytes"] = spec.memory_bytes + spec.swap_bytes
                 runner_spec["affinity"] = _cores(spec.cpu.cpuset)
             else:
                 self._clear_earlier_attempt(f"harness-{spec.run_id}")
                 run_cgroup = cgroups.create_run_cgroup(
-                    self.own, f"harness-{spec.run_id}", spec.memory_bytes, spec.swap_bytes,
+                    self.parent, f"harness-{spec.run_id}", spec.memory_bytes, spec.swap_bytes,
                     spec.cpu.quota_us, spec.cpu.period_us, spec.cpu.cpuset)
                 runner_joins, runner_spec["workload_cgroup_procs"] = split_cgroups(
                     run_cgroup, bool(runner_spec["runner_affinity"]))
@@ -89,7 +124,8 @@ class LocalBackend:
     def _clear_earlier_attempt(self, name: str) -> None:
         """A run retried on this host after its first attempt's process was killed (a lost cluster worker) finds
         that attempt's cgroup: whatever still runs in it is stopped, so the retry runs alone."""
-        earlier = cgroups.RunCgroup(self.own.version, {c: d / name for c, d in self.own.dirs.items()})
+        parent = self.parent or self.own  # run cgroups live under the parent (v2: beside the harness's leaf)
+        earlier = cgroups.RunCgroup(parent.version, {c: d / name for c, d in parent.dirs.items()})
         if any(d.exists() for d in earlier.dirs.values()):
             earlier.remove()
 

@@ -8,7 +8,7 @@ import os
 from rich.table import Table
 
 from harness import cgroups
-from harness.backends.local import cgroup_isolation
+from harness.backends.local import probe_isolation
 from harness.config import load_profile
 from harness.console import out_console
 
@@ -18,20 +18,23 @@ def checks(image: str) -> list[tuple[str, bool, str]]:
     from harness.backends.docker import engine_status  # the docker SDK loads only when asked
 
     own = cgroups.discover()
-    isolation, reason = cgroup_isolation(own)
+    isolation = probe_isolation(own)
+    cgroup_ok = isolation.mode != "rlimit"
     docker_ok, docker_why = engine_status(image)
     allowed = len(os.sched_getaffinity(0))
     rows = [
         ("cgroup version", own.version > 0,
          f"v{own.version}" if own.version else "no memory controller visible: memory limits fall back to RLIMIT_AS"),
-        ("local backend isolation", isolation != "rlimit",
-         reason if isolation != "rlimit" else f"{reason}; fallback: sched_setaffinity + RLIMIT_AS (crude)"),
-        ("swap capped", cgroups.swap_capped(own),
-         "memory+swap limit available" if cgroups.swap_capped(own)
+        ("local backend isolation", cgroup_ok,
+         isolation.reason if cgroup_ok else f"{isolation.reason}; fallback: sched_setaffinity + RLIMIT_AS (crude)"),
+        ("swap capped", isolation.swap_capped,
+         "memory+swap limit available" if isolation.swap_capped
+         else "no run cgroup to cap swap in" if not cgroup_ok
          else "no memsw/swap.max file: boot with swapaccount=1 (v1) so SWAP=0 is enforced"),
-        ("kernel memory peak", own.version == 1 or (own.dirs.get("memory") is not None
-                                                     and (own.dirs["memory"] / "memory.peak").exists()),
-         "exact high-water mark readable" if own.version else "no cgroup: peak from RSS only"),
+        ("kernel memory peak", isolation.kernel_peak,
+         "exact high-water mark readable" if isolation.kernel_peak
+         else "no run cgroup: peak from sampling only" if not cgroup_ok
+         else "no memory.peak (kernel before 5.19): peak from sampling, results say peak_source: sampled"),
         ("CPU pinning", allowed > 1, f"{allowed} cores allowed: whole CPUS up to {allowed} pinned to dedicated cores"),
         ("docker backend", docker_ok, docker_why),
     ]
