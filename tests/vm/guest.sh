@@ -18,10 +18,10 @@ set --
 while IFS= read -r arg; do set -- "$@" "$arg"; done < /work/out/args
 echo "harness-vm: $(uname -r), $(nproc) CPUs, cgroup $(stat -fc %T /sys/fs/cgroup), pytest $*"
 cd /work/src
-HOME=/root PATH=/opt/venv/bin:$PATH PYTHONPATH=/work/src PYTHONDONTWRITEBYTECODE=1 HARNESS_IN_VM=1 \
+TERM=dumb HOME=/root PATH=/opt/venv/bin:$PATH PYTHONPATH=/work/src PYTHONDONTWRITEBYTECODE=1 HARNESS_IN_VM=1 \
   python -m pytest -p no:cacheprovider -v -s --durations=0 --junitxml=/work/out/junit.xml "$@"
 echo $? > /work/out/status
 cd /
-umount /work || sync
+mount -o remount,ro /work || sync  # this script is open on /work: remount instead of umount
 echo o > /proc/sysrq-trigger
 sleep 60  # the power-off is asynchronous; PID 1 must not exit before it

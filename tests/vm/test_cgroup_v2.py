@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,15 +72,15 @@ def make_scope(path: Path, uid: int) -> Scope:
     return Scope(path, uid)
 
 
-def user_dir(tmp: Path, uid: int) -> Path:
-    os.chown(tmp, uid, uid)
+def run_scenarios(scope: Scope, model: Path, *flags: str) -> dict[str, Any]:
+    """tests/vm/scenarios.py as the scope's user, in a directory of that user's (pytest's are root's only)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"harness-vm-{scope.path.name}-"))
+    shutil.copy(model, tmp / model.name)
+    for path in (tmp, tmp / model.name):
+        os.chown(path, scope.uid, scope.uid)
     tmp.chmod(0o755)
-    return tmp
-
-
-def run_scenarios(scope: Scope, tmp: Path, model: Path, *flags: str) -> dict[str, Any]:
     out = tmp / "scenarios.json"
-    scope.run(sys.executable, str(SCENARIOS), str(model), str(out), *flags, cwd=tmp)
+    scope.run(sys.executable, str(SCENARIOS), str(tmp / model.name), str(out), *flags, cwd=tmp)
     return json.loads(out.read_text())
 
 
@@ -94,23 +96,22 @@ class Outcome:
 
 
 @pytest.fixture(scope="module", params=["root", "delegated"])
-def outcome(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tiny_onnx: Path) -> Outcome:
+def outcome(request: pytest.FixtureRequest, tiny_onnx: Path) -> Outcome:
     """Every scenario once per user: root in a scope of its own, and uid 1000 in a delegated scope."""
     uid = 0 if request.param == "root" else DELEGATE_UID
     slice_ = CGROUP_ROOT / ("system.slice" if uid == 0 else f"user.slice/user-{uid}.slice")
     scope = make_scope(slice_ / f"harness-{request.param}.scope", uid)
-    tmp = user_dir(tmp_path_factory.mktemp(request.param), uid)
-    found = run_scenarios(scope, tmp, tiny_onnx)
+    found = run_scenarios(scope, tiny_onnx)
     return Outcome(scope, found, scope.run_cgroups_left())
 
 
 def test_exact_peak_of_a_short_spike(outcome: Outcome) -> None:
-    """A 30 ms spike of 300 MiB between two samples a second apart: the kernel's memory.peak has it."""
+    """A 30 ms spike of 300 MiB, sampled once a second: the kernel's memory.peak has it exactly. (Whether the
+    sampler missed it depends on timing, which emulation distorts; test_local_limits checks that on v1.)"""
     (baseline,), (run,) = outcome.found["baseline"], outcome.found["spike"]
     assert run["status"] == "ok" and run["peak_source"] == "kernel" and run["cgroup_version"] == 2, run
     expected = baseline["peak_memory_mib"] + SPIKE_MIB
     assert abs(run["peak_memory_mib"] - expected) <= 0.03 * SPIKE_MIB, (baseline["peak_memory_mib"], run)
-    assert run["sampled_peak_mib"] < run["peak_memory_mib"] - 200  # the sampler alone missed the spike
 
 
 def test_oom_run_is_recorded_as_oom(outcome: Outcome) -> None:
@@ -144,11 +145,11 @@ def test_doctor_tries_the_real_operation(outcome: Outcome) -> None:
     assert outcome.doctor("kernel memory peak")[0] and outcome.doctor("swap capped")[0]
 
 
-def test_doctor_advises_delegation_to_a_user_without_it(tmp_path: Path, tiny_onnx: Path) -> None:
+def test_doctor_advises_delegation_to_a_user_without_it(tiny_onnx: Path) -> None:
     """A user in a scope it does not own: no cgroup isolation, and the advice names the way to get it."""
     scope = make_scope(CGROUP_ROOT / "user.slice" / "undelegated.scope", 0)
     scope.uid = DELEGATE_UID
-    found = run_scenarios(scope, user_dir(tmp_path, DELEGATE_UID), tiny_onnx, "--doctor-only")
+    found = run_scenarios(scope, tiny_onnx, "--doctor-only")
     (ok, detail), = [(ok, detail) for what, ok, detail in found["doctor"] if what == "local backend isolation"]
     assert not ok and "systemd-run --user --scope -p Delegate=yes" in detail, detail
     assert scope.run_cgroups_left() == []
@@ -159,6 +160,7 @@ def test_doctor_advises_delegation_to_a_user_without_it(tmp_path: Path, tiny_onn
 # view of the same files without memory.peak, which is what a kernel before 5.19 shows.
 IN_NAMESPACE = r"""
 set -e
+umount -l /sys/fs/cgroup  # the kernel refuses the same file system again on the root of its own mount
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 if [ "$HIDE_PEAK" = 1 ]; then
   mount -t tmpfs tmpfs /mnt
