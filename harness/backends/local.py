@@ -94,7 +94,9 @@ class LocalBackend:
         run_cgroup: cgroups.RunCgroup | None = None
         started = time.monotonic()
         try:
-            runner_spec["runner_affinity"] = runner_cores(spec.cpu.cpuset) if self.runner_off_workload_cores else None
+            # On v2 the runner stays in the run's one cgroup, whose cpuset allows only the workload's cores.
+            apart = self.runner_off_workload_cores and self.isolation != "cgroup-v2"
+            runner_spec["runner_affinity"] = runner_cores(spec.cpu.cpuset) if apart else None
             if self.isolation == "rlimit" or self.parent is None:
                 runner_spec["isolation"] = "rlimit"
                 runner_spec["rlimit_as_bytes"] = spec.memory_bytes + spec.swap_bytes
