@@ -259,7 +259,8 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
         choice = {"mode": "forced", "reason": f"forced with --fit {fit}"}
     model = fit_spec(chosen).train(design, y) if chosen else None
     if model is None:
-        raise DataError(f"--fit {fit}: leaving one model out leaves identical harness values; choose another fit")
+        raise DataError(f"--fit {fit}: {metric} {group_label(group)}: cannot be trained on these {len(y)} models "
+                        "(identical harness values or collinear facts); choose another fit")
     fitted = model.predict(design)
     cooks = cooks_distance(line, x, y)
     columns = {"fitted": fitted, "error_pct": 100 * (fitted - y) / y}

@@ -41,7 +41,7 @@ def add_metric_option(parser: argparse.ArgumentParser, default: str | None, help
 def add_fit_option(parser: argparse.ArgumentParser, fit_names: tuple[str, ...]) -> None:
     parser.add_argument(
         "--fit", default=env_default("HARNESS_FIT") or "auto", choices=("auto", *fit_names),
-        help="auto (default: the fit with the best held-out ±10%% share) or one fit forced (make: FIT=...)",
+        help="auto (default: the fit with the best held-out ±10%% share) or one fit forced (make regress: FIT=...)",
     )
 
 
