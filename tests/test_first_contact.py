@@ -86,6 +86,13 @@ def test_name_overrides_the_script_name(capsys: pytest.CaptureFixture[str], in_t
     assert [r["model_name"] for r in session_runs(results)] == ["etl"]
 
 
+def test_name_with_models_is_one_line(capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path) -> None:
+    capsys.readouterr()
+    assert main(["profile", "--backend", "local", "model.onnx", "--name", "x"]) == 2
+    assert capsys.readouterr().err.strip() == ("harness: error: --name names a script profiled as a whole; models "
+                                               "are named after their files")
+
+
 def test_a_missing_script_is_one_line(capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path) -> None:
     capsys.readouterr()
     assert main(["profile", "--backend", "local", "--script", "nope.py"]) == 2

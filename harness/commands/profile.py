@@ -92,6 +92,8 @@ def targets(args: argparse.Namespace, check_runtime: bool) -> tuple[list[ModelIn
     names = list(args.models) or shlex.split(os.environ.get("HARNESS_MODEL", ""))
     scripts = list(args.script or []) or [Path(p) for p in shlex.split(os.environ.get("HARNESS_SCRIPT", ""))]
     if names:
+        if args.name:
+            raise ConfigError("--name names a script profiled as a whole; models are named after their files")
         if len(scripts) > 1:
             raise ConfigError("several --script values with models: give one bench script for the models, "
                               "or drop the models to profile each script as a whole")
