@@ -121,10 +121,10 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
                   cpus_values: list[float] | None) -> tuple[Session, bool]:
     """Pick the backend, resolve and check every model, plan all runs, and say what is about to happen.
     Also says whether the session is the built-in example run."""
-    ensure_writable_dir(Path(profile.results_dir),
-                        f"RESULTS_DIR (from {profile.sources.get('RESULTS_DIR', 'default')})")
     backend, reason = pick_backend(profile, args)
     models, examples = targets(args, check_runtime=backend.name == "local")
+    ensure_writable_dir(Path(profile.results_dir),  # after the models' checks, so a bad model leaves no directory
+                        f"RESULTS_DIR (from {profile.sources.get('RESULTS_DIR', 'default')})")
     if examples:
         profile = example_profile(profile)
         err_console.print(f"no MODEL given: profiling the {len(models)} built-in examples in examples/models "
