@@ -233,6 +233,9 @@ class ClusterSession(Session):
 
     def __init__(self, profile: DeviceProfile, plan: Plan, backend: ClusterBackend, reason: str, *,
                  parallel: int | str, allow_mixed_hosts: bool) -> None:
+        if any(spec.per_op for spec in plan.specs):  # its raw profiler files stay on the worker that wrote them
+            raise ConfigError("PER_OP is not available with --cluster: profile per operator on one host (drop "
+                              "--cluster, or set PER_OP=0)")
         notes = backend.start(profile, plan, parallel, allow_mixed_hosts)
         plan.notes.extend(note for note in notes if note not in plan.notes)
         self.mixed = allow_mixed_hosts and len({w["metadata"]["host_cpu_model"]

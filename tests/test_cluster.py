@@ -130,6 +130,15 @@ def test_ctrl_c_keeps_finished_runs_and_stops_the_workers(cluster, tmp_path: Pat
 
 
 @two_cores
+def test_per_op_is_refused_in_one_line(cluster, capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> None:
+    capsys.readouterr()
+    assert main(["sweep", str(tiny_onnx), "--backend", "local", "--cluster", cluster[0], "--per-op"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "PER_OP is not available with --cluster" in err
+    assert not list_sessions(in_tmp_cwd / "results")
+
+
+@two_cores
 def test_sweep_across_head_and_worker_survives_a_killed_worker(cluster, tmp_path: Path, tiny_onnx: Path,
                                                                workloads: Path) -> None:
     address, node = cluster
