@@ -90,7 +90,7 @@ def build_image(tag: str, base_image: str, build_args: dict[str, str], ca_bundle
     import requests
     from docker.errors import APIError, DockerException
 
-    from harness.backends.docker import connect
+    from harness.backends.engine import connect
 
     if not (ROOT / "Dockerfile").is_file():
         raise BackendError(f"no Dockerfile in {ROOT}: build the image from a checkout of the harness")
