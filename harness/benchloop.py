@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.metrics import MAX_LATENCIES, PROFILE_DIR_ENV, phase, report, report_latencies
+from harness.report_protocol import MAX_LATENCIES, PROFILE_DIR_ENV, phase, report, report_latencies
 
 
 def parse_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:

@@ -1,50 +1,13 @@
-"""The bench-script side of the reporting protocol: one call per fact, stdlib only.
+"""The former name of harness.report_protocol, kept so bench scripts written against it still run."""
 
-The runner sets HARNESS_METRICS to a file path; a script appends JSON lines to it:
-    from harness.metrics import phase, report
-    phase("load"); ...; report(load_s=0.41); phase("steady"); ...; report(latency_ms=[...])
-Phase marks carry the system-wide monotonic clock, so the runner can split its memory samples by phase.
-Outside the harness (HARNESS_METRICS unset) every call is a no-op, so the same script runs bare.
+from harness.report_protocol import (
+    ENV_VAR,
+    LATENCIES_ENV_VAR,
+    MAX_LATENCIES,
+    PROFILE_DIR_ENV,
+    phase,
+    report,
+    report_latencies,
+)
 
-Long latency series go to a binary file instead (`report_latencies`, which harness.benchloop uses): HARNESS_LATENCIES
-names it, 8 bytes per inference (native float64, milliseconds), so the script's and the runner's memory inside the
-measured cgroup stays small and bounded at any ITERATIONS. At most MAX_LATENCIES values are kept per run.
-"""
-
-from __future__ import annotations
-
-import json
-import os
-import time
-from array import array
-from typing import Any
-
-ENV_VAR = "HARNESS_METRICS"
-LATENCIES_ENV_VAR = "HARNESS_LATENCIES"
-MAX_LATENCIES = 100_000  # per run: 800 KB binary; longer runs keep a uniform sample of this size
-# With PER_OP=1 the runner names a directory here for the per-op phase's files (see harness.benchloop)
-PROFILE_DIR_ENV = "HARNESS_PROFILE_DIR"
-
-
-def report(**values: Any) -> None:
-    """Append one JSON line of metrics (e.g. load_s=0.4, latency_ms=[...], or any custom key)."""
-    path = os.environ.get(ENV_VAR)
-    if not path:
-        return
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(values) + "\n")
-
-
-def phase(name: str) -> None:
-    """Mark the start of a phase (load, warmup, steady, ...) at this instant."""
-    report(phase=name, t=time.monotonic())
-
-
-def report_latencies(latencies_ms: array) -> None:
-    """Per-inference latencies (ms, array('d')) to the HARNESS_LATENCIES file; a JSON line where it is unset."""
-    path = os.environ.get(LATENCIES_ENV_VAR)
-    if not path:
-        report(latency_ms=latencies_ms.tolist())
-        return
-    with open(path, "ab") as handle:
-        latencies_ms.tofile(handle)
+__all__ = ["ENV_VAR", "LATENCIES_ENV_VAR", "MAX_LATENCIES", "PROFILE_DIR_ENV", "phase", "report", "report_latencies"]

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import cgroups
-from harness.metrics import ENV_VAR as METRICS_ENV
-from harness.metrics import LATENCIES_ENV_VAR, MAX_LATENCIES, PROFILE_DIR_ENV
+from harness.report_protocol import ENV_VAR as METRICS_ENV
+from harness.report_protocol import LATENCIES_ENV_VAR, MAX_LATENCIES, PROFILE_DIR_ENV
 
 STDERR_TAIL_CHARS = 2000
 MIB = 1024 * 1024
@@ -164,7 +164,7 @@ def read_metrics(path: Path) -> tuple[list[tuple[str, float]], dict[str, Any], l
                 while (rest := handle.readline(MAX_METRICS_LINE_CHARS)) and not rest.endswith("\n"):
                     pass
                 notes.append(f"a metrics line longer than {MAX_METRICS_LINE_CHARS // MIB} MiB was skipped; report "
-                             "long latency series with harness.metrics.report_latencies (binary) instead")
+                             "long latency series with harness.report_protocol.report_latencies (binary) instead")
                 continue
             try:
                 item = json.loads(line)

@@ -266,7 +266,7 @@ def test_ctrl_c_removes_the_container(backend: DockerBackend, engine: docker.Doc
 
 LOCKDOWN_PROBE = '''
 import os, socket
-from harness.metrics import report
+from harness.report_protocol import report
 
 def refused(action):
     try:
@@ -326,7 +326,7 @@ def test_docker_args_reach_the_script(backend: DockerBackend, tmp_path: Path, ti
     (data / "labels.txt").write_text("cat\n")
     (data / "labels.txt").chmod(0o644)
     probe = tmp_path / "probe.py"
-    probe.write_text("import os\nfrom harness.metrics import report\n"
+    probe.write_text("import os\nfrom harness.report_protocol import report\n"
                      "report(greeting=os.environ['GREETING'], labels=open('/data/labels.txt').read().strip(),\n"
                      "       null_device=os.path.exists('/dev/net/tun'))\n")
     probe.chmod(0o644)

@@ -61,7 +61,7 @@ def test_source_digest_follows_code_not_readme(tmp_path: Path) -> None:
 
 def test_real_context_holds_the_package() -> None:
     files = dict(context_files(ROOT))
-    assert {"Dockerfile", "harness/runner.py", "harness/metrics.py", "harness/benchloop.py"} <= set(files)
+    assert {"Dockerfile", "harness/runner.py", "harness/report_protocol.py", "harness/benchloop.py"} <= set(files)
     assert not any("__pycache__" in name or name.startswith("tests/") for name in files)
 
 

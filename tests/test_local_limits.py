@@ -117,7 +117,8 @@ def test_rlimit_fallback_enforces_memory_and_affinity(in_tmp_cwd: Path, tiny_onn
         assert run["status"] == expected, run["stderr_tail"]
         assert run["isolation"] == "rlimit" and run["limits"]["cpuset"] is not None
     probe = in_tmp_cwd / "affinity.py"
-    probe.write_text("import os\nfrom harness.metrics import report\nreport(cores=len(os.sched_getaffinity(0)))\n")
+    probe.write_text("import os\nfrom harness.report_protocol import report\n"
+                     "report(cores=len(os.sched_getaffinity(0)))\n")
     plan = plan_session(profile, [resolve_model(str(tiny_onnx), probe)], None, (), "rlimit-affinity", seed=1)
     Session(profile, plan, backend, "test").run()
     assert load_runs(in_tmp_cwd / "results" / "rlimit-affinity")[0]["metrics"]["cores"] == 1

@@ -16,7 +16,7 @@ import pytest
 from harness import cgroups
 from harness.backends.local import LocalBackend
 from harness.cli import main
-from harness.metrics import MAX_LATENCIES
+from harness.report_protocol import MAX_LATENCIES
 from tests.conftest import make_matmul_model
 from tests.helpers import profile_json, run_spec, session_runs
 
@@ -136,7 +136,7 @@ def test_runner_samples_off_the_pinned_workloads_cores(in_tmp_cwd: Path, tiny_on
     """A CPUS=1 run pinned to the last core: its script runs only there, in the run's cpuset cgroup, and the runner
     (which wakes every 10 ms) runs on the other cores, still inside the run's memory cgroup."""
     probe = in_tmp_cwd / "where.py"
-    probe.write_text("import os\nfrom pathlib import Path\nfrom harness.metrics import report\n"
+    probe.write_text("import os\nfrom pathlib import Path\nfrom harness.report_protocol import report\n"
                      "report(cores=','.join(map(str, sorted(os.sched_getaffinity(0)))),\n"
                      "       cgroups=Path('/proc/self/cgroup').read_text())\n")
     run = LocalBackend().run(run_spec(probe, model=tiny_onnx, cpus=1.0))

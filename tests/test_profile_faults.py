@@ -73,7 +73,7 @@ def test_timeout_kills_the_whole_tree(capsys, in_tmp_cwd: Path, tiny_onnx: Path,
 
 def test_user_script_arguments_and_custom_metrics(capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> None:
     script = in_tmp_cwd / "mine.py"
-    script.write_text("import sys\nfrom harness.metrics import report\n"
+    script.write_text("import sys\nfrom harness.report_protocol import report\n"
                       "report(args=' '.join(sys.argv[1:]), score=0.5)\n")
     results = in_tmp_cwd / "results"
     profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--repeats", "1", "--script", str(script),
