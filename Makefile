@@ -11,7 +11,10 @@ export HARNESS_MODEL := $(MODEL)
 export HARNESS_SCRIPT := $(SCRIPT)
 export HARNESS_ARGS := $(ARGS)
 export HARNESS_ENV_FILE := $(ENV)
-export HARNESS_BACKEND := $(BACKEND)
+# Every env.template variable given to make (`make profile CPUS=2 MEMORY=512m`) reaches the harness as
+# HARNESS_SET_<NAME>, which the profile loader reads above ENV=file and below command-line flags.
+PROFILE_VARIABLES := $(shell sed -n 's/^\([A-Z][A-Z0-9_]*\)=.*/\1/p' env.template)
+$(foreach name,$(PROFILE_VARIABLES),$(eval export HARNESS_SET_$(name) := $$($(name))))
 
 .PHONY: setup profile doctor test lint bench
 
@@ -105,7 +108,8 @@ regress: $(STAMP)
 report: $(STAMP)
 	$(HARNESS) report
 
-# CPU sweeps: MODEL and CPUS (a comma list, e.g. CPUS=1,2,4) as environment variables, as for profile.
+# CPU sweeps: MODEL and CPUS (a comma list, e.g. CPUS=1,2,4) as environment variables, as for profile;
+# without CPUS, the profile's CPUS.
 # PARALLEL=N|auto runs up to N at once on disjoint cores; CLUSTER=tcp://HOST:8786 runs on a Dask cluster.
 .PHONY: sweep experiment-1
 sweep: export HARNESS_CPUS_LIST := $(CPUS)

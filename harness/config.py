@@ -1,6 +1,7 @@
 """DeviceProfile: the target device's limits and the session's knobs, loaded once and validated once.
 
-Precedence, lowest to highest: built-in defaults < env.template < .env < --env FILE < CLI flags.
+Precedence, lowest to highest: built-in defaults < env.template < .env < --env FILE < values given to
+make (`make profile CPUS=2`, which the Makefile exports as HARNESS_SET_CPUS) < CLI flags.
 Files are read as data by python-dotenv (no interpolation, no shell), so a value is never executed.
 """
 
@@ -90,6 +91,8 @@ VARIABLES: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "PER_OP": ("per_op", _flag, "0 or 1", "0"),
 }
 _MIN_MEMORY_BYTES = 16 * 1024**2
+SET_PREFIX = "HARNESS_SET_"
+"""HARNESS_SET_<VARIABLE> in the environment sets <VARIABLE>; the Makefile exports one per variable given to make."""
 
 
 @dataclass(frozen=True)
@@ -123,10 +126,11 @@ class DeviceProfile:
         """Intra-op threads for frameworks: ceil(CPUS), since they otherwise see every host core."""
         return max(1, math.ceil(self.cpus))
 
-    def as_env(self) -> dict[str, str]:
-        """The profile as the variables of env.template (for session.json and device presets)."""
+    def as_variables(self) -> dict[str, Any]:
+        """The profile as the variables of env.template, typed (sizes in bytes), for session.json."""
         values = asdict(self)
-        return {name: str(int(value) if isinstance(value := values[spec[0]], bool) else value)
+        # Flags as 0/1, as env.template writes them, so a resumed session reads them back unchanged
+        return {name: int(value) if isinstance(value := values[spec[0]], bool) else value
                 for name, spec in VARIABLES.items()}
 
 
@@ -148,8 +152,17 @@ def read_env_file(path: Path, warnings: list[str]) -> dict[str, str]:
     return {key: value for key, value in values.items() if key in VARIABLES and value is not None}
 
 
-def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> DeviceProfile:
-    """Merge the layers and validate every value once; errors name the variable, value, source and form."""
+def environment_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables set through HARNESS_SET_<NAME> (empty means not given, as make exports unset ones)."""
+    environ = os.environ if environ is None else environ
+    return {name: environ[SET_PREFIX + name] for name in VARIABLES if environ.get(SET_PREFIX + name)}
+
+
+def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any] | None = None,
+                 environment: Mapping[str, str] | None = None) -> DeviceProfile:
+    """Merge the layers and validate every value once; errors name the variable, value, source and form.
+
+    `environment` is the HARNESS_SET_* layer (default: read from os.environ)."""
     raw: dict[str, tuple[str, str]] = {name: (spec[3], "default") for name, spec in VARIABLES.items()}
     warnings: list[str] = []
     root = project_root()
@@ -160,6 +173,8 @@ def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any
     if env_file:
         path = Path(env_file)
         raw.update({k: (v, str(path)) for k, v in read_env_file(path, warnings).items()})
+    given = environment_values() if environment is None else environment
+    raw.update({name: (value, f"make {name}=... ({SET_PREFIX}{name})") for name, value in given.items()})
     for name, value in (overrides or {}).items():
         if value is not None:
             raw[name] = (str(value), f"--{name.lower().replace('_', '-')}")

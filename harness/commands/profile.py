@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.backends import Backend, select_backend
-from harness.config import DeviceProfile, load_profile
+from harness.config import DeviceProfile, environment_values, load_profile
 from harness.console import err_console, print_summary, run_progress
 from harness.errors import ConfigError
 from harness.models import SCRIPT_KIND, ModelInfo, example_models, resolve_model, resolve_script
@@ -45,7 +45,7 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
     for flag in ("device-name", "cpu-pinning", "swap", "repeats", "iterations", "warmup", "batch-size",
                  "sample-interval-ms", "timeout", "image", "results-dir"):
         parser.add_argument(f"--{flag}", help=f"overrides {FLAG_VARIABLES[flag.replace('-', '_')]}")
-    parser.add_argument("--backend", default=os.environ.get("HARNESS_BACKEND") or None, help="auto, docker or local")
+    parser.add_argument("--backend", help="auto, docker or local")
     parser.add_argument("--script", type=Path, action="append",
                         help="your own script (arguments for it go after --): with MODELs it is their bench script; "
                              "without, it is profiled as a whole (repeat --script for several; default: $SCRIPT)")
@@ -75,8 +75,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def profile_from_args(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> DeviceProfile:
+    """The profile from every layer; `skip` names flags (and their variables) that the command reads itself."""
     overrides = {var: getattr(args, dest) for dest, var in FLAG_VARIABLES.items() if dest not in skip}
-    return load_profile(args.env, overrides)
+    skipped = {FLAG_VARIABLES[dest] for dest in skip}
+    environment = {name: value for name, value in environment_values().items() if name not in skipped}
+    return load_profile(args.env, overrides, environment)
 
 
 def script_args(args: argparse.Namespace) -> list[str]:

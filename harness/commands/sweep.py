@@ -24,8 +24,11 @@ def parse_cpus_list(text: str) -> list[float]:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    cpus_values = parse_cpus_list(args.cpus or os.environ.get("HARNESS_CPUS_LIST") or "1")
-    session, _ = start_session(profile_from_args(args, skip=("cpus",)), args, cpus_values)
+    """A list (--cpus or make's CPUS) replaces the profile's CPUS; without one, the profile's CPUS is swept."""
+    text = args.cpus or os.environ.get("HARNESS_CPUS_LIST")
+    cpus_values = parse_cpus_list(text) if text else None
+    profile = profile_from_args(args, skip=("cpus",) if text else ())
+    session, _ = start_session(profile, args, cpus_values)
     code = finish(session, args)
     if not args.no_report:
         err_console.print(f"report: {write_session_report(session)}")
@@ -35,6 +38,6 @@ def run_sweep(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("sweep", help="models x CPUS values x repeats, one session and one report",
                                    description=__doc__)
-    add_profile_options(parser, "comma-separated CPUS values, e.g. 1,2,4 (default: $CPUS_LIST or 1)")
+    add_profile_options(parser, "comma-separated CPUS values, e.g. 1,2,4 (default: make's CPUS, else the profile's)")
     parser.add_argument("--no-report", action="store_true", help="skip writing the session report")
     parser.set_defaults(func=run_sweep)
