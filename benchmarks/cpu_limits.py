@@ -38,7 +38,8 @@ def table(runs: list[dict[str, Any]], pinning: str) -> list[dict[str, Any]]:
     for cpus, group in sorted(by_cpus.items()):
         runtime = statistics.median(run["runtime_s"] for run in group)
         ideal = min(2.0, PROCESSES) / min(cpus, PROCESSES)  # runtime ~ 1 / min(CPUS, processes)
-        rows.append({"cpu_pinning": pinning, "cpus": cpus, "mode": group[0]["limits"]["cpu_mode"], "runs": len(group),
+        mode = group[0]["limits_applied"]["cpu_mode"]
+        rows.append({"cpu_pinning": pinning, "cpus": cpus, "mode": mode, "runs": len(group),
                      "runtime_s": runtime, "ratio_vs_cpus_2": runtime / reference, "ideal_ratio": ideal,
                      "ratio_err_%": pct(runtime / reference, ideal),
                      "cpus_used": statistics.median(run["cpu_s"] / run["runtime_s"] for run in group),

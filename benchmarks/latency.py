@@ -48,7 +48,7 @@ def interleaved(model: Path, directory: Path, threads: int, args: argparse.Names
             else:
                 (run,) = profile_runs(directory, ONNX_BENCH, script_args, backend="local", repeats=1, models=[model],
                                       extra_flags=flags).runs
-                p50["harness"].append(run["latency_ms"]["p50"])
+                p50["harness"].append(run["latency_stats_ms"]["p50"])
     return p50
 
 

@@ -14,7 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.report_protocol import MAX_LATENCIES, PROFILE_DIR_ENV, phase, report, report_latencies
+from harness.report_protocol import (
+    LATENCIES_KEY,
+    MAX_LATENCIES,
+    PROFILE_DIR_ENV,
+    phase,
+    report,
+    report_latencies,
+)
 
 
 def parse_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
@@ -132,7 +139,7 @@ def profiled_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> dic
         start = clock()
         infer()
         latencies.append((clock() - start) / 1e6)
-    return {"skip_runs": skip, "latency_ms": latencies, "first_start_s": first_start,
+    return {"skip_runs": skip, LATENCIES_KEY: latencies, "first_start_s": first_start,
             "phase_offset_s": first_start - marked}
 
 

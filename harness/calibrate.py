@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from harness import metric_registry
 from harness.calibration_fits import FACT_NAMES, FIT_NAMES, Design, FittedModel, fit_spec
 from harness.device_data import DeviceData
 from harness.errors import ConfigError, DataError, ModelError
@@ -38,7 +39,7 @@ from harness.fit_selection import (
     leave_one_out,
     nested_leave_one_out,
 )
-from harness.run_values import METRICS, check_metric, harness_medians
+from harness.run_values import check_metric, harness_medians
 from harness.stats import rank_correlations
 
 MIN_POINTS = 3
@@ -498,9 +499,10 @@ def predict_models(cset: CalibrationSet, medians_by_metric: dict[str, pd.DataFra
 
 def calibrated_metrics(device: DeviceData, metric: str | None = None) -> list[str]:
     """The metrics both the device data and the harness have (or the one asked for, checked)."""
-    common = [name for name in METRICS if name in device.metrics]
+    allowed = metric_registry.calibrated()
+    common = [m.name for m in allowed if m.name in device.metrics]
     if metric is not None:
-        check_metric(metric)
+        metric = check_metric(metric, lambda m: m.calibrated)
         if metric not in device.metrics:
             raise ConfigError(
                 f"--metric {metric}: device {device.name} has no {metric} column (it has: {', '.join(device.metrics)})"
@@ -509,7 +511,7 @@ def calibrated_metrics(device: DeviceData, metric: str | None = None) -> list[st
     if not common:
         raise DataError(
             f"device {device.name} has no column the harness measures ({', '.join(device.metrics)}); "
-            f"name one of: {', '.join(METRICS)}"
+            f"name one of: {', '.join(m.name for m in allowed)}"
         )
     return common
 

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness import metric_registry
 from harness.errors import DataError
 from harness.per_op import RAW_DIR, RawProfile, load_raw, run_dir
 from harness.store import atomic_write_text
@@ -38,7 +39,7 @@ def _meta(pid: int, tid: int | None, kind: str, name: str) -> dict[str, Any]:
 def phase_events(run: dict[str, Any], pid: int) -> list[dict[str, Any]]:
     """The run's phases as complete events, each lasting until the next mark (the last until the exit)."""
     marks = [("startup", 0.0), *[(str(name), float(t)) for name, t in run.get("phases_s") or []]]
-    end = float(run.get("runtime_s") or marks[-1][1])
+    end = metric_registry.get(metric_registry.RUNTIME).value(run) or marks[-1][1]
     events = []
     for index, (name, start) in enumerate(marks):
         stop = marks[index + 1][1] if index + 1 < len(marks) else end

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from harness import metric_registry
 from harness.spec import RunSpec
 from harness.stats import UNSTABLE_RULE
 
@@ -47,31 +48,27 @@ def run_progress(total: int) -> Iterator[tuple[Any, Any]]:
         yield on_start, on_done
 
 
-def _cell(metrics: dict[str, Any], name: str, digits: int = 2) -> str:
-    summary = metrics.get(name)
+def _cell(metrics: dict[str, Any], metric: metric_registry.Metric) -> str:
+    summary = metrics.get(metric.name)
     if not summary or summary.get("median") is None:
         return "-"
-    text = f"{summary['median']:.{digits}f}"
+    text = f"{summary['median']:.{metric.digits}f}"
     if summary.get("iqr"):
-        text += f" ±{summary['iqr']:.{digits}f}"
+        text += f" ±{summary['iqr']:.{metric.digits}f}"
     return f"[yellow]{text}*[/]" if summary.get("unstable") else text
 
 
 def summary_table(summary: dict[str, Any]) -> Table:
     table = Table(title=f"{summary['device_name']} · backend {summary['backend']} ({summary['isolation']}) · "
                         f"memory {summary['memory_mib']:.0f} MiB · median ±IQR over ok runs")
-    for column in ("model", "cpus", "ok/runs", "runtime s", "latency ms", "p99 ms", "throughput /s",
-                   "peak MiB", "peak RSS MiB", "avg MiB", "load s"):
+    shown = [metric_registry.get(name) for name in metric_registry.CONSOLE_METRICS]
+    for column in ("model", "cpus", "ok/runs", *(f"{m.label} {m.unit}" for m in shown)):
         table.add_column(column, justify="left" if column == "model" else "right")
     for entry in summary["models"]:
         metrics = entry["metrics"]
         bad = {k: v for k, v in entry["statuses"].items() if k != "ok"}
         ok = f"{entry['n_ok']}/{entry['n_runs']}" + (" " + " ".join(f"{k}={v}" for k, v in bad.items()) if bad else "")
-        table.add_row(entry["model_name"], f"{entry['cpus']:g}", ok, _cell(metrics, "runtime_s", 3),
-                      _cell(metrics, "latency_ms", 3), _cell(metrics, "latency_p99_ms", 3),
-                      _cell(metrics, "throughput_ips", 1), _cell(metrics, "peak_memory_mib", 1),
-                      _cell(metrics, "peak_rss_mib", 1), _cell(metrics, "avg_memory_mib", 1),
-                      _cell(metrics, "load_s", 3))
+        table.add_row(entry["model_name"], f"{entry['cpus']:g}", ok, *(_cell(metrics, m) for m in shown))
     return table
 
 

@@ -6,7 +6,7 @@ re-importing the same file is a no-op.
 
 Columns: `model` (required); metric columns named with their unit (`latency_ms`, `runtime_s`,
 `peak_memory_mib`, ...; `_kb` is KiB as /proc and dumpsys mean it, `_mb`/`_gb` are decimal, all converted to
-`_mib`; `_us` to `_ms`);
+`_mib`; `_us` to `_ms`, see harness.metric_registry for the metrics);
 `threads` or `cpus` (optional); `repeat` (optional, one row per repeat); `harness_model` (optional,
 the harness model name a row stands for); anything else is a free-form tag such as `family`.
 """
@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness import metric_registry
 from harness.errors import ConfigError, DataError
 from harness.store import SCHEMA_VERSION, atomic_write_text, check_schema
 
@@ -224,7 +225,8 @@ def parse_device_csv(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     metrics = [name for name in names if name.endswith(METRIC_SUFFIXES) and name not in RESERVED]
     if not metrics:
         raise DataError(
-            f"{path}: no metric column; name at least one with its unit, e.g. latency_ms, runtime_s, peak_memory_mib"
+            f"{path}: no metric column; name at least one with its unit, e.g. "
+            + ", ".join(m.name for m in metric_registry.calibrated()[:3])
         )
     empty_model = frame["model"].str.strip() == ""
     if empty_model.any():

@@ -30,7 +30,9 @@ from typing import Any
 
 import pandas as pd
 
+from harness import metric_registry
 from harness.errors import DataError
+from harness.report_protocol import LATENCIES_KEY
 from harness.store import atomic_write_csv, atomic_write_json
 
 RUNS_DIR = "runs"  # per-run files: RESULTS_DIR/<session>/runs/<run_id>/
@@ -189,7 +191,7 @@ def load_raw(raw_dir: Path) -> tuple[dict[str, Any], RawProfile | None]:
                         ) from None
     if not runs or not events:
         raise DataError(f"{path}: no profiled inference with operator events after {skip} warmup calls")
-    return meta, RawProfile(meta["framework"], events, runs, [float(v) for v in meta.get("latency_ms", [])],
+    return meta, RawProfile(meta["framework"], events, runs, [float(v) for v in meta.get(LATENCIES_KEY, [])],
                             meta.get("first_start_s"), meta.get("phase_offset_s"))
 
 
@@ -345,10 +347,10 @@ def unpack(files: dict[str, str], directory: Path) -> None:
 
 
 def steady_figures(run: dict[str, Any]) -> tuple[list[float], list[float]]:
-    latency = run.get("latency_ms") or {}
-    means = [latency["mean"]] if latency.get("mean") is not None else []
-    medians = [latency["p50"]] if latency.get("p50") is not None else []
-    return means, medians
+    """The timed phase's mean and median latency of the run, each as a list of zero or one value."""
+    mean, median = (metric_registry.get(name).value(run)
+                    for name in (metric_registry.LATENCY_MEAN, metric_registry.LATENCY))
+    return [mean] if mean is not None else [], [median] if median is not None else []
 
 
 def keep_run_profile(session_dir: Path, record: dict[str, Any], facts: list[dict[str, Any]] | None) -> None:

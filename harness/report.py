@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness import metric_registry
 from harness.calibrate import CalibrationSet, calibrate_runs, group_label, predict_models
 from harness.device_data import list_devices, load_device
 from harness.errors import DataError
@@ -30,13 +31,8 @@ from harness.stats import UNSTABLE_RULE, summarize_runs
 from harness.store import atomic_write_text, load_runs, load_session_info
 
 REPORT_DIR = "report"
-RANKED_METRICS = ("latency_ms", "runtime_s", "peak_memory_mib")
-SCALING_COLUMNS = ("latency_p50_ms_median", "peak_memory_mib_median")
-"""Plotted against CPUS when a session (a sweep) has several CPU counts."""
-SUMMARY_COLUMNS = ("latency_p50_ms", "runtime_s", "load_s", "peak_memory_mib", "peak_rss_mib", "avg_memory_mib")
 FOLD_COLUMNS = 10
 """Tables wider than this are raw detail: folded (<details>) so they never push the reading order sideways."""
-METRIC_WORDS = {"latency_ms": "latency", "runtime_s": "runtime"}
 BYTE_SETTINGS = ("MEMORY", "SWAP")
 """Profile settings stored in bytes; shown in MiB/GiB."""
 
@@ -108,10 +104,10 @@ def summary_section(runs: list[dict[str, Any]]) -> Section:
     for entry in summarize_runs(runs):
         row: dict[str, Any] = {"model": entry["model_name"], "cpus": entry["cpus"],
                                "ok_runs": f"{entry['n_ok']}/{entry['n_runs']}"}
-        for name in SUMMARY_COLUMNS:
+        for name in metric_registry.REPORT_SUMMARY_METRICS:
             summary = entry["metrics"].get(name, {})
             row[f"{name}_median"] = summary.get("median")
-            if name == "latency_p50_ms":
+            if name == metric_registry.REPORT_SUMMARY_METRICS[0]:
                 row.update({f"{name}_ci95_low": summary.get("ci95_low"), f"{name}_ci95_high": summary.get("ci95_high")})
         row["unstable_metrics"] = ", ".join(entry["unstable_metrics"])
         rows.append(row)
@@ -121,7 +117,7 @@ def summary_section(runs: list[dict[str, Any]]) -> Section:
                                   f"have {UNSTABLE_RULE}."],
                       [ReportTable("summary", "Per-model summary", frame, summary_display(frame))])
     if rows and frame["cpus"].nunique() > 1:
-        for column in SCALING_COLUMNS:
+        for column in (f"{name}_median" for name in metric_registry.SCALING_METRICS):
             title = f"{column} against CPUS"
             section.figures.append(ReportFigure(f"scaling_{column}", title, scaling_chart(frame, column, title)))
     return section
@@ -132,10 +128,11 @@ def summary_display(frame: pd.DataFrame) -> pd.DataFrame | None:
     if frame.empty:
         return None
     shown = display_frame(frame[["model", "cpus", "ok_runs"]])
-    shown["latency p50 (ms) [95% CI]"] = [with_interval(*values) for values in zip(
-        frame["latency_p50_ms_median"], frame["latency_p50_ms_ci95_low"], frame["latency_p50_ms_ci95_high"],
-        strict=True)]
-    rest = display_frame(frame[[f"{name}_median" for name in SUMMARY_COLUMNS[1:]]])
+    first, *others = metric_registry.REPORT_SUMMARY_METRICS
+    label = metric_registry.get(first).label_with_unit
+    shown[f"{label} [95% CI]"] = [with_interval(*values) for values in zip(
+        frame[f"{first}_median"], frame[f"{first}_ci95_low"], frame[f"{first}_ci95_high"], strict=True)]
+    rest = display_frame(frame[[f"{name}_median" for name in others]])
     rest.columns = [c.replace(" median", "") for c in rest.columns]
     shown = pd.concat([shown.reset_index(drop=True), rest.reset_index(drop=True)], axis=1)
     shown["unstable"] = frame["unstable_metrics"].to_numpy()
@@ -150,9 +147,10 @@ def answer_section(results_dir: Path, runs: list[dict[str, Any]], info: dict[str
         return Section("Answer", [f"No answer yet: {err}"])
     cpus = parts["cpus"]
     section = Section("Answer", [parts["sentence"]], figures_first=True)
-    section.figures.append(ReportFigure(f"pareto_cpus{cpus:g}", f"Pareto chart: {METRIC_WORDS[parts['metric']]} "
-                                        "against peak memory; non-dominated models in green and named", parts["chart"]))
-    title = f"Ranking by {METRIC_WORDS[parts['metric']]} (1= : tied, no significant difference; ✓ : non-dominated)"
+    word = metric_registry.get(parts["metric"]).label
+    section.figures.append(ReportFigure(f"pareto_cpus{cpus:g}", f"Pareto chart: {word} against peak memory; "
+                                        "non-dominated models in green and named", parts["chart"]))
+    title = f"Ranking by {word} (1= : tied, no significant difference; ✓ : non-dominated)"
     section.tables.append(ReportTable("answer_ranking", title, parts["ranking"], parts["ranking_shown"]))
     for device, predicted in parts["devices"].items():
         if isinstance(predicted, str):
@@ -171,7 +169,7 @@ def ranking_section(runs: list[dict[str, Any]]) -> Section:
         "per model could separate them). Models with a failed run are listed without a rank. Stability is the "
         "share of bootstrap resamples that keep a model inside its rank's span of positions."
     ])
-    for metric in RANKED_METRICS:
+    for metric in (m.name for m in metric_registry.ranked()):
         try:
             rankings = rank_runs(runs, metric)
         except DataError:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness import metric_registry
 from harness.calibrate import calibrate_runs, group_label, predict_models
 from harness.device_data import load_device
 from harness.errors import DataError
@@ -23,13 +24,14 @@ from harness.run_values import harness_medians
 
 TIE = "="
 """Appended to a shared rank: `1=` reads "first, tied"."""
-METRIC_LABELS = {"latency_ms": "latency p50 (ms)", "runtime_s": "runtime (s)", "peak_memory_mib": "peak memory (MiB)"}
+PEAK = metric_registry.get(metric_registry.PEAK_MEMORY)
 
 
 def primary_metric(runs: list[dict[str, Any]]) -> str:
     """Latency when any run reported it; otherwise (scripts profiled as a whole) the runtime."""
-    has_latency = any(run.get("status") == "ok" and run.get("latency_ms") for run in runs)
-    return "latency_ms" if has_latency else "runtime_s"
+    latency = metric_registry.get(metric_registry.LATENCY)
+    has_latency = any(run.get("status") == "ok" and latency.value(run) is not None for run in runs)
+    return latency.name if has_latency else metric_registry.RUNTIME
 
 
 def model_sizes(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -54,7 +56,7 @@ def non_dominated(values: pd.DataFrame, tolerance: float = MIN_RELATIVE_GAP) -> 
 def pareto_points(runs: list[dict[str, Any]], metric: str, cpus: float) -> pd.DataFrame:
     """Per model at `cpus`: median `metric` (x), median peak memory (y), size, and the non-dominated flag."""
     x = harness_medians(runs, metric)
-    y = harness_medians(runs, "peak_memory_mib")
+    y = harness_medians(runs, PEAK.name)
     points = x[x["cpus"] == cpus].merge(y[y["cpus"] == cpus], on=["model_name", "cpus"], suffixes=("_x", "_y"))
     points = points.rename(columns={"model_name": "model", "value_x": "x", "value_y": "y"})[["model", "x", "y"]]
     sizes = model_sizes(runs)
@@ -75,7 +77,7 @@ def ranking_table(rankings: dict[float, list[RankEntry]], metric: str, points: d
             rows.append({"rank": e.rank, "status": e.status, "tied": tied, "model": e.model,
                          "cpus": cpus, f"{metric}_median": e.median, f"{metric}_ci95_low": e.ci95_low,
                          f"{metric}_ci95_high": e.ci95_high,
-                         "peak_memory_mib_median": frame["y"].get(e.model), "size_mib": sizes.get(e.model),
+                         f"{PEAK.name}_median": frame["y"].get(e.model), "size_mib": sizes.get(e.model),
                          "non_dominated": bool(frame["non_dominated"].get(e.model, False))})
     return pd.DataFrame(rows)
 
@@ -87,9 +89,9 @@ def ranking_display(table: pd.DataFrame, metric: str) -> pd.DataFrame:
                           "model": table["model"]})
     if table["cpus"].nunique() > 1:
         shown["cpus"] = [f"{c:g}" for c in table["cpus"]]
-    shown[METRIC_LABELS[metric] + " [95% CI]"] = [with_interval(*v) for v in zip(
+    shown[metric_registry.get(metric).label_with_unit + " [95% CI]"] = [with_interval(*v) for v in zip(
         table[f"{metric}_median"], table[f"{metric}_ci95_low"], table[f"{metric}_ci95_high"], strict=True)]
-    shown["peak memory (MiB)"] = table["peak_memory_mib_median"].map(sig)
+    shown[PEAK.label_with_unit] = table[f"{PEAK.name}_median"].map(sig)
     if table["size_mib"].notna().any():
         shown["size (MiB)"] = table["size_mib"].map(sig)
     shown["Pareto"] = ["✓" if flag else "" for flag in table["non_dominated"]]
@@ -100,8 +102,8 @@ def answer_sentence(rankings: dict[float, list[RankEntry]], metric: str, points:
                     profile: dict[str, Any]) -> str:
     """The answer in words: who is best, who is tied with it, and which models are worth a look at all."""
     best = [e for e in rankings[cpus] if e.rank == 1]
-    unit = METRIC_LABELS[metric].split("(")[1].rstrip(")")
-    what = "fastest" if metric == "latency_ms" else "quickest to finish"
+    unit = metric_registry.get(metric).unit
+    what = "fastest" if metric == metric_registry.LATENCY else "quickest to finish"
     names = ", ".join(f"{e.model} ({sig(e.median)} {unit})" for e in best)
     lead = f"{what.capitalize()}, tied (not significantly different): {names}" if len(best) > 1 else \
         f"{what.capitalize()}: {names}"
@@ -145,8 +147,9 @@ def answer_parts(results_dir: Path, runs: list[dict[str, Any]], info: dict[str, 
     rankings = rank_runs(runs, metric)
     cpus = max(rankings)  # a sweep answers at its largest CPU count; the details have every count
     points = {c: pareto_points(runs, metric, c) for c in rankings}
-    x_label = METRIC_LABELS[metric].replace("latency p50", "latency p50, median")
-    chart = pareto_chart(points[cpus], x_label, "peak memory, median (MiB)", f"Pareto chart at cpus={cpus:g}")
+    x = metric_registry.get(metric)
+    chart = pareto_chart(points[cpus], f"{x.label}, median ({x.unit})", f"{PEAK.label}, median ({PEAK.unit})",
+                         f"Pareto chart at cpus={cpus:g}")
     ranking = ranking_table(rankings, metric, points, model_sizes(runs))
     return {
         "metric": metric, "cpus": cpus, "chart": chart,

@@ -15,6 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from harness import metric_registry
 from harness.errors import DataError
 from harness.per_op import RAW_DIR, PerOp, load_raw, pooled, run_dir
 from harness.report import ReportFigure, ReportTable, Section, slug
@@ -103,7 +104,7 @@ def timeline_png(session_dir: Path, run: dict[str, Any]) -> bytes:
     figure = Figure(figsize=(11, 4.2))
     top, bottom = figure.subplots(2, 1, gridspec_kw={"height_ratios": [1, 2.2]})
     marks = [("startup", 0.0), *[(str(n), float(t)) for n, t in run.get("phases_s") or []]]
-    end = float(run.get("runtime_s") or marks[-1][1])
+    end = metric_registry.get(metric_registry.RUNTIME).value(run) or marks[-1][1]
     for index, (name, start) in enumerate(marks):
         stop = marks[index + 1][1] if index + 1 < len(marks) else end
         top.broken_barh([(start, stop - start)], (0, 1), color=PHASE_COLORS.get(name, "#cccccc"), edgecolor="white")

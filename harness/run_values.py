@@ -1,56 +1,44 @@
 """One number per run for each metric that ranking and calibration compare.
 
-Latency is summarised per run by its headline (`latency_ms.headline`): repeats are the independent units, so
-a run contributes one value. The headline is the run's median, which resists the odd scheduler hiccup inside a
-run, except under a CFS quota (fractional CPUS), where it is the mean: there the median shows the unlimited
-speed of the inferences between the quota's stalls (see harness.runner.headline_statistic). Every metric here
-is "lower is better".
+Latency is summarised per run by its headline (`latency_ms`): repeats are the independent units, so a run
+contributes one value. The headline is the run's median, which resists the odd scheduler hiccup inside a run,
+except under a CFS quota (fractional CPUS), where it is the mean: there the median shows the unlimited speed of
+the inferences between the quota's stalls (see harness.runner.headline_statistic). The metrics themselves are
+defined in harness.metric_registry.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from harness import metric_registry
 from harness.config import load_profile
 from harness.errors import ConfigError, DataError
 from harness.stats import metric_value
 from harness.store import iter_all_runs, load_runs, resolve_session
 
 ALL_SESSIONS = "all"
-METRICS: tuple[str, ...] = ("latency_ms", "runtime_s", "peak_memory_mib", "peak_rss_mib", "avg_memory_mib", "load_s")
-METRIC_FAMILIES: tuple[str, ...] = ("op_time_ms",)
-"""Per-run families `<family>.<key>`: op_time_ms.Conv is a run's mean ms per inference in Conv nodes (PER_OP=1)."""
 
 
-def _family(metric: str) -> tuple[str, str] | None:
-    family, _, key = metric.partition(".")
-    return (family, key) if family in METRIC_FAMILIES and key else None
-
-
-def check_metric(metric: str) -> str:
-    if metric not in METRICS and _family(metric) is None:
-        families = ", ".join(f"{family}.<key>" for family in METRIC_FAMILIES)
-        raise ConfigError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}, or {families}")
-    return metric
+def check_metric(metric: str, accept: Callable[[metric_registry.Metric], bool] = lambda m: m.lower_is_better) -> str:
+    """The registered name of `metric` (family members such as op_time_ms.Conv accepted) when `accept` takes it
+    (default: what a ranking can order, lower first); else one line naming the choices."""
+    found = metric_registry.lookup(metric)
+    if found is None or not accept(found):
+        raise ConfigError(f"unknown metric {metric!r}; choose one of: {', '.join(metric_registry.names(accept))}")
+    return found.name
 
 
 def run_value(run: dict[str, Any], metric: str) -> float | None:
     """The run's value of `metric`, or None when the run failed or did not report it."""
     if run.get("status") != "ok":
         return None
-    family = _family(metric)
-    if family is not None:
-        value = (run.get(family[0]) or {}).get(family[1])
-        return float(value) if isinstance(value, (int, float)) else None
-    value = metric_value(run, metric)
-    if value is None and metric == "latency_ms":  # a run stored before runs named their headline latency
-        return metric_value(run, "latency_p50_ms")
-    return value
+    return metric_value(run, metric)
 
 
 def metric_table(runs: Iterable[dict[str, Any]], metric: str) -> pd.DataFrame:

@@ -31,10 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from harness import cgroups
+from harness.records import STDERR_TAIL_CHARS, RunnerInput, RunResult
+from harness.report_protocol import (
+    BATCH_SIZE_KEY,
+    LATENCIES_ENV_VAR,
+    LATENCIES_KEY,
+    LOAD_KEY,
+    MAX_LATENCIES,
+    PROFILE_DIR_ENV,
+)
 from harness.report_protocol import ENV_VAR as METRICS_ENV
-from harness.report_protocol import LATENCIES_ENV_VAR, MAX_LATENCIES, PROFILE_DIR_ENV
 
-STDERR_TAIL_CHARS = 2000
 MIB = 1024 * 1024
 MAX_CATCH_UP = 10  # samples owed after a stall (a suspended VM, say) beyond which the schedule restarts
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -42,32 +49,31 @@ MAX_METRICS_LINE_CHARS = 8 * MIB  # a longer line (a huge JSON latency list) is 
 
 
 
-def child_command(spec: dict[str, Any]) -> list[str]:
+def child_command(spec: RunnerInput) -> list[str]:
     """Python scripts run with this interpreter; anything else is executed directly. Model path first, when the
     run has a model (a script profiled as a whole has none)."""
-    script = spec["script"]
-    head = [sys.executable, script] if script.endswith(".py") else [script]
-    return [*head, *([spec["model"]] if spec["model"] else []), *spec.get("script_args", [])]
+    head = [sys.executable, spec.script] if spec.script.endswith(".py") else [spec.script]
+    return [*head, *([spec.model] if spec.model else []), *spec.script_args]
 
 
-def child_env(spec: dict[str, Any], metrics_path: str, latencies_path: str,
+def child_env(spec: RunnerInput, metrics_path: str, latencies_path: str,
               profile_dir: Path | None = None) -> dict[str, str]:
     """What a bench script needs to know, plus thread caps so frameworks don't oversubscribe."""
     env = dict(os.environ)
-    threads = str(spec["threads"])
+    threads = str(spec.threads)
     env.update({name: threads for name in THREAD_ENV_VARS})
     env.update({
         METRICS_ENV: metrics_path,
         LATENCIES_ENV_VAR: latencies_path,
-        "HARNESS_MODEL": spec["model"],
+        "HARNESS_MODEL": spec.model,
         "HARNESS_THREADS": threads,
-        "HARNESS_CPUS": str(spec["cpus"]),
-        "HARNESS_CPU_MODE": str(spec.get("cpu_mode", "")),
-        "HARNESS_ITERATIONS": str(spec["iterations"]),
-        "HARNESS_WARMUP": str(spec["warmup"]),
-        "HARNESS_BATCH_SIZE": str(spec["batch_size"]),
+        "HARNESS_CPUS": str(spec.cpus),
+        "HARNESS_CPU_MODE": spec.cpu_mode,
+        "HARNESS_ITERATIONS": str(spec.iterations),
+        "HARNESS_WARMUP": str(spec.warmup),
+        "HARNESS_BATCH_SIZE": str(spec.batch_size),
     })
-    if spec.get("cpu_mode") == "quota":
+    if spec.cpu_mode == "quota":
         # OpenMP threads (torch's intra-op pool) sleep at once instead of spinning through the quota.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if profile_dir is not None:
@@ -85,25 +91,24 @@ def pack_profile(directory: Path) -> dict[str, str]:
     return packed
 
 
-def _prepare_child(spec: dict[str, Any]) -> None:
+def _prepare_child(spec: RunnerInput) -> None:
     """Runs in the child between fork and exec (the runner is single-threaded at that point)."""
     # The OOM killer must pick the workload, never the runner that records what happened.
     with contextlib.suppress(OSError):
         Path("/proc/self/oom_score_adj").write_text("1000")
-    if spec.get("rlimit_as_bytes"):
-        limit = int(spec["rlimit_as_bytes"])
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    if spec.get("affinity"):
-        os.sched_setaffinity(0, spec["affinity"])
+    if spec.rlimit_as_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (spec.rlimit_as_bytes, spec.rlimit_as_bytes))
+    if spec.affinity:
+        os.sched_setaffinity(0, spec.affinity)
     # The workload's own cgroups (the pinned cores), which the runner itself stays out of: see place_runner().
-    for procs in spec.get("workload_cgroup_procs", []):
+    for procs in spec.workload_cgroup_procs:
         Path(procs).write_text(str(os.getpid()))
 
 
-def place_runner(spec: dict[str, Any]) -> list[int]:
+def place_runner(spec: RunnerInput) -> list[int]:
     """Move the runner onto the cores the backend set aside for it (off a pinned workload's cores); its cores."""
-    if spec.get("runner_affinity"):
-        os.sched_setaffinity(0, spec["runner_affinity"])
+    if spec.runner_affinity:
+        os.sched_setaffinity(0, spec.runner_affinity)
     return sorted(os.sched_getaffinity(0))
 
 
@@ -184,7 +189,7 @@ def read_latencies(path: Path, reported: dict[str, Any]) -> tuple[array, int]:
 
     At most MAX_LATENCIES are kept (the binary file's first ones; a uniform seeded sample of a longer JSON list), so
     the runner's footprint is bounded. Returns them and how many the script reported in all."""
-    listed = reported.pop("latency_ms", None)
+    listed = reported.pop(LATENCIES_KEY, None)
     latencies = array("d")
     if path.exists() and path.stat().st_size:
         count = path.stat().st_size // latencies.itemsize
@@ -238,13 +243,13 @@ def read_tail(path: Path, size: int) -> bytes:
         return handle.read()
 
 
-def measure(spec: dict[str, Any]) -> dict[str, Any]:
+def measure(spec: RunnerInput) -> RunResult:
     """Run the script once under whatever limits this process already sits in; return the RunResult.
 
     With a cgroup of the run's own (local cgroup backend, container) memory comes from that cgroup. In rlimit mode
     the runner shares the harness's cgroup, whose usage and high-water mark are not the run's: memory then comes
     from the script's process tree (ProcessTree, and the kernel's RSS high-water mark of its largest process)."""
-    tree_mode = spec.get("isolation") == "rlimit"
+    tree_mode = spec.isolation == "rlimit"
     cgroup = cgroups.OwnCgroup(0, {}) if tree_mode else cgroups.discover()
     probe = cgroups.MemoryProbe(cgroup) if cgroup.version else None
     runner_cores = place_runner(spec)
@@ -253,10 +258,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="harness-run-"))
     metrics_path, stderr_path = workdir / "metrics.jsonl", workdir / "stderr.txt"
     latencies_path = workdir / "latencies.f64"
-    profile_dir = workdir / "profile" if spec.get("per_op") else None
+    profile_dir = workdir / "profile" if spec.per_op else None
     if profile_dir is not None:
         profile_dir.mkdir()
-    interval = float(spec["sample_interval_ms"]) / 1000.0
+    interval = spec.sample_interval_ms / 1000.0
     times, values = array("d"), array("d")  # 16 bytes a sample: a 600 s run at 100 Hz adds under 1 MiB
     self_before = resource.getrusage(resource.RUSAGE_SELF)
     with open(stderr_path, "wb") as stderr_file:
@@ -270,7 +275,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     pidfd = os.pidfd_open(child.pid)
     poller = select.epoll()
     poller.register(pidfd, select.EPOLLIN)
-    deadline, next_sample, timed_out = t0 + float(spec["timeout_s"]), t0, False
+    deadline, next_sample, timed_out = t0 + spec.timeout_s, t0, False
     while True:
         now = time.monotonic()
         if now >= deadline:
@@ -316,8 +321,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         runner_cpu_s=(self_after.ru_utime + self_after.ru_stime) - (self_before.ru_utime + self_before.ru_stime),
     )
     if profile_files is not None:
-        result["per_op_files"] = profile_files
-        result["phases_s"] = [[name, round(t - t0, 6)] for name, t in phases]
+        result.per_op_files = profile_files
+        result.phases_s = [[name, round(t - t0, 6)] for name, t in phases]
     return result
 
 
@@ -334,14 +339,14 @@ def peak_figures(peak_bytes: int | None, sampled_peak: float | None, maxrss_byte
     return (sampled_peak or 0.0) / MIB, "sampled"
 
 
-def quota_notes(spec: dict[str, Any], summary: dict[str, float] | None) -> list[str]:
+def quota_notes(spec: RunnerInput, summary: dict[str, float] | None) -> list[str]:
     """Under a fractional CFS quota, inferences shorter than the quota's run window mostly run at full speed, and a
     few absorb each period's stall: p50 then shows the unlimited figure, and only the mean, p99 and throughput show
     the limit. The run window is the wall time ceil(CPUS) busy threads take to spend one period's quota."""
-    cpus = float(spec["cpus"])
-    if spec.get("cpu_mode") != "quota" or not summary or not spec.get("cpu_period_us") or cpus.is_integer():
+    cpus = spec.cpus
+    if spec.cpu_mode != "quota" or not summary or not spec.cpu_period_us or cpus.is_integer():
         return []
-    period_ms = float(spec["cpu_period_us"]) / 1000.0
+    period_ms = spec.cpu_period_us / 1000.0
     window_ms = cpus * period_ms / math.ceil(cpus)
     if summary["p50"] >= window_ms:
         return []
@@ -351,23 +356,23 @@ def quota_notes(spec: dict[str, Any], summary: dict[str, float] | None) -> list[
             "quota runs) and throughput show the limit"]
 
 
-def headline_statistic(spec: dict[str, Any]) -> str:
+def headline_statistic(spec: RunnerInput) -> str:
     """The per-run latency that ranking and calibration use: the median, or under a CFS quota the mean. A quota
     stalls the process once per period; the inferences between stalls run at full speed, so whenever an inference
     is shorter than the quota's run window the median shows the unlimited speed, while the mean carries the stalls
     in proportion (the throughput the limit allows). One rule per CPU mode keeps every model at one CPUS value on
     the same statistic."""
-    return "mean" if spec.get("cpu_mode") == "quota" else "p50"
+    return "mean" if spec.cpu_mode == "quota" else "p50"
 
 
 def assemble_result(
-    *, spec: dict[str, Any], t0: float, t_exit: float, times: array, values: array,
+    *, spec: RunnerInput, t0: float, t_exit: float, times: array, values: array,
     phases: list[tuple[str, float]], reported: dict[str, Any], latencies: array, reported_count: int, notes: list[str],
     peak_bytes: int | None, usage: resource.struct_rusage, returncode: int, timed_out: bool, oom_kills: int,
     stderr_tail: str, cgroup_version: int, tree_mode: bool, runner_cores: list[int], cpu_delta: dict[str, int],
     runner_cpu_s: float,
-) -> dict[str, Any]:
-    """Turn raw observations into the RunResult fields (units in every name)."""
+) -> RunResult:
+    """Turn raw observations into the RunResult (units in every name)."""
     runtime_s = t_exit - t0
     summary = latency_summary(latencies, reported.pop("latency_all", None))
     if summary and summary["n"] > len(latencies):
@@ -381,7 +386,7 @@ def assemble_result(
     headline = headline_statistic(spec)
     if summary:
         summary["headline"] = summary[headline]
-    batch = int(reported.pop("batch_size", spec["batch_size"]))
+    batch = int(reported.pop(BATCH_SIZE_KEY, spec.batch_size))
     bounds = [("startup", t0), *phases]
     by_phase: dict[str, float] = {}
     for i, (name, start) in enumerate(bounds):
@@ -393,43 +398,43 @@ def assemble_result(
     sampled_peak = max(values) if values else None
     peak_mib, peak_source = peak_figures(peak_bytes, sampled_peak, usage.ru_maxrss * 1024, tree_mode)
     periods = cpu_delta.get("nr_periods", 0)
-    status = _status(timed_out, returncode, oom_kills, stderr_tail, bool(spec.get("rlimit_as_bytes")))
-    load_s = reported.pop("load_s", None)
-    return {
-        "status": status,
-        "exit_code": returncode if returncode >= 0 else None,
-        "signal": -returncode if returncode < 0 else None,
-        "stderr_tail": stderr_tail if status != "ok" else "",
-        "runtime_s": runtime_s,
-        "load_s": load_s,
-        "latency_ms": summary,
-        "latency_headline": headline if summary else None,
-        "shorter_than_quota_window": bool(quota_warning),
-        "latencies_ms": latencies.tolist(),
-        "batch_size": batch,
-        "throughput_ips": batch * 1000.0 / summary["mean"] if summary and summary["mean"] > 0 else None,
-        "peak_memory_mib": peak_mib,
-        "peak_source": peak_source,
-        "peak_rss_mib": usage.ru_maxrss / 1024.0,
-        "avg_memory_mib": avg / MIB if avg is not None else None,
-        "avg_memory_mib_by_phase": by_phase,
-        "sampled_peak_mib": sampled_peak / MIB if sampled_peak is not None else None,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "cpu_nr_periods": periods,
-        "cpu_nr_throttled": cpu_delta.get("nr_throttled", 0),
-        "cpu_throttled_s": cpu_delta.get("throttled_ns", 0) / 1e9,
-        "samples": len(values),
-        "sample_rate_hz": (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0,
-        "runner_cpu_s": runner_cpu_s,
-        "runner_cores": runner_cores,
-        "oom_kills": oom_kills,
-        "cgroup_version": cgroup_version,
-        "notes": notes,
-        "memory_samples": {"t_s": [round(t - t0, 4) for t in times], "mib": [round(v / MIB, 3) for v in values]}
-        if spec.get("keep_samples") else None,
-        "metrics": {k: v for k, v in reported.items() if isinstance(v, (int, float, str, bool)) and not (
+    status = _status(timed_out, returncode, oom_kills, stderr_tail, bool(spec.rlimit_as_bytes))
+    load_s = reported.pop(LOAD_KEY, None)
+    return RunResult(
+        status=status,
+        exit_code=returncode if returncode >= 0 else None,
+        signal=-returncode if returncode < 0 else None,
+        stderr_tail=stderr_tail if status != "ok" else "",
+        runtime_s=runtime_s,
+        load_s=load_s,
+        latency_stats_ms=summary,
+        latency_headline=headline if summary else None,
+        shorter_than_quota_window=bool(quota_warning),
+        latencies_ms=latencies.tolist(),
+        batch_size=batch,
+        throughput_ips=batch * 1000.0 / summary["mean"] if summary and summary["mean"] > 0 else None,
+        peak_memory_mib=peak_mib,
+        peak_source=peak_source,
+        peak_rss_mib=usage.ru_maxrss / 1024.0,
+        avg_memory_mib=avg / MIB if avg is not None else None,
+        avg_memory_mib_by_phase=by_phase,
+        sampled_peak_mib=sampled_peak / MIB if sampled_peak is not None else None,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        cpu_nr_periods=periods,
+        cpu_nr_throttled=cpu_delta.get("nr_throttled", 0),
+        cpu_throttled_s=cpu_delta.get("throttled_ns", 0) / 1e9,
+        samples=len(values),
+        sample_rate_hz=(len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0,
+        runner_cpu_s=runner_cpu_s,
+        runner_cores=runner_cores,
+        oom_kills=oom_kills,
+        cgroup_version=cgroup_version,
+        notes=notes,
+        memory_samples={"t_s": [round(t - t0, 4) for t in times], "mib": [round(v / MIB, 3) for v in values]}
+        if spec.keep_samples else None,
+        metrics={k: v for k, v in reported.items() if isinstance(v, (int, float, str, bool)) and not (
             isinstance(v, float) and not math.isfinite(v))},
-    }
+    )
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -448,9 +453,9 @@ def main(argv: list[str] | None = None) -> int:
             Path(procs).write_text(str(os.getpid()))
         rest = ["--spec", args.spec, *(["--out", args.out] if args.out else [])]
         os.execv(sys.executable, [sys.executable, "-m", "harness.runner", *rest])
-    spec = json.loads(Path(args.spec).read_text())
+    spec = RunnerInput.from_dict(json.loads(Path(args.spec).read_text()))
     result = measure(spec)
-    text = json.dumps(result)
+    text = json.dumps(result.to_dict())
     if args.out:
         tmp = Path(args.out + ".tmp")
         tmp.write_text(text)

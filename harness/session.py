@@ -11,18 +11,20 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.backends import Backend
+from harness.conditions import run_conditions
 from harness.config import DeviceProfile, host_cpu_count
 from harness.errors import BackendError, DataError
 from harness.models import ModelInfo
 from harness.provenance import collect_metadata
+from harness.records import RunOutcome, RunRecord
 from harness.spec import RunSpec, plan_cpu_limits
 from harness.stats import summarize_runs, summary_rows
-from harness.store import SessionStore, load_session_info
+from harness.store import SCHEMA_VERSION, SessionStore, load_session_info
 
 OnRun = Callable[[RunSpec, dict[str, Any] | None], None]
 
@@ -49,12 +51,39 @@ def capped_cpus(values: Sequence[float], allowed: int) -> tuple[list[float], lis
     return capped, notes
 
 
+def distinct_models(models: Sequence[ModelInfo]) -> tuple[list[ModelInfo], list[str]]:
+    """A model is its name plus its content: the same file given twice is profiled once, and different files
+    that share a name (a/model.onnx, b/model.onnx) get the first 8 hex digits of their sha256 appended, so
+    their runs are never merged under one name."""
+    unique: list[ModelInfo] = []
+    notes: list[str] = []
+    for model in models:
+        if any(m.name == model.name and m.sha256 == model.sha256 for m in unique):
+            notes.append(f"{model.path} is given more than once (same name and content): profiled once")
+        else:
+            unique.append(model)
+    hashes: dict[str, set[str]] = {}
+    for model in unique:
+        hashes.setdefault(model.name, set()).add(model.sha256)
+    renamed = []
+    for model in unique:
+        if len(hashes[model.name]) > 1:
+            new_name = f"{model.name}@{model.sha256[:8]}"
+            notes.append(f"{model.path} is named {new_name}: another model of this session is also "
+                         f"called {model.name}")
+            model = replace(model, name=new_name)
+        renamed.append(model)
+    return renamed, notes
+
+
 def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: Sequence[float] | None,
                  script_args: Sequence[str], session_id: str, seed: int | None = None,
                  keep_samples: bool = False) -> Plan:
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
     allowed = sorted(os.sched_getaffinity(0))
+    models, model_notes = distinct_models(models)
     cpus_list, notes = capped_cpus(cpus_values or [profile.cpus], host_cpu_count())
+    notes = model_notes + notes
     rng = random.Random(seed)
     combos = [(model, cpus) for model in models for cpus in cpus_list]
     specs: list[RunSpec] = []
@@ -90,33 +119,36 @@ class Session:
 
     def _session_info(self, state: str) -> dict[str, Any]:
         return {
-            "session_id": self.plan.session_id, "state": state, "profile": self.profile.as_env(),
+            "session_id": self.plan.session_id, "state": state, "profile": self.profile.as_variables(),
             "profile_sources": dict(self.profile.sources), "models": [m.provenance() for m in self.plan.models],
             "cpus_values": self.plan.cpus_values, "seed": self.plan.seed, "notes": self.plan.notes,
             "backend": self.backend_info, "backend_reason": self.backend_reason, "provenance": self.metadata,
             "plan": [spec.to_dict() for spec in self.plan.specs],
         }
 
-    def _record(self, spec: RunSpec, result: dict[str, Any], started_at: str, concurrent_runs: int = 1,
-                node: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _record(self, spec: RunSpec, outcome: RunOutcome, started_at: str, concurrent_runs: int = 1,
+                node: dict[str, Any] | None = None, location: dict[str, Any] | None = None) -> dict[str, Any]:
         """One runs.jsonl line. `concurrent_runs`: the most runs that were in flight on its host during it (itself
-        included); `node`: where it ran, when not here ({"metadata": ..., "backend": ...} of a cluster node)."""
+        included); `node`: where it ran, when not here ({"metadata": ..., "backend": ...} of a cluster node), and
+        `location` the worker that ran it."""
         model = self._models[spec.model_name]
-        backend_info = node["backend"] if node else self.backend_info
-        return {
-            "session_id": spec.session_id, "run_id": spec.run_id, "device_name": self.profile.device_name,
-            **model.provenance(), "round": spec.round, "repeat": spec.repeat, "cpus": spec.cpu.cpus,
-            "memory_mib": spec.memory_bytes / 1024**2, "swap_mib": spec.swap_bytes / 1024**2,
-            "iterations": spec.iterations, "warmup": spec.warmup, "script": spec.script,
-            "script_args": list(spec.script_args), "threads": spec.threads,
-            "limits": {"cpuset": spec.cpu.cpuset, "cpu_quota_us": spec.cpu.quota_us,
-                       "cpu_period_us": spec.cpu.period_us, "cpu_mode": spec.cpu.mode,
-                       "memory_bytes": spec.memory_bytes, "memory_swap_bytes": spec.memory_bytes + spec.swap_bytes},
-            **{k: backend_info[k] for k in ("backend", "isolation") if k in backend_info},
-            "started_at": started_at, "concurrent_runs": concurrent_runs, **result,
-            "provenance": {**(node["metadata"] if node else self.metadata), "backend": backend_info,
-                           "seed": self.plan.seed},
-        }
+        info = node["backend"] if node else self.backend_info
+        metadata = node["metadata"] if node else self.metadata
+        return RunRecord(
+            session_id=spec.session_id, run_id=spec.run_id, device_name=self.profile.device_name,
+            model=model.provenance(), round=spec.round, repeat=spec.repeat, cpus=spec.cpu.cpus,
+            memory_mib=spec.memory_bytes / 1024**2, swap_mib=spec.swap_bytes / 1024**2, iterations=spec.iterations,
+            warmup=spec.warmup, script=spec.script, script_args=list(spec.script_args), threads=spec.threads,
+            backend=info.get("backend"), isolation=info.get("isolation"), started_at=started_at,
+            limits_requested=spec.limits_requested(), outcome=outcome,
+            conditions=run_conditions(
+                model_sha256=model.sha256, cpus=spec.cpu.cpus, cpu_mode=spec.cpu.mode,
+                memory_bytes=spec.memory_bytes, swap_bytes=spec.swap_bytes, iterations=spec.iterations,
+                warmup=spec.warmup, batch_size=spec.batch_size, threads=spec.threads, backend_info=info,
+                host_cpu_model=metadata.get("host_cpu_model")),
+            provenance={**metadata, "backend": info, "seed": self.plan.seed},
+            concurrent_runs=concurrent_runs, node=location,
+        ).to_dict()
 
     def _keep_per_op(self, result: dict[str, Any]) -> None:
         """The per-op phase's raw files and table go under runs/<run_id>/; the record keeps their summary."""
@@ -159,10 +191,11 @@ class Session:
 
     def _keep(self, spec: RunSpec, record: dict[str, Any], on_done: OnRun | None) -> None:
         """A finished run reaches disk (per-op files first), then the summary, then the caller."""
-        if "per_op_files" in record:
-            self._keep_per_op(record)
+        if record.get("per_op_files") is not None:
+            self._keep_per_op(record)  # moves the files out of the record
+        record.pop("per_op_files", None)
         self.store.append_run(record)
-        self.runs.append(record)
+        self.runs.append({"schema_version": SCHEMA_VERSION, **record})
         self.write_summary()
         if spec.per_op:
             from harness.chrome_trace import write_session_trace  # pandas and onnx: only with PER_OP

@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.records import Limits, RunnerInput
+
 CPU_PERIOD_US = 100_000
 
 
@@ -52,6 +54,15 @@ def cpu_list(cores: list[int]) -> str:
     return ",".join(ranges)
 
 
+def parse_cpu_list(cpuset: str) -> tuple[int, ...]:
+    """'0-1,3' -> (0, 1, 3): the inverse of the cpuset syntax above."""
+    cores: list[int] = []
+    for part in cpuset.split(","):
+        lo, _, hi = part.partition("-")
+        cores.extend(range(int(lo), int(hi or lo) + 1))
+    return tuple(cores)
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run: one fresh process of one script on one model under one set of limits."""
@@ -80,15 +91,22 @@ class RunSpec:
     def threads(self) -> int:
         return max(1, math.ceil(self.cpu.cpus))
 
-    def runner_spec(self, model: str | None = None, script: str | None = None) -> dict[str, Any]:
-        """The JSON the runner reads; backends pass the paths as the runner will see them."""
-        return {
-            "model": model or self.model, "script": script or self.script, "script_args": list(self.script_args),
-            "threads": self.threads, "cpus": self.cpu.cpus, "cpu_mode": self.cpu.mode,
-            "cpu_period_us": self.cpu.period_us, "iterations": self.iterations, "warmup": self.warmup,
-            "batch_size": self.batch_size, "sample_interval_ms": self.sample_interval_ms,
-            "timeout_s": self.timeout_s, "keep_samples": self.keep_samples, "per_op": self.per_op,
-        }
+    def runner_input(self, model: str | None = None, script: str | None = None, **fallback: Any) -> RunnerInput:
+        """What the runner reads; backends pass the paths as the runner will see them, and what only they
+        decide (the rlimit fallback's `rlimit_as_bytes` and `affinity`, the runner's own cores)."""
+        return RunnerInput(
+            model=model or self.model, script=script or self.script, script_args=self.script_args,
+            threads=self.threads, cpus=self.cpu.cpus, cpu_mode=self.cpu.mode, cpu_period_us=self.cpu.period_us,
+            iterations=self.iterations, warmup=self.warmup, batch_size=self.batch_size,
+            sample_interval_ms=self.sample_interval_ms, timeout_s=self.timeout_s, keep_samples=self.keep_samples,
+            per_op=self.per_op, **fallback,
+        )
+
+    def limits_requested(self) -> Limits:
+        """The limits the plan asks for; a backend reports what it applied beside them."""
+        return Limits(cpus=self.cpu.cpus, cpu_mode=self.cpu.mode, cpuset=self.cpu.cpuset,
+                      cpu_quota_us=self.cpu.quota_us, cpu_period_us=self.cpu.period_us,
+                      memory_bytes=self.memory_bytes, memory_swap_bytes=self.memory_bytes + self.swap_bytes)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from harness import metric_registry
+
 IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a metric unstable (torch.utils.benchmark's choice)
 UNSTABLE_RULE = f"IQR/median > {IQR_WARN_THRESHOLD:.0%}"  # how warnings and reports state the rule
 HEAVY_THROTTLE_RATIO = 0.10  # share of CFS periods throttled above which a run's latency tail is suspect
@@ -29,28 +31,13 @@ PERMUTATION_MAX_N = 10
 # All n! pairings are enumerated (an exact p) while n! <= this, so up to n = 8; above, this many random ones.
 PERMUTATION_RESAMPLES = 40_320  # 8!
 
-# summary metric name -> how to read it from a RunResult
-SUMMARY_METRICS: dict[str, tuple[str, ...]] = {
-    "runtime_s": ("runtime_s",),
-    "load_s": ("load_s",),
-    "latency_ms": ("latency_ms", "headline"),  # p50, or the mean under a CFS quota (harness.runner)
-    "latency_p50_ms": ("latency_ms", "p50"),
-    "latency_p90_ms": ("latency_ms", "p90"),
-    "latency_p99_ms": ("latency_ms", "p99"),
-    "latency_mean_ms": ("latency_ms", "mean"),
-    "throughput_ips": ("throughput_ips",),
-    "peak_memory_mib": ("peak_memory_mib",),
-    "peak_rss_mib": ("peak_rss_mib",),
-    "avg_memory_mib": ("avg_memory_mib",),
-    "cpu_s": ("cpu_s",),
-}
+SUMMARY_METRICS: tuple[str, ...] = tuple(m.name for m in metric_registry.METRICS)
+"""Every registered metric is summarised per group."""
 
 
 def metric_value(run: dict[str, Any], metric: str) -> float | None:
-    value: Any = run
-    for key in SUMMARY_METRICS.get(metric, (metric,)):
-        value = value.get(key) if isinstance(value, dict) else None
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+    """The run's value of a registered metric, or None when it has none (the run's status is not checked)."""
+    return metric_registry.get(metric).value(run)
 
 
 def median_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float] | None:

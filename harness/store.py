@@ -5,7 +5,8 @@ Layout: RESULTS_DIR/<session_id>/
   session.json   the plan: profile, models, seed, provenance (written atomically before the first run)
   summary.json / summary.csv   per-model statistics (rewritten atomically after every run)
 
-Every file carries `schema_version`; a newer one is refused with a clear message rather than misread.
+Every file carries `schema_version`; a newer one is refused with a clear message rather than misread, and
+an older one is migrated on reading, one version at a time (asv's habit; steps in store_migrations.py).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError, DataError
+from harness.store_migrations import RUN_MIGRATIONS, SESSION_MIGRATIONS, Migration
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RUNS_FILE = "runs.jsonl"
 SESSION_FILE = "session.json"
 SUMMARY_JSON = "summary.json"
@@ -91,6 +93,15 @@ def check_schema(obj: dict[str, Any], where: str) -> None:
         )
 
 
+def migrate(obj: dict[str, Any], steps: dict[int, Migration], where: str) -> dict[str, Any]:
+    """`obj` brought to SCHEMA_VERSION one step at a time; a newer version is refused."""
+    check_schema(obj, where)
+    while obj["schema_version"] < SCHEMA_VERSION:
+        version = obj["schema_version"]
+        obj = {**steps[version](obj), "schema_version": version + 1}
+    return obj
+
+
 class SessionStore:
     """One session directory. `append_run` is the only way a run reaches disk."""
 
@@ -137,8 +148,7 @@ def load_runs(session_dir: Path) -> list[dict[str, Any]]:
             if number == len(lines):
                 continue
             raise DataError(f"{path}:{number}: not valid JSON ({err.msg}); remove or repair that line") from err
-        check_schema(run, f"{path}:{number}")
-        runs.append(run)
+        runs.append(migrate(run, RUN_MIGRATIONS, f"{path}:{number}"))
     return runs
 
 
@@ -148,8 +158,7 @@ def load_session_info(session_dir: Path) -> dict[str, Any]:
         info = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as err:
         raise DataError(f"{session_dir}: no {SESSION_FILE}; is this a session directory?") from err
-    check_schema(info, str(path))
-    return info
+    return migrate(info, SESSION_MIGRATIONS, str(path))
 
 
 def list_sessions(results_dir: Path) -> list[Path]:

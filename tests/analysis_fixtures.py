@@ -11,8 +11,8 @@ def write_session(
     results_dir: Path, latencies: dict[str, list[float]], cpus: float = 2.0, session_id: str | None = None,
     runtime_s: dict[str, list[float]] | None = None, facts: dict[str, dict[str, float]] | None = None,
 ) -> Path:
-    """One ok run per value: `latency_ms.p50` = value (and `runtime_s` from the second map, if given; the
-    model's static facts, such as macs and params, from `facts`)."""
+    """One ok run per value: the run's headline latency `latency_ms` (and its p50) = value (and `runtime_s` from the
+    second map, if given; the model's static facts, such as macs and params, from `facts`)."""
     store = SessionStore(results_dir, session_id)
     store.write_session({"session_id": store.session_id, "profile": {"DEVICE_NAME": "test", "CPUS": str(cpus)},
                          "models": sorted(latencies), "cpus_values": [cpus], "seed": 0, "provenance": {}})
@@ -23,7 +23,8 @@ def write_session(
                 "session_id": store.session_id, "run_id": f"{model}-{cpus:g}-{repeat}", "model_name": model,
                 "round": repeat, "repeat": repeat, "cpus": cpus, "memory_mib": 2048.0, "backend": "local",
                 "status": "ok", "runtime_s": runtime, "peak_memory_mib": 100.0 + value,
-                "latency_ms": {"p50": value, "mean": value, "n": 10}, "latencies_ms": [value] * 10,
+                "latency_stats_ms": {"p50": value, "mean": value, "headline": value, "n": 10},
+                "latencies_ms": [value] * 10,
                 **({"model_facts": facts[model]} if facts and model in facts else {}),
             })
     return store.path

@@ -47,7 +47,7 @@ def test_torch_bench_runs(capsys, in_tmp_cwd: Path, torch_models: dict[str, Path
                  "--iterations", "30", "--batch-size", "2", *extra)
     run = session_runs(results)[0]
     assert run["status"] == "ok", run["stderr_tail"]
-    assert run["latency_ms"]["n"] == 30 and run["metrics"]["threads"] == 1
+    assert run["latency_stats_ms"]["n"] == 30 and run["metrics"]["threads"] == 1
     assert run["batch_size"] == (1 if kind == "pt2" else 2)  # an ExportedProgram keeps its example's shapes
     assert run["load_s"] > 0 and run["model_kind"] == "torch"
 

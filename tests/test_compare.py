@@ -66,7 +66,8 @@ def test_int8_variant_shows_size_and_latency_change(
     assert size["b"] == pytest.approx(onnx_facts(b)["size_mib"])
     assert size["ratio"] == pytest.approx(size["b"] / size["a"]) and size["ratio"] < 0.45
     assert _row(comparison, "macs")["ratio"] == pytest.approx(1.0)
-    readers = {"latency_p50_ms": lambda r: r["latency_ms"]["p50"], "peak_memory_mib": lambda r: r["peak_memory_mib"]}
+    readers = {"latency_p50_ms": lambda r: r["latency_stats_ms"]["p50"],
+               "peak_memory_mib": lambda r: r["peak_memory_mib"]}
     for key, read in readers.items():
         row = _row(comparison, key)
         want_a = float(np.median([read(r) for r in runs["convnet"]]))

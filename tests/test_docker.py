@@ -105,7 +105,7 @@ def test_profile_through_docker_names_the_image(capsys, in_tmp_cwd: Path, tiny_o
     image = engine.images.get(IMAGE)
     assert entry(summary, "tiny_mlp")["statuses"] == {"ok": 2}
     for run in runs:
-        assert run["backend"] == "docker" and run["status"] == "ok" and run["latency_ms"]["n"] == 50
+        assert run["backend"] == "docker" and run["status"] == "ok" and run["latency_stats_ms"]["n"] == 50
         info = run["provenance"]["backend"]
         assert info["image"] == IMAGE and info["image_id"] == image.id
         assert info["engine_version"] == engine.version()["Version"]
@@ -144,7 +144,10 @@ def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: P
         docker_profile(capsys, results, engine, tiny_onnx, "--cpus", cpus, "--repeats", "3",
                        "--script", str(workloads / "cpu_burn.py"), "--", "2", BURN_WORK)
         runs = session_runs(results)
-        assert all(r["limits"]["cpu_mode"] == ("quota" if cpus == "0.5" else "pinned") for r in runs)
+        assert all(r["limits_requested"]["cpu_mode"] == ("quota" if cpus == "0.5" else "pinned") for r in runs)
+        # The engine's HostConfig holds what was asked: 0.5 CPUS as a 50 ms quota per 100 ms, whole CPUS as cores.
+        assert all(r["limits_applied"]["cpu_mode"] == r["limits_requested"]["cpu_mode"] for r in runs)
+        assert all(r["limits_applied"]["cpus"] == float(cpus) for r in runs)
         # The fastest repeat is the one least disturbed by other load on the host (timeit's rationale);
         # a limit that did not hold would make every repeat fast.
         times[cpus] = min(r["runtime_s"] for r in runs if r["status"] == "ok")
@@ -356,7 +359,7 @@ def test_docker_and_local_agree(backend: DockerBackend, tmp_path: Path) -> None:
         runs["docker"].append(backend.run(spec))
     local_s, docker_s = median_runtime(runs["local"]), median_runtime(runs["docker"])
     local_mib, docker_mib = (statistics.median(r["peak_memory_mib"] for r in runs[name]) for name in runs)
-    assert all(r["status"] == "ok" and r["latency_ms"]["n"] == 3000 for name in runs for r in runs[name])
+    assert all(r["status"] == "ok" and r["latency_stats_ms"]["n"] == 3000 for name in runs for r in runs[name])
     assert abs(docker_s - local_s) <= 0.10 * local_s, (local_s, docker_s)
     assert abs(docker_mib - local_mib) <= 0.10 * local_mib, (local_mib, docker_mib)
 

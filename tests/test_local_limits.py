@@ -38,7 +38,8 @@ def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: P
                  "--", "2", BURN_WORK]) == 0
     runs = session_runs(results)
     times = {cpus: median_runtime([r for r in runs if r["cpus"] == cpus]) for cpus in (2.0, 1.0, 0.5)}
-    assert all(r["limits"]["cpu_mode"] == ("quota" if r["cpus"] == 0.5 else "pinned") for r in runs)
+    assert all(r["limits_requested"]["cpu_mode"] == ("quota" if r["cpus"] == 0.5 else "pinned") for r in runs)
+    assert all(r["limits_applied"] == r["limits_requested"] or r["limits_applied"]["unenforced"] for r in runs)
     assert times[1.0] / times[2.0] >= 1.8, times
     assert times[0.5] / times[1.0] >= 1.8, times
     assert all(r["cpu_nr_throttled"] > 0 for r in runs if r["cpus"] == 0.5)
@@ -86,7 +87,7 @@ def test_sampling_rate_and_phases(capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> 
     runs = session_runs(results)
     for run in runs:
         assert run["status"] == "ok"
-        assert run["latency_ms"]["n"] == 3000 and len(run["latencies_ms"]) == 3000
+        assert run["latency_stats_ms"]["n"] == 3000 and len(run["latencies_ms"]) == 3000
         assert set(run["avg_memory_mib_by_phase"]) >= {"startup", "load", "warmup", "steady"}
         assert run["samples"] >= 0.9 * run["runtime_s"] * 100
         assert run["load_s"] > 0 and run["runtime_s"] > run["load_s"]
@@ -115,7 +116,11 @@ def test_rlimit_fallback_enforces_memory_and_affinity(in_tmp_cwd: Path, tiny_onn
         Session(profile, plan, backend, "test").run()
         (run,) = load_runs(in_tmp_cwd / "results" / f"rlimit-{n_mib}")
         assert run["status"] == expected, run["stderr_tail"]
-        assert run["isolation"] == "rlimit" and run["limits"]["cpuset"] is not None
+        assert run["isolation"] == "rlimit" and run["limits_requested"]["cpuset"] is not None
+        applied = run["limits_applied"]
+        assert applied["cpu_mode"] == "affinity" and applied["cpuset"] == run["limits_requested"]["cpuset"]
+        assert applied["memory_bytes"] is None and applied["address_space_bytes"] == 300 * 1024**2
+        assert [line.split(":")[0] for line in applied["unenforced"]] == ["MEMORY"]
     probe = in_tmp_cwd / "affinity.py"
     probe.write_text("import os\nfrom harness.report_protocol import report\n"
                      "report(cores=len(os.sched_getaffinity(0)))\n")

@@ -79,7 +79,7 @@ def test_user_script_arguments_and_custom_metrics(capsys, in_tmp_cwd: Path, tiny
     profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--repeats", "1", "--script", str(script),
                  "--", "--flag", "a b; echo no-shell")
     run = session_runs(results)[0]
-    assert run["status"] == "ok" and run["latency_ms"] is None and run["peak_memory_mib"] > 0
+    assert run["status"] == "ok" and run["latency_stats_ms"] is None and run["peak_memory_mib"] > 0
     assert run["metrics"] == {"args": f"{tiny_onnx} --flag a b; echo no-shell", "score": 0.5}
 
 

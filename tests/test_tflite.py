@@ -44,6 +44,6 @@ def test_harness_profiles_tflite(capsys, in_tmp_cwd: Path, dense_tflite: Path, b
     run = session_runs(results)[0]
     assert run["status"] == "ok", run["stderr_tail"]
     assert run["model_kind"] == "tflite" and run["load_s"] > 0
-    assert run["latency_ms"]["n"] == 30 and len(run["latencies_ms"]) == 30
+    assert run["latency_stats_ms"]["n"] == 30 and len(run["latencies_ms"]) == 30
     assert run["batch_size"] == batch and run["metrics"]["input_shapes"] == f"x={batch}x64"
     assert run["metrics"]["threads"] == 1

@@ -146,7 +146,7 @@ def test_torchscript_export_profiles_with_its_input_shape(capsys: pytest.Capture
                  "--", "--shape", f"input={shape}")
     (run,) = session_runs(tmp_path)
     assert run["status"] == "ok", run.get("stderr_tail")
-    assert run["model_kind"] == "torch" and run["latency_ms"]["n"] == 3
+    assert run["model_kind"] == "torch" and run["latency_stats_ms"]["n"] == 3
 
 
 def _profile_zoo(capsys: pytest.CaptureFixture[str], tmp_path: Path, names: list[str]) -> None:
@@ -158,7 +158,7 @@ def _profile_zoo(capsys: pytest.CaptureFixture[str], tmp_path: Path, names: list
     for run in runs:
         assert run["status"] == "ok", (run["model_name"], run.get("stderr_tail"))
         assert run["device_name"] == "jetson-nano" and run["memory_mib"] == 4096
-        assert run["latency_ms"]["n"] == 3 and run["peak_memory_mib"] > 0
+        assert run["latency_stats_ms"]["n"] == 3 and run["peak_memory_mib"] > 0
         assert run["model_facts"] == onnx_facts(zoo.export(run["model_name"]))
     assert {e["model_name"] for e in summary["models"]} == set(names)
 

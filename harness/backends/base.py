@@ -1,4 +1,4 @@
-"""The backend protocol, and the RunResult a backend reports when the runner could not report itself."""
+"""The backend protocol: one limited environment per run, and an honest account of the limits it applied."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.records import RunOutcome
 from harness.spec import RunSpec
 
-STDERR_TAIL_CHARS = 2000
 # The script runs with oom_score_adj=1000, so an OOM kill of the runner is the runner's own memory, not the model's:
 # such a run is an `error`, never the model's `oom`.
 RUNNER_KILLED = ("the harness's runner was killed at the memory limit (its own memory, not the model's: the script "
@@ -24,22 +24,11 @@ class Backend(Protocol):
         """What every result of this backend should carry (isolation kind, image digest, engine...)."""
         ...
 
-    def run(self, spec: RunSpec) -> dict[str, Any]:
-        """The runner's RunResult plus what only the outside sees (OOM flags, exit status, overhead_s)."""
+    def run(self, spec: RunSpec) -> RunOutcome:
+        """The runner's RunResult, the limits actually applied, and what only the outside sees."""
         ...
 
     def close(self) -> None: ...
-
-
-def outside_result(status: str, runtime_s: float, detail: str, exit_code: int | None = None,
-                   signal: int | None = None) -> dict[str, Any]:
-    """A RunResult for a run whose runner died or never reported (killed at the memory limit, engine gone)."""
-    return {
-        "status": status, "exit_code": exit_code, "signal": signal, "stderr_tail": detail[-STDERR_TAIL_CHARS:],
-        "runtime_s": runtime_s, "load_s": None, "latency_ms": None, "latencies_ms": [], "throughput_ips": None,
-        "peak_memory_mib": None, "peak_rss_mib": None, "avg_memory_mib": None, "avg_memory_mib_by_phase": {},
-        "cpu_s": None, "samples": 0, "metrics": {},
-    }
 
 
 def cache_model_file(path: str | Path) -> None:

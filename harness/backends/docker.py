@@ -29,12 +29,14 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
-from harness.backends.base import RUNNER_KILLED, cache_model_file, outside_result
+from harness.backends.base import RUNNER_KILLED, cache_model_file
 from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import SOURCE_LABEL, source_digest
+from harness.backends.engine import connect
 from harness.errors import BackendError
 from harness.models import KINDS
-from harness.spec import RunSpec
+from harness.records import Limits, RunOutcome, RunResult
+from harness.spec import CPU_PERIOD_US, RunSpec, parse_cpu_list
 
 LABEL = "org.harness.run"  # every run container carries it (value: run id): `docker ps -a --filter label=...`
 NAME_PREFIX = "harness-run-"
@@ -68,18 +70,6 @@ _PACKAGES_PROBE = (
 )
 # Framework module a default bench script needs -> the `make image` option that adds it
 IMAGE_OPTIONS = {"torch": "TORCH=1", "ai_edge_litert": "LITERT=1"}
-
-
-def connect(timeout: float | None = None) -> docker.DockerClient:
-    """A client that has answered a ping, or one clear BackendError naming the fix."""
-    try:
-        client = docker.from_env(**({"timeout": timeout} if timeout else {}))
-        client.ping()
-    except (DockerException, requests.RequestException) as err:
-        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        raise BackendError(f"no Docker engine answers at {host} ({type(err).__name__}); start it "
-                           "(e.g. `systemctl start docker`) or use BACKEND=local") from None
-    return client
 
 
 def engine_status(image: str) -> tuple[bool, str]:
@@ -172,8 +162,8 @@ def _engine_lost(err: Exception, spec: RunSpec) -> BackendError:
                         "start it again (e.g. `systemctl start docker`)")
 
 
-def runner_result(stdout: str) -> dict[str, Any] | None:
-    """The RunResult is the runner's last stdout line; None if the runner died before writing it."""
+def last_json_line(stdout: str) -> dict[str, Any] | None:
+    """The runner's (or a probe's) last stdout line as JSON; None if it died before writing it."""
     lines = stdout.strip().splitlines()
     if not lines:
         return None
@@ -184,7 +174,30 @@ def runner_result(stdout: str) -> dict[str, Any] | None:
     return result if isinstance(result, dict) else None
 
 
-def outcome(result: dict[str, Any] | None, state: dict[str, Any], stderr: str, elapsed_s: float) -> dict[str, Any]:
+def runner_result(stdout: str) -> RunResult | None:
+    """The RunResult the runner printed; None if it died before writing it."""
+    data = last_json_line(stdout)
+    return RunResult.from_dict(data) if data is not None else None
+
+
+def applied_limits(host_config: dict[str, Any], swap_capped: bool) -> Limits:
+    """The limits the engine holds for a container (its HostConfig), in the harness's terms."""
+    nano = host_config.get("NanoCpus") or 0
+    quota = round(nano * CPU_PERIOD_US / 1e9) if nano else (host_config.get("CpuQuota") or None)
+    period = (host_config.get("CpuPeriod") or CPU_PERIOD_US) if quota else None
+    cpuset = host_config.get("CpusetCpus") or None
+    memory = host_config.get("Memory") or None
+    unenforced = () if swap_capped else (
+        "SWAP: the engine reports no swap limit support (SwapLimit false), so the run may swap beyond MEMORY+SWAP",)
+    cores = len(parse_cpu_list(cpuset)) if cpuset else None
+    return Limits(
+        cpus=quota / period if quota and period else (float(cores) if cores else None),
+        cpu_mode="quota" if quota else ("pinned" if cpuset else "none"), cpuset=cpuset, cpu_quota_us=quota,
+        cpu_period_us=period, memory_bytes=memory,
+        memory_swap_bytes=(host_config.get("MemorySwap") or None) if swap_capped else None, unenforced=unenforced)
+
+
+def outcome(result: RunResult | None, state: dict[str, Any], stderr: str, elapsed_s: float) -> RunResult:
     """Merge the runner's view with the engine's. On cgroup v1 the runner's oom_kill count and the engine's
     OOMKilled flag can each miss a kill the other saw, so a SIGKILLed script counts as OOM when either says so."""
     oom_killed = bool(state.get("OOMKilled"))
@@ -192,10 +205,10 @@ def outcome(result: dict[str, Any] | None, state: dict[str, Any], stderr: str, e
         code = state.get("ExitCode")
         detail = stderr.strip() or state.get("Error") or (
             RUNNER_KILLED if oom_killed else "the runner ended without a result")
-        return outside_result("error", elapsed_s, detail, exit_code=code,
-                              signal=code - 128 if isinstance(code, int) and code > 128 else None)
-    if result.get("status") == "error" and oom_killed and result.get("signal") == 9:
-        result["status"] = "oom"
+        return RunResult.failure("error", elapsed_s, detail, exit_code=code,
+                                 signal=code - 128 if isinstance(code, int) and code > 128 else None)
+    if result.status == "error" and oom_killed and result.signal == 9:
+        result.status = "oom"
     return result
 
 
@@ -206,6 +219,7 @@ class Finished:
     name: str
     id: str
     state: dict[str, Any]
+    host_config: dict[str, Any]
     stdout: str
     stderr: str
     elapsed_s: float
@@ -275,7 +289,7 @@ class DockerBackend:
                                  labels={LABEL: "probe"}, timeout_s=PROBE_TIMEOUT_S, mem_limit=PROBE_MEMORY_BYTES)
         except (DockerException, requests.RequestException):
             return {}
-        return (runner_result(done.stdout) or {}) if done else {}
+        return (last_json_line(done.stdout) or {}) if done else {}
 
     def _check_framework(self, model: Path, script: Path) -> None:
         """A default bench script whose framework the image lacks would fail every run: say so once, first."""
@@ -287,7 +301,7 @@ class DockerBackend:
         raise BackendError(f"image {self.image} has no {kind[2]} for {model.name}; rebuild it with `{rebuild}` "
                            "or use BACKEND=local")
 
-    def run(self, spec: RunSpec) -> dict[str, Any]:
+    def run(self, spec: RunSpec) -> RunOutcome:
         script = Path(spec.script)
         _check_readable(script, "bench script")
         inside_script, inside_model = f"{SCRIPT_DIR}/{script.name}", ""
@@ -302,22 +316,23 @@ class DockerBackend:
         cache_model_file(spec.model)
         with tempfile.TemporaryDirectory(prefix="harness-docker-") as workdir:
             spec_path = Path(workdir) / "spec.json"
-            spec_path.write_text(json.dumps(spec.runner_spec(model=inside_model, script=inside_script)))
+            spec_path.write_text(json.dumps(spec.runner_input(model=inside_model, script=inside_script).to_dict()))
             spec_path.chmod(0o644)
             mounts.insert(0, Mount(SPEC_PATH, str(spec_path), type="bind", read_only=True))
-            result = self._run_container(spec, mounts)
-        result["overhead_s"] = max(time.monotonic() - started - (result.get("runtime_s") or 0.0), 0.0)
-        return result
+            outcome_ = self._run_container(spec, mounts)
+        outcome_.overhead_s = max(time.monotonic() - started - (outcome_.result.runtime_s or 0.0), 0.0)
+        return outcome_
 
-    def _run_container(self, spec: RunSpec, mounts: list[Mount]) -> dict[str, Any]:
+    def _run_container(self, spec: RunSpec, mounts: list[Mount]) -> RunOutcome:
         """One run's container; engine faults become one BackendError line naming the run."""
+        limits = {"mem_limit": spec.memory_bytes, "memswap_limit": spec.memory_bytes + spec.swap_bytes,
+                  **cpu_options(spec)}
         try:
             done = self._contain(
                 RUNNER_COMMAND, name=container_name(spec.run_id), timeout_s=spec.timeout_s + self.grace_s,
                 labels={LABEL: spec.run_id, "org.harness.session": spec.session_id}, mounts=mounts + self.extra.mounts,
                 tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,mode=1777,size={spec.memory_bytes}"},
-                mem_limit=spec.memory_bytes, memswap_limit=spec.memory_bytes + spec.swap_bytes, **cpu_options(spec),
-                **self.extra.options())
+                **limits, **self.extra.options())
         except ImageNotFound:
             raise BackendError(f"Docker image {self.image} ({self.image_id}) was removed during the session; "
                                "run `make image`") from None
@@ -325,12 +340,18 @@ class DockerBackend:
             raise BackendError(f"the Docker engine refused run {spec.run_id}: {err.explanation or err}") from None
         except (requests.RequestException, DockerException) as err:
             raise _engine_lost(err, spec) from None
+        swap_capped = bool(self.describe().get("swap_capped"))
         if done is None:
-            return outside_result("timeout", spec.timeout_s + self.grace_s, "the container did not stop in time")
+            # Killed from outside before it could be inspected: the engine was asked for these limits.
+            asked = {"NanoCpus": limits.get("nano_cpus"), "CpusetCpus": limits.get("cpuset_cpus"),
+                     "Memory": limits["mem_limit"], "MemorySwap": limits["memswap_limit"]}
+            return RunOutcome(RunResult.failure("timeout", spec.timeout_s + self.grace_s,
+                                                "the container did not stop in time"),
+                              applied_limits(asked, swap_capped))
         result = outcome(runner_result(done.stdout), done.state, done.stderr, done.elapsed_s)
-        result["container"] = {"name": done.name, "id": done.id, "oom_killed": bool(done.state.get("OOMKilled")),
-                               "exit_code": done.state.get("ExitCode")}
-        return result
+        container = {"name": done.name, "id": done.id, "oom_killed": bool(done.state.get("OOMKilled")),
+                     "exit_code": done.state.get("ExitCode")}
+        return RunOutcome(result, applied_limits(done.host_config, swap_capped), container=container)
 
     def _contain(self, command: list[str], *, name: str, labels: dict[str, str], timeout_s: float,
                  **options: Any) -> Finished | None:
@@ -358,7 +379,8 @@ class DockerBackend:
             elapsed = time.monotonic() - started
             container.reload()
             return Finished(
-                name=container.name, id=container.id, state=container.attrs.get("State", {}), elapsed_s=elapsed,
+                name=container.name, id=container.id, state=container.attrs.get("State", {}),
+                host_config=container.attrs.get("HostConfig", {}), elapsed_s=elapsed,
                 stdout=container.logs(stdout=True, stderr=False).decode(errors="replace"),
                 stderr=container.logs(stdout=False, stderr=True).decode(errors="replace"))
         finally:

@@ -13,13 +13,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness import cgroups
-from harness.backends.base import RUNNER_KILLED, cache_model_file, outside_result
-from harness.spec import RunSpec
+from harness.backends.base import RUNNER_KILLED, cache_model_file
+from harness.records import Limits, RunnerInput, RunOutcome, RunResult
+from harness.spec import RunSpec, cpu_list, parse_cpu_list
 
 GRACE_S = 15.0  # beyond TIMEOUT_S before the backend itself kills a runner that did not stop its script
 PROBE_MEMORY_BYTES = 64 * 1024 * 1024  # limits the probe cgroup is given (it never holds a process)
@@ -86,31 +87,34 @@ class LocalBackend:
         return {"backend": self.name, "isolation": self.isolation, "isolation_reason": self.reason,
                 "swap_capped": self.swap_capped if self.isolation != "rlimit" else False}
 
-    def run(self, spec: RunSpec) -> dict[str, Any]:
+    def run(self, spec: RunSpec) -> RunOutcome:
         workdir = Path(tempfile.mkdtemp(prefix="harness-local-"))
         spec_path, out_path, err_path = workdir / "spec.json", workdir / "result.json", workdir / "runner.err"
-        runner_spec = spec.runner_spec()
         command = [sys.executable, "-m", "harness.runner", "--spec", str(spec_path), "--out", str(out_path)]
         run_cgroup: cgroups.RunCgroup | None = None
         started = time.monotonic()
         try:
             # On v2 the runner stays in the run's one cgroup, whose cpuset allows only the workload's cores.
             apart = self.runner_off_workload_cores and self.isolation != "cgroup-v2"
-            runner_spec["runner_affinity"] = runner_cores(spec.cpu.cpuset) if apart else None
+            runner_affinity = runner_cores(spec.cpu.cpuset) if apart else None
             if self.isolation == "rlimit" or self.parent is None:
-                runner_spec["isolation"] = "rlimit"
-                runner_spec["rlimit_as_bytes"] = spec.memory_bytes + spec.swap_bytes
-                runner_spec["affinity"] = _cores(spec.cpu.cpuset)
+                runner_input = spec.runner_input(
+                    isolation="rlimit", rlimit_as_bytes=spec.memory_bytes + spec.swap_bytes,
+                    affinity=parse_cpu_list(spec.cpu.cpuset) if spec.cpu.cpuset else None,
+                    runner_affinity=runner_affinity)
+                applied = rlimit_applied(spec, runner_input)
             else:
                 self._clear_earlier_attempt(f"harness-{spec.run_id}")
                 run_cgroup = cgroups.create_run_cgroup(
                     self.parent, f"harness-{spec.run_id}", spec.memory_bytes, spec.swap_bytes,
                     spec.cpu.quota_us, spec.cpu.period_us, spec.cpu.cpuset)
-                runner_joins, runner_spec["workload_cgroup_procs"] = split_cgroups(
-                    run_cgroup, bool(runner_spec["runner_affinity"]))
+                runner_joins, workload_only = split_cgroups(run_cgroup, bool(runner_affinity))
+                runner_input = spec.runner_input(runner_affinity=runner_affinity,
+                                                 workload_cgroup_procs=tuple(workload_only))
+                applied = cgroup_applied(spec, self.swap_capped)
                 for procs in runner_joins:
                     command += ["--join-cgroup", str(procs)]
-            spec_path.write_text(json.dumps(runner_spec))
+            spec_path.write_text(json.dumps(runner_input.to_dict()))
             if spec.model:  # a script profiled as a whole has no model file
                 cache_model_file(spec.model)
             result = self._wait(command, spec, out_path, err_path, run_cgroup)
@@ -120,8 +124,8 @@ class LocalBackend:
             for path in workdir.iterdir():
                 path.unlink()
             workdir.rmdir()
-        result["overhead_s"] = max(time.monotonic() - started - (result.get("runtime_s") or 0.0), 0.0)
-        return result
+        overhead = max(time.monotonic() - started - (result.runtime_s or 0.0), 0.0)
+        return RunOutcome(result, applied, overhead)
 
     def _clear_earlier_attempt(self, name: str) -> None:
         """A run retried on this host after its first attempt's process was killed (a lost cluster worker) finds
@@ -132,7 +136,7 @@ class LocalBackend:
             earlier.remove()
 
     def _wait(self, command: list[str], spec: RunSpec, out_path: Path, err_path: Path,
-              run_cgroup: cgroups.RunCgroup | None) -> dict[str, Any]:
+              run_cgroup: cgroups.RunCgroup | None) -> RunResult:
         started = time.monotonic()
         with open(err_path, "wb") as err:
             # A session of its own: Ctrl-C reaches the harness, which then tears the run down in order.
@@ -144,7 +148,7 @@ class LocalBackend:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-                return outside_result("timeout", time.monotonic() - started, "runner did not stop in time")
+                return RunResult.failure("timeout", time.monotonic() - started, "runner did not stop in time")
             except BaseException:
                 process.kill()
                 process.wait()
@@ -152,14 +156,14 @@ class LocalBackend:
             finally:
                 self._live.discard(process)
         if out_path.exists():
-            return json.loads(out_path.read_text())
+            return RunResult.from_dict(json.loads(out_path.read_text()))
         elapsed = time.monotonic() - started
         detail = err_path.read_text(errors="replace")
         if run_cgroup is not None and run_cgroup.oom_kills() > 0:
             detail = f"{RUNNER_KILLED}\n{detail}"
         code = process.returncode
-        return outside_result("error", elapsed, detail or "runner ended without a result",
-                              exit_code=code if code >= 0 else None, signal=-code if code < 0 else None)
+        return RunResult.failure("error", elapsed, detail or "runner ended without a result",
+                                 exit_code=code if code >= 0 else None, signal=-code if code < 0 else None)
 
     def cancel(self) -> None:
         """Kill every runner in flight (from another thread); each run's cgroup removal takes its script down."""
@@ -171,15 +175,42 @@ class LocalBackend:
         """Nothing persists between runs."""
 
 
-def runner_cores(cpuset: str | None) -> list[int] | None:
+def cgroup_applied(spec: RunSpec, swap_capped: bool) -> Limits:
+    """A run cgroup holds every limit of the plan (a failed write aborts the run), except a swap cap where
+    the kernel does not account swap."""
+    requested = spec.limits_requested()
+    if swap_capped:
+        return requested
+    return replace(requested, memory_swap_bytes=None, unenforced=(
+        "SWAP: the kernel does not account swap here (no memory.swap.max / memory.memsw.*), so the run may swap "
+        "beyond MEMORY+SWAP",))
+
+
+def rlimit_applied(spec: RunSpec, runner_input: RunnerInput) -> Limits:
+    """Without a cgroup the CPU limit is at best a core affinity, and memory only an address-space cap."""
+    affinity = runner_input.affinity
+    cpuset = cpu_list(sorted(affinity)) if affinity else None
+    cores = f"cores {cpuset}" if cpuset else "every core this process may use"
+    unenforced = [f"MEMORY: no memory limit without a writable cgroup; RLIMIT_AS caps the script's address space "
+                  f"at {runner_input.rlimit_as_bytes} bytes (reserved, not resident memory)"]
+    if spec.cpu.quota_us is not None:
+        unenforced.insert(0, f"CPUS={spec.cpu.cpus:g}: no CFS quota without a writable cgroup; the script may use "
+                             f"{cores} at full speed")
+    if spec.swap_bytes:
+        unenforced.append("SWAP: not limited without a writable cgroup")
+    return Limits(cpus=float(len(affinity)) if affinity else None, cpu_mode="affinity" if affinity else "none",
+                  cpuset=cpuset, cpu_quota_us=None, cpu_period_us=None, memory_bytes=None, memory_swap_bytes=None,
+                  address_space_bytes=runner_input.rlimit_as_bytes, unenforced=tuple(unenforced))
+
+
+def runner_cores(cpuset: str | None) -> tuple[int, ...] | None:
     """Cores for the runner away from a pinned workload's, when this process may use any other (on 2 cores, a
     CPUS=1 run pinned to core 1 leaves core 0): its 100 Hz sampling then never preempts the model. None: no such
     core (CPUS equals the cores, or a quota without pinning), and the runner shares the workload's cores."""
-    pinned = _cores(cpuset)
-    if not pinned:
+    if not cpuset:
         return None
-    free = sorted(set(os.sched_getaffinity(0)) - set(pinned))
-    return free or None
+    free = sorted(set(os.sched_getaffinity(0)) - set(parse_cpu_list(cpuset)))
+    return tuple(free) or None
 
 
 def split_cgroups(run_cgroup: cgroups.RunCgroup, runner_apart: bool) -> tuple[list[Path], list[str]]:
@@ -191,13 +222,3 @@ def split_cgroups(run_cgroup: cgroups.RunCgroup, runner_apart: bool) -> tuple[li
         return run_cgroup.procs_files, []
     workload_only = [run_cgroup.dirs[c] / "cgroup.procs" for c in ("cpu", "cpuset")]
     return [run_cgroup.dirs["memory"] / "cgroup.procs"], [str(path) for path in workload_only]
-
-
-def _cores(cpuset: str | None) -> list[int] | None:
-    if not cpuset:
-        return None
-    cores: list[int] = []
-    for part in cpuset.split(","):
-        lo, _, hi = part.partition("-")
-        cores.extend(range(int(lo), int(hi or lo) + 1))
-    return cores

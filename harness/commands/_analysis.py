@@ -10,10 +10,12 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from harness import metric_registry
 from harness.console import err_console, out_console
-from harness.run_values import ALL_SESSIONS, METRICS
+from harness.run_values import ALL_SESSIONS
 from harness.store import SCHEMA_VERSION
 
 stdout, stderr = out_console, err_console  # the analysis commands print through the shared consoles
@@ -33,9 +35,11 @@ def add_results_options(parser: argparse.ArgumentParser, *, pooled: bool = False
         parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
 
 
-def add_metric_option(parser: argparse.ArgumentParser, default: str | None, help_text: str) -> None:
+def add_metric_option(parser: argparse.ArgumentParser, default: str | None, help_text: str,
+                      accept: Callable[[metric_registry.Metric], bool]) -> None:
+    choices = ", ".join(metric_registry.names(accept))
     parser.add_argument("--metric", default=env_default("HARNESS_METRIC") or default,
-                        help=f"{help_text}; one of: {', '.join(METRICS)} (make: METRIC=...)")
+                        help=f"{help_text}; one of: {choices} (make: METRIC=...)")
 
 
 def add_fit_option(parser: argparse.ArgumentParser, fit_names: tuple[str, ...]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.table import Table
 
-from harness import zoo
+from harness import metric_registry, zoo
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.errors import ConfigError, DataError
 from harness.models import sha256_of
@@ -27,12 +27,8 @@ from harness.store import list_sessions, load_runs
 # (row label, where in model_facts, scale) for facts read from the graph, the same for every run of a model
 STATIC_ROWS = (("size MiB", "size_mib", 1.0), ("params", "params", 1.0), ("MMACs", "macs", 1e-6),
                ("layers", "layers", 1.0))
-# (row label, harness.stats metric) for measured values, summarised over a model's ok runs
-MEASURED_ROWS = (
-    ("latency p50 ms", "latency_p50_ms"), ("latency p99 ms", "latency_p99_ms"),
-    ("throughput /s", "throughput_ips"), ("runtime s", "runtime_s"), ("load s", "load_s"),
-    ("peak memory MiB", "peak_memory_mib"), ("peak RSS MiB", "peak_rss_mib"), ("avg memory MiB", "avg_memory_mib"),
-)
+MEASURED = tuple(metric_registry.get(name) for name in metric_registry.COMPARE_METRICS)
+"""Measured rows, each summarised over a model's ok runs."""
 # Settings that must match for the two columns to be a fair comparison; a mismatch is warned about.
 CHECKED_SETTINGS = ("device_name", "memory_mib", "backend", "batch_size", "iterations")
 
@@ -83,7 +79,7 @@ def _side(arg: str, session: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "n_runs": len(runs), "n_ok": len(ok), "statuses": dict(statuses),
         "facts": latest.get("model_facts") or {"size_mib": latest.get("model_size_mib")},
         "settings": {key: latest.get(key) for key in CHECKED_SETTINGS},
-        "metrics": {metric: summarize([metric_value(run, metric) for run in ok]) for _, metric in MEASURED_ROWS},
+        "metrics": {m.name: summarize([metric_value(run, m.name) for run in ok]) for m in MEASURED},
     }
 
 
@@ -97,9 +93,10 @@ def _rows(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
         va, vb = (side["facts"].get(key) for side in (a, b))
         va, vb = (v * scale if isinstance(v, (int, float)) and scale != 1.0 else v for v in (va, vb))
         rows.append({"metric": label, "key": key, "a": va, "b": vb, "ratio": _ratio(va, vb)})
-    for label, metric in MEASURED_ROWS:
+    for measured in MEASURED:
+        metric = measured.name
         sa, sb = a["metrics"][metric], b["metrics"][metric]
-        rows.append({"metric": label, "key": metric, "a": sa["median"], "b": sb["median"],
+        rows.append({"metric": f"{measured.label} {measured.unit}", "key": metric, "a": sa["median"], "b": sb["median"],
                      "ratio": _ratio(sa["median"], sb["median"]), "a_summary": sa, "b_summary": sb})
     return rows
 
@@ -135,7 +132,7 @@ def _warn_mismatches(comparison: dict[str, Any]) -> None:
         if side["n_ok"] < side["n_runs"]:
             warn(f"{side['model']}: only {side['n_ok']} of {side['n_runs']} runs ok ({side['statuses']}); "
                  "its measured rows use the ok runs only")
-        unstable = [label for label, metric in MEASURED_ROWS if side["metrics"][metric]["unstable"]]
+        unstable = [m.label for m in MEASURED if side["metrics"][m.name]["unstable"]]
         if unstable:
             warn(f"{side['model']}: {', '.join(unstable)} vary ({UNSTABLE_RULE}); raise REPEATS or ITERATIONS")
 

@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("models", nargs="+", metavar="MODEL", help="harness model names, as `harness rank` lists them")
     ui.add_device_option(parser)
-    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)")
+    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)",
+                         lambda m: m.calibrated)
     ui.add_fit_option(parser, FIT_NAMES)
     ui.add_results_options(parser, pooled=True)
     parser.set_defaults(func=run)

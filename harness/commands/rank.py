@@ -6,9 +6,10 @@ import argparse
 
 from rich.table import Table
 
+from harness import metric_registry
 from harness.commands._analysis import add_metric_option, add_results_options, fmt, print_json, stdout, warn
 from harness.ranking import ALPHA, MIN_RELATIVE_GAP, RANKED, RankEntry, rank_runs, ranking_rows
-from harness.run_values import resolve_results_dir, select_runs
+from harness.run_values import check_metric, resolve_results_dir, select_runs
 from harness.stats import UNSTABLE_RULE
 
 
@@ -19,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     f"over all pairs at alpha={ALPHA}, separates them and their medians differ by "
                     f"{MIN_RELATIVE_GAP:.0%} or more.",
     )
-    add_metric_option(parser, "latency_ms", "the metric to rank by (default: latency_ms)")
+    default = metric_registry.DEFAULT_METRIC
+    add_metric_option(parser, default, f"the metric to rank by (default: {default})", lambda m: m.lower_is_better)
     add_results_options(parser)
     parser.set_defaults(func=run)
 
@@ -47,6 +49,7 @@ def explanations(entries: list[RankEntry]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
     runs, session = select_runs(results_dir, args.session)
+    args.metric = check_metric(args.metric)
     rankings = rank_runs(runs, args.metric)
     for cpus, entries in rankings.items():
         for entry in entries:

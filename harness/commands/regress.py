@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fit device ≈ f(harness) for each metric and group; the fit is chosen by held-out error.",
     )
     ui.add_device_option(parser)
-    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)")
+    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)",
+                         lambda m: m.calibrated)
     ui.add_fit_option(parser, FIT_NAMES)
     parser.add_argument(
         "--group-by", default=ui.env_default("HARNESS_GROUP_BY") or "cpus",

@@ -1,0 +1,143 @@
+"""Every metric the harness reports, defined once: name, unit, where it sits in a run record, how to show it.
+
+Summaries, ranking, calibration, the console and report tables, `compare`, device data and docs/metrics.md
+all take their metric lists from here, so a new metric (a per-operator time, energy) is added in one place.
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number per run. `path` leads from the top of a run record to the value."""
+
+    name: str
+    unit: str
+    path: tuple[str, ...]
+    label: str
+    digits: int
+    description: str
+    lower_is_better: bool = True
+    ranked: bool = False  # the report ranks models by it
+    calibrated: bool = False  # device data may hold it, so it can be calibrated and predicted
+
+    @property
+    def label_with_unit(self) -> str:
+        """How tables head its column: `latency p50 (ms)`."""
+        return f"{self.label} ({self.unit})"
+
+    def value(self, run: dict[str, Any]) -> float | None:
+        """The run's value, or None when absent or not a finite number (the run's status is not checked)."""
+        value: Any = run
+        for key in self.path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("latency_ms", "ms", ("latency_stats_ms", "headline"), "latency", 3,
+           "the run's headline latency: its median inference, or under a CFS quota (fractional CPUS) its mean, "
+           "since there the median shows the unlimited speed between the quota's stalls (`latency_headline` says "
+           "which)", ranked=True, calibrated=True),
+    Metric("latency_p50_ms", "ms", ("latency_stats_ms", "p50"), "latency p50", 3,
+           "median per-inference latency within the run", calibrated=True),
+    Metric("latency_p90_ms", "ms", ("latency_stats_ms", "p90"), "latency p90", 3,
+           "90th percentile of per-inference latency within the run"),
+    Metric("latency_p99_ms", "ms", ("latency_stats_ms", "p99"), "latency p99", 3,
+           "99th percentile of per-inference latency within the run"),
+    Metric("latency_mean_ms", "ms", ("latency_stats_ms", "mean"), "latency mean", 3,
+           "mean per-inference latency within the run (shows CFS quota stalls that the p50 hides)",
+           calibrated=True),
+    Metric("throughput_ips", "1/s", ("throughput_ips",), "throughput", 1,
+           "inferences per second: batch size / mean latency", lower_is_better=False),
+    Metric("runtime_s", "s", ("runtime_s",), "runtime", 3, "bench script spawn to exit, monotonic clock",
+           ranked=True, calibrated=True),
+    Metric("load_s", "s", ("load_s",), "load", 3, "model load and session creation, as the script reports it",
+           calibrated=True),
+    Metric("peak_memory_mib", "MiB", ("peak_memory_mib",), "peak memory", 1,
+           "high-water mark of the run's memory (kernel's when a cgroup is the run's own, else sampled)",
+           ranked=True, calibrated=True),
+    Metric("peak_rss_mib", "MiB", ("peak_rss_mib",), "peak RSS", 1,
+           "largest resident set of a single process of the run (ru_maxrss)", calibrated=True),
+    Metric("avg_memory_mib", "MiB", ("avg_memory_mib",), "avg memory", 1,
+           "time-weighted mean of the sampled working set over the run", calibrated=True),
+    Metric("cpu_s", "s", ("cpu_s",), "CPU time", 3, "user + system CPU time of the bench script's process tree"),
+)
+
+
+
+@dataclass(frozen=True)
+class MetricFamily:
+    """Metrics named `<family>.<key>` whose keys a run brings (op_time_ms.Conv); each member is one number per run."""
+
+    name: str
+    unit: str
+    label: str
+    digits: int
+    description: str
+    lower_is_better: bool = True
+
+    def member(self, key: str) -> Metric:
+        return Metric(f"{self.name}.{key}", self.unit, (self.name, key), f"{self.label} {key}", self.digits,
+                      self.description, self.lower_is_better)
+
+
+FAMILIES: tuple[MetricFamily, ...] = (
+    MetricFamily("op_time_ms", "ms", "op time", 3,
+                 "mean ms per inference spent in nodes of one operator type, from the PER_OP=1 profiling phase"),
+)
+
+BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+LATENCY, LATENCY_MEAN, RUNTIME, PEAK_MEMORY = "latency_ms", "latency_mean_ms", "runtime_s", "peak_memory_mib"
+"""The headline metrics, for code that names one (the answer: latency, or runtime without latencies; memory)."""
+DEFAULT_METRIC = LATENCY
+"""What `rank` ranks by when no --metric is given."""
+
+CONSOLE_METRICS = ("runtime_s", "latency_ms", "latency_p99_ms", "throughput_ips", "peak_memory_mib",
+                   "peak_rss_mib", "avg_memory_mib", "load_s")
+"""The columns of the summary table printed after a session, in order."""
+COMPARE_METRICS = ("latency_ms", "latency_p50_ms", "latency_p99_ms", "throughput_ips", "runtime_s", "load_s", "peak_memory_mib",
+                   "peak_rss_mib", "avg_memory_mib")
+"""The measured rows of `compare`, in order."""
+REPORT_SUMMARY_METRICS = ("latency_ms", "runtime_s", "load_s", "peak_memory_mib", "peak_rss_mib",
+                          "avg_memory_mib")
+"""The columns of the report's summary table; the first also gets its confidence interval."""
+SCALING_METRICS = ("latency_ms", "peak_memory_mib")
+"""Plotted against CPUS when a session has several CPU counts."""
+
+
+def lookup(name: str) -> Metric | None:
+    """The metric called `name`, or a family member (op_time_ms.Conv); None if none."""
+    found = BY_NAME.get(name)
+    if found is not None:
+        return found
+    family_name, _, key = name.partition(".")
+    family = next((f for f in FAMILIES if f.name == family_name), None)
+    return family.member(key) if family is not None and key else None
+
+
+def get(name: str) -> Metric:
+    """As lookup(), but a name that is no metric is a KeyError (a bug, not a user's typo)."""
+    found = lookup(name)
+    if found is None:
+        raise KeyError(name)
+    return found
+
+
+def names(accept: Callable[[Metric], bool]) -> list[str]:
+    """The names `accept` takes, families as `<family>.<key>`: for error messages and help texts."""
+    return [m.name for m in METRICS if accept(m)] + [f"{f.name}.<key>" for f in FAMILIES if accept(f.member("key"))]
+
+
+def ranked() -> tuple[Metric, ...]:
+    return tuple(m for m in METRICS if m.ranked)
+
+
+def calibrated() -> tuple[Metric, ...]:
+    return tuple(m for m in METRICS if m.calibrated)

@@ -1,0 +1,197 @@
+"""The typed records a run passes through, stdlib only so the runner can import them inside any image.
+
+    RunnerInput  what crosses into the limited environment (the runner's spec.json)
+    RunResult    what the runner measured; a run whose runner never reported gets the same fields
+    Limits       limits as requested by the plan, or as a backend actually applied them
+    RunOutcome   what a backend returns: the result, the applied limits, and what only the outside sees
+    RunRecord    one line of runs.jsonl: the spec's facts, both sets of limits, the outcome, provenance
+
+On disk a record is one flat JSON object, so `jq` and pandas read it directly; field names carry units.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STDERR_TAIL_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class RunnerInput:
+    """Everything the runner needs; paths are as the runner sees them (inside a container, say)."""
+
+    model: str
+    script: str
+    script_args: tuple[str, ...]
+    threads: int
+    cpus: float
+    iterations: int
+    warmup: int
+    batch_size: int
+    sample_interval_ms: float
+    timeout_s: float
+    cpu_mode: str = ""  # pinned | quota, as planned
+    cpu_period_us: int | None = None
+    keep_samples: bool = False
+    per_op: bool = False  # run the per-operator profiling phase after the timed one
+    isolation: str | None = None  # rlimit: no cgroup of the run's own, so memory is the process tree's
+    rlimit_as_bytes: int | None = None  # rlimit fallback only: RLIMIT_AS of the script
+    affinity: tuple[int, ...] | None = None  # rlimit fallback only: cores the script may run on
+    runner_affinity: tuple[int, ...] | None = None  # cores for the runner, off a pinned workload's
+    workload_cgroup_procs: tuple[str, ...] = ()  # cgroups only the script joins (v1 cpu and cpuset)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunnerInput:
+        """Refuses unknown or missing keys: the two sides of the limit must be the same version."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"runner input has unknown keys {unknown}: the runner is older than the harness")
+        values = dict(data)
+        for name in ("script_args", "workload_cgroup_procs"):
+            values[name] = tuple(values.get(name, ()))
+        for name in ("affinity", "runner_affinity"):
+            if values.get(name) is not None:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+
+@dataclass
+class RunResult:
+    """The runner's measurements, units in every name. Defaults are the values of a run that never reported."""
+
+    status: str  # ok | oom | timeout | error
+    runtime_s: float | None = None  # spawn to exit of the bench script, monotonic clock
+    exit_code: int | None = None
+    signal: int | None = None
+    stderr_tail: str = ""
+    load_s: float | None = None
+    latency_stats_ms: dict[str, float] | None = None  # p50, p90, p99, mean, std, min, max, n, headline of one run
+    latency_headline: str | None = None  # which statistic `headline` is: p50, or mean under a CFS quota
+    shorter_than_quota_window: bool = False  # inferences shorter than the quota's run window (see notes)
+    latencies_ms: list[float] = field(default_factory=list)
+    batch_size: int | None = None
+    throughput_ips: float | None = None
+    peak_memory_mib: float | None = None
+    peak_source: str | None = None  # kernel | sampled
+    peak_rss_mib: float | None = None
+    avg_memory_mib: float | None = None
+    avg_memory_mib_by_phase: dict[str, float] = field(default_factory=dict)
+    sampled_peak_mib: float | None = None
+    cpu_s: float | None = None
+    cpu_nr_periods: int = 0
+    cpu_nr_throttled: int = 0
+    cpu_throttled_s: float = 0.0
+    samples: int = 0
+    sample_rate_hz: float = 0.0
+    runner_cpu_s: float | None = None
+    runner_cores: list[int] = field(default_factory=list)  # where the runner itself ran
+    oom_kills: int = 0
+    cgroup_version: int | None = None
+    notes: list[str] = field(default_factory=list)  # what the reader of this run's numbers should know
+    memory_samples: dict[str, list[float]] | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)  # the script's own reported values
+    per_op_files: dict[str, str] | None = None  # PER_OP: the profiling phase's files, gzip + base64
+    phases_s: list[list[Any]] | None = None  # PER_OP: (phase, seconds since spawn) marks
+
+    @classmethod
+    def failure(cls, status: str, runtime_s: float, detail: str, exit_code: int | None = None,
+                signal: int | None = None) -> RunResult:
+        """A run whose runner died or never reported (killed at the memory limit, engine gone, timeout)."""
+        return cls(status=status, runtime_s=runtime_s, exit_code=exit_code, signal=signal,
+                   stderr_tail=detail[-STDERR_TAIL_CHARS:])
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        """The runner's JSON; a key this version does not know is an error, not silently dropped."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"run result has unknown keys {unknown}: the runner is newer than the harness")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """CPU and memory limits of one run, as requested or as applied. None means "not limited".
+
+    `cpu_mode`: pinned (cpuset only), quota (CFS quota, maybe on a cpuset too), affinity (sched_setaffinity
+    without a quota) or none. `unenforced` says, one line each, which requested limit could not be applied.
+    """
+
+    cpus: float | None
+    cpu_mode: str
+    cpuset: str | None
+    cpu_quota_us: int | None
+    cpu_period_us: int | None
+    memory_bytes: int | None
+    memory_swap_bytes: int | None
+    address_space_bytes: int | None = None  # RLIMIT_AS: reserved address space, not resident memory
+    unenforced: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["unenforced"] = list(self.unenforced)
+        return data
+
+
+@dataclass
+class RunOutcome:
+    """What a backend returns for one run: the result and what only the outside sees."""
+
+    result: RunResult
+    applied: Limits
+    overhead_s: float = 0.0  # wall time of the run outside the script: environment set-up and tear-down
+    container: dict[str, Any] | None = None  # Docker only: name, id, the engine's OOM flag and exit code
+
+
+@dataclass
+class RunRecord:
+    """One run as stored: the planned facts, the requested and applied limits, the outcome, and provenance."""
+
+    session_id: str
+    run_id: str
+    device_name: str
+    model: dict[str, Any]  # model_name, model_path, model_kind, model_sha256, model_size_mib, model_facts
+    round: int
+    repeat: int
+    cpus: float
+    memory_mib: float
+    swap_mib: float
+    iterations: int
+    warmup: int
+    script: str
+    script_args: list[str]
+    threads: int
+    backend: str | None
+    isolation: str | None
+    started_at: str
+    limits_requested: Limits
+    outcome: RunOutcome
+    conditions: dict[str, Any]
+    provenance: dict[str, Any]
+    concurrent_runs: int = 1  # the most runs in flight on its host during it, itself included
+    node: dict[str, Any] | None = None  # the cluster worker that ran it (hostname, worker, worker_name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat runs.jsonl line (without schema_version, which the store adds)."""
+        head = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name not in ("model", "limits_requested", "outcome", "conditions", "provenance", "node")}
+        outcome = self.outcome
+        return {
+            **{k: head[k] for k in ("session_id", "run_id", "device_name")}, **self.model,
+            **{k: v for k, v in head.items() if k not in ("session_id", "run_id", "device_name")},
+            "limits_requested": self.limits_requested.to_dict(), "limits_applied": outcome.applied.to_dict(),
+            **outcome.result.to_dict(), "overhead_s": outcome.overhead_s,
+            **({"container": outcome.container} if outcome.container is not None else {}),
+            **({"node": self.node} if self.node is not None else {}),
+            "conditions": self.conditions, "provenance": self.provenance,
+        }
