@@ -38,7 +38,7 @@ def test_profile_with_nothing_given_profiles_the_examples_and_says_what_next(
     err = capsys.readouterr().err
     runs = session_runs(results)
     assert sorted(r["model_name"] for r in runs) == sorted(Path(n).stem for n in recorded_sums())
-    assert all(r["status"] == "ok" and r["latency_ms"]["p50"] > 0 and r["peak_memory_mib"] > 0 for r in runs)
+    assert all(r["status"] == "ok" and r["latency_stats_ms"]["p50"] > 0 and r["peak_memory_mib"] > 0 for r in runs)
     # The user's REPEATS wins; the example run's shorter ITERATIONS fills in what the user left at its default.
     assert {r["iterations"] for r in runs} == {50}
     session = list_sessions(results)[-1]

@@ -153,3 +153,12 @@ def test_two_models_with_one_file_name_are_never_merged(capsys: pytest.CaptureFi
     assert all(run["status"] == "ok" and run["load_s"] == 0.25 for run in runs)
     notes = load_session_info(list_sessions(results)[-1])["notes"]
     assert sum("is named model@" in note for note in notes) == 2 and any("more than once" in n for n in notes)
+
+
+def test_a_result_from_another_harness_version_is_one_error_naming_the_fix() -> None:
+    from harness.backends.docker import runner_result
+    from harness.errors import BackendError
+
+    assert runner_result(json.dumps(RunResult("ok", runtime_s=1.0).to_dict()), "img").runtime_s == 1.0
+    with pytest.raises(BackendError, match=r"image img runs another version of the harness .*`make image`"):
+        runner_result('{"status": "ok", "latency_ms": null}', "img")

@@ -174,10 +174,17 @@ def last_json_line(stdout: str) -> dict[str, Any] | None:
     return result if isinstance(result, dict) else None
 
 
-def runner_result(stdout: str) -> RunResult | None:
-    """The RunResult the runner printed; None if it died before writing it."""
+def runner_result(stdout: str, image: str) -> RunResult | None:
+    """The RunResult the runner printed; None if it died before writing it. A result of another shape comes
+    from an image built from other harness sources, which would fail every run: one error, at once."""
     data = last_json_line(stdout)
-    return RunResult.from_dict(data) if data is not None else None
+    if data is None:
+        return None
+    try:
+        return RunResult.from_dict(data)
+    except (TypeError, ValueError) as err:
+        raise BackendError(f"image {image} runs another version of the harness ({err}); rebuild it with "
+                           "`make image`") from None
 
 
 def applied_limits(host_config: dict[str, Any], swap_capped: bool) -> Limits:
@@ -348,7 +355,7 @@ class DockerBackend:
             return RunOutcome(RunResult.failure("timeout", spec.timeout_s + self.grace_s,
                                                 "the container did not stop in time"),
                               applied_limits(asked, swap_capped))
-        result = outcome(runner_result(done.stdout), done.state, done.stderr, done.elapsed_s)
+        result = outcome(runner_result(done.stdout, self.image), done.state, done.stderr, done.elapsed_s)
         container = {"name": done.name, "id": done.id, "oom_killed": bool(done.state.get("OOMKilled")),
                      "exit_code": done.state.get("ExitCode")}
         return RunOutcome(result, applied_limits(done.host_config, swap_capped), container=container)
