@@ -39,11 +39,11 @@ def cpu_plans() -> list[CpuLimits]:
 def table(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[float, str, int], list[dict[str, Any]]] = {}
     for run in runs:
-        limits = run["limits"]
+        limits = run["limits_requested"]
         groups.setdefault((float(run["cpus"]), limits["cpu_mode"], limits["cpu_period_us"]), []).append(run)
 
     def median(group: list[dict[str, Any]], key: str) -> float:
-        return statistics.median(run["latency_ms"][key] for run in group)
+        return statistics.median(run["latency_stats_ms"][key] for run in group)
 
     one = next(group for (cpus, mode, _), group in groups.items() if cpus == 1.0 and mode == "pinned")
     default = groups[(0.5, "quota", CPU_PERIOD_US)]

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 from _common import Goal, pct, print_table, profile_runs, write_report, zoo_model
 
+from harness import metric_registry
 from harness.ranking import ALPHA, MIN_RELATIVE_GAP, compare, rank_runs
-from harness.run_values import METRICS, metric_table
+from harness.run_values import metric_table
 
 COPIES = ("copy_a", "copy_b")
 
@@ -87,9 +88,10 @@ def main() -> None:
         copies = [Path(shutil.copy(source, directory / f"{name}.onnx")) for name in COPIES]
         runs = profile_runs(directory, None, [], backend="local", repeats=args.repeats, models=copies,
                             extra_flags=["--cpus", "1", "--iterations", str(args.iterations)]).runs
-    rows = [metric_row(runs, metric, args, rng) for metric in METRICS]
+    metrics = [m.name for m in metric_registry.calibrated()]
+    rows = [metric_row(runs, metric, args, rng) for metric in metrics]
     raw = {metric: {name: metric_table(runs, metric).query("model_name == @name")["value"].tolist()
-                    for name in COPIES} for metric in METRICS}
+                    for name in COPIES} for metric in metrics}
     print_table(f"A/A: {args.model} twice in one session, {args.repeats} runs each (ranking at alpha {ALPHA})", rows)
     goals = aa_goals(rows, args)
     write_report("noise_floor", rows, goals, raw=raw)

@@ -38,8 +38,8 @@ def interleaved(model: Path, directory: Path, args: argparse.Namespace) -> dict[
 
 
 def summary_row(runs: dict[str, list[dict[str, Any]]], cpus: str) -> dict[str, Any]:
-    plain = [run["latency_ms"]["p50"] for run in runs["plain"]]
-    per_op = [run["latency_ms"]["p50"] for run in runs["per_op"]]
+    plain = [run["latency_stats_ms"]["p50"] for run in runs["plain"]]
+    per_op = [run["latency_stats_ms"]["p50"] for run in runs["per_op"]]
     paired = statistics.median(p / b for p, b in zip(per_op, plain, strict=True))
     coverage = [run["per_op"]["coverage"] for run in runs["per_op"]]
     wall = statistics.median(r["runtime_s"] for r in runs["per_op"]) - statistics.median(
@@ -79,7 +79,7 @@ def main() -> None:
              f"{row['profiler_overhead_%']:+.2f}%", None),
     ]
     write_report("per_op_overhead", [row], goals, [f"host load average {loads[0]:.1f} before, {loads[1]:.1f} after"],
-                 {which: [r["latency_ms"]["p50"] for r in items] for which, items in runs.items()})
+                 {which: [r["latency_stats_ms"]["p50"] for r in items] for which, items in runs.items()})
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ def interleaved(model: Path, directory: Path, args: argparse.Namespace, interval
 def rows_for(interval_ms: float, runs: dict[str, list[dict]]) -> list[dict[str, Any]]:
     rows = []
     for stat in STATS:
-        shared = [run["latency_ms"][stat] for run in runs["shared"]]
-        apart = [run["latency_ms"][stat] for run in runs["apart"]]
+        shared = [run["latency_stats_ms"][stat] for run in runs["shared"]]
+        apart = [run["latency_stats_ms"][stat] for run in runs["apart"]]
         rows.append({"interval_ms": interval_ms, "stat": stat, "pairs": len(shared),
                      "runner_cores_shared": ",".join(map(str, runs["shared"][0]["runner_cores"])),
                      "runner_cores_apart": ",".join(map(str, runs["apart"][0]["runner_cores"])),

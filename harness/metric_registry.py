@@ -102,8 +102,8 @@ DEFAULT_METRIC = LATENCY
 CONSOLE_METRICS = ("runtime_s", "latency_ms", "latency_p99_ms", "throughput_ips", "peak_memory_mib",
                    "peak_rss_mib", "avg_memory_mib", "load_s")
 """The columns of the summary table printed after a session, in order."""
-COMPARE_METRICS = ("latency_ms", "latency_p50_ms", "latency_p99_ms", "throughput_ips", "runtime_s", "load_s", "peak_memory_mib",
-                   "peak_rss_mib", "avg_memory_mib")
+COMPARE_METRICS = ("latency_ms", "latency_p50_ms", "latency_p99_ms", "throughput_ips", "runtime_s", "load_s",
+                   "peak_memory_mib", "peak_rss_mib", "avg_memory_mib")
 """The measured rows of `compare`, in order."""
 REPORT_SUMMARY_METRICS = ("latency_ms", "runtime_s", "load_s", "peak_memory_mib", "peak_rss_mib",
                           "avg_memory_mib")

@@ -24,6 +24,12 @@ def profile_json(capsys: pytest.CaptureFixture[str], results: Path, *args: str) 
     return json.loads(out)
 
 
+def run_fields(backend: Any, spec: Any) -> dict[str, Any]:
+    """One backend run as its stored fields: the RunResult, the container (Docker), the limits applied."""
+    outcome = backend.run(spec)
+    return {**outcome.result.to_dict(), "container": outcome.container, "limits_applied": outcome.applied.to_dict()}
+
+
 def session_runs(results: Path) -> list[dict[str, Any]]:
     sessions = list_sessions(results)
     assert sessions, f"no session written under {results}"

@@ -39,7 +39,7 @@ from harness.errors import BackendError
 from harness.spec import RunSpec
 from harness.store import list_sessions
 from tests.conftest import docker_required, make_matmul_model
-from tests.helpers import entry, profile_json, run_spec, session_runs
+from tests.helpers import entry, profile_json, run_fields, run_spec, session_runs
 
 pytestmark = pytest.mark.docker
 IMAGE = VARIABLES["IMAGE"][3]
@@ -91,13 +91,6 @@ def docker_profile(capsys, results: Path, engine: docker.DockerClient, model: Pa
     return summary
 
 
-def flat(backend: DockerBackend | LocalBackend, spec: RunSpec) -> dict[str, Any]:
-    """One run's outcome as its stored fields: the RunResult, the container, the limits applied."""
-    outcome = backend.run(spec)
-    return {**outcome.result.to_dict(), "container": outcome.container,
-            "limits_applied": outcome.applied.to_dict()}
-
-
 def median_runtime(runs: list[dict[str, Any]]) -> float:
     values = [r["runtime_s"] for r in runs if r["status"] == "ok"]
     assert values, runs
@@ -139,7 +132,7 @@ def test_missing_framework_is_named_before_any_run(backend: DockerBackend, engin
     model.chmod(0o644)
     spec = make_spec(Path(__file__).resolve().parent.parent / "bench_scripts" / "torch_bench.py", model=model)
     with pytest.raises(BackendError, match=r"has no torch for net.pt; rebuild it with `make image TORCH=1`"):
-        flat(backend, spec)
+        run_fields(backend, spec)
     assert containers_of(engine, spec.session_id) == []
 
 
@@ -164,10 +157,10 @@ def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: P
 
 def test_peak_memory_is_exact(backend: DockerBackend, workloads: Path, tiny_onnx: Path) -> None:
     alloc = workloads / "alloc.py"
-    flat(backend, make_spec(alloc, "0", model=tiny_onnx))  # warms the page cache
-    baseline = flat(backend, make_spec(alloc, "0", model=tiny_onnx))["peak_memory_mib"]
+    run_fields(backend, make_spec(alloc, "0", model=tiny_onnx))  # warms the page cache
+    baseline = run_fields(backend, make_spec(alloc, "0", model=tiny_onnx))["peak_memory_mib"]
     for n_mib in (64, 200):
-        run = flat(backend, make_spec(alloc, str(n_mib), model=tiny_onnx, memory_mib=512))
+        run = run_fields(backend, make_spec(alloc, str(n_mib), model=tiny_onnx, memory_mib=512))
         assert run["status"] == "ok" and run["peak_source"] == "kernel"
         assert abs(run["peak_memory_mib"] - (baseline + n_mib)) <= max(0.02 * n_mib, 3.0), (n_mib, baseline, run)
 
@@ -188,7 +181,7 @@ def test_runner_killed_at_the_limit_is_not_the_models_oom(backend: DockerBackend
     """Below what the runner needs (the CLI refuses MEMORY < 16 MiB) the engine's flag tells of an OOM kill, but the
     model never ran: an error naming the runner, not the model's oom."""
     spec = make_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=8)
-    run = flat(backend, spec)
+    run = run_fields(backend, spec)
     assert run["status"] == "error" and run["container"]["oom_killed"] and run["signal"] == 9
     assert "runner was killed at the memory limit" in run["stderr_tail"]
     assert containers_of(engine, spec.session_id) == []
@@ -198,11 +191,11 @@ def test_timeout_and_crash_statuses_and_nothing_left(backend: DockerBackend, eng
                                                      workloads: Path, tiny_onnx: Path) -> None:
     timeout = make_spec(workloads / "sleep.py", "60", model=tiny_onnx, timeout_s=1.5)
     started = time.monotonic()
-    run = flat(backend, timeout)
+    run = run_fields(backend, timeout)
     assert run["status"] == "timeout" and 1.5 <= run["runtime_s"] < 3.0
     assert time.monotonic() - started < 10
     crash = make_spec(workloads / "crash.py", model=tiny_onnx)
-    run = flat(backend, crash)
+    run = run_fields(backend, crash)
     assert run["status"] == "error" and run["exit_code"] == 3
     assert "loading model failed" in run["stderr_tail"]
     for spec in (timeout, crash):
@@ -216,7 +209,7 @@ def test_container_past_the_grace_is_killed_from_outside(backend: DockerBackend,
     container GRACE_S later. A negative grace stands in for the hung runner: the kill comes at 2 s."""
     monkeypatch.setattr(backend, "grace_s", -28.0)
     spec = make_spec(workloads / "sleep.py", "60", model=tiny_onnx, timeout_s=30.0)
-    run = flat(backend, spec)
+    run = run_fields(backend, spec)
     assert run["status"] == "timeout" and "did not stop in time" in run["stderr_tail"]
     assert 2.0 <= run["runtime_s"] < 5.0
     assert containers_of(engine, spec.session_id) == []
@@ -229,7 +222,7 @@ def test_parallel_sessions_with_equal_run_ids_never_collide(backend: DockerBacke
 
     def session() -> None:
         own = DockerBackend(IMAGE)
-        results.append(flat(own, spec))
+        results.append(run_fields(own, spec))
         own.close()
 
     threads = [threading.Thread(target=session) for _ in range(2)]
@@ -269,7 +262,7 @@ def test_ctrl_c_removes_the_container(backend: DockerBackend, engine: docker.Doc
     started = time.monotonic()
     timer.start()
     with pytest.raises(KeyboardInterrupt):
-        flat(backend, spec)
+        run_fields(backend, spec)
     assert time.monotonic() - started < 15
     assert containers_of(engine, spec.session_id) == []
 
@@ -316,7 +309,7 @@ def test_container_is_locked_down_with_its_limits(backend: DockerBackend, tmp_pa
     probe = tmp_path / "probe.py"
     probe.write_text(LOCKDOWN_PROBE)
     probe.chmod(0o644)
-    quota = flat(backend, make_spec(probe, model=tiny_onnx, cpus=0.5, memory_mib=200))
+    quota = run_fields(backend, make_spec(probe, model=tiny_onnx, cpus=0.5, memory_mib=200))
     assert quota["status"] == "ok", quota["stderr_tail"]
     seen = quota["metrics"]
     assert seen["uid"] != 0 and int(seen["cap_eff"], 16) == 0 and seen["no_new_privs"] == "1"
@@ -328,7 +321,7 @@ def test_container_is_locked_down_with_its_limits(backend: DockerBackend, tmp_pa
     assert seen["pids_max"] == str(PIDS_LIMIT)
     if backend.describe()["swap_capped"]:
         assert {seen.get("memory_swap_limit"), seen.get("swap_limit")} - {None} in ({str(200 * MIB)}, {"0"}), seen
-    pinned = flat(backend, make_spec(probe, model=tiny_onnx, cpus=1))["metrics"]
+    pinned = run_fields(backend, make_spec(probe, model=tiny_onnx, cpus=1))["metrics"]
     assert pinned["cpuset"] == "1" and pinned["cpu_quota"] in ("-1", "max")
 
 
@@ -345,7 +338,7 @@ def test_docker_args_reach_the_script(backend: DockerBackend, tmp_path: Path, ti
     args = f"-v {data}:/data -e 'GREETING=hello world' --device /dev/null:/dev/net/tun"
     extra = DockerBackend(IMAGE, docker_args=args)
     try:
-        run = flat(extra, make_spec(probe, model=tiny_onnx))
+        run = run_fields(extra, make_spec(probe, model=tiny_onnx))
         assert extra.describe()["docker_args"] == {"volumes": [f"{data}:/data:ro"], "env": ["GREETING"],
                                                    "devices": ["/dev/null:/dev/net/tun"]}
     finally:
@@ -364,8 +357,8 @@ def test_docker_and_local_agree(backend: DockerBackend, tmp_path: Path) -> None:
     local = LocalBackend()
     runs: dict[str, list[dict[str, Any]]] = {"local": [], "docker": []}
     for _ in range(9):
-        runs["local"].append(flat(local, spec))
-        runs["docker"].append(flat(backend, spec))
+        runs["local"].append(run_fields(local, spec))
+        runs["docker"].append(run_fields(backend, spec))
     local_s, docker_s = median_runtime(runs["local"]), median_runtime(runs["docker"])
     local_mib, docker_mib = (statistics.median(r["peak_memory_mib"] for r in runs[name]) for name in runs)
     assert all(r["status"] == "ok" and r["latency_stats_ms"]["n"] == 3000 for name in runs for r in runs[name])

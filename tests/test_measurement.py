@@ -18,7 +18,7 @@ from harness.backends.local import LocalBackend
 from harness.cli import main
 from harness.report_protocol import MAX_LATENCIES
 from tests.conftest import make_matmul_model
-from tests.helpers import profile_json, run_spec, session_runs
+from tests.helpers import profile_json, run_fields, run_spec, session_runs
 
 pytestmark = pytest.mark.skipif(cgroups.discover().version != 1, reason="needs a writable cgroup v1 hierarchy")
 MIB = 1024**2
@@ -53,7 +53,7 @@ def test_rlimit_mode_measures_the_process_tree_not_the_shared_cgroup(
                    preexec_fn=lambda: [Path(p).write_text(str(os.getpid())) for p in procs])  # noqa: PLW1509
     shared_peak = int((shared_cgroup.dirs["memory"] / "memory.max_usage_in_bytes").read_text()) / MIB
     assert shared_peak >= 300
-    base = run_spec(workloads / "alloc.py", model=tiny_onnx).runner_spec()
+    base = run_spec(workloads / "alloc.py", model=tiny_onnx).runner_input().to_dict()
     rlimited = {**base, "isolation": "rlimit", "rlimit_as_bytes": 2048 * MIB}
     idle = run_runner_in(shared_cgroup, {**rlimited, "script_args": ["0", "0.3"]}, tmp_path)
     assert idle["status"] == "ok" and idle["peak_source"] == "process-tree"
@@ -95,7 +95,7 @@ def test_no_run_is_charged_the_model_files_page_cache(tmp_path: Path, workloads:
     drop_from_page_cache(model)
     backend = LocalBackend()
     spec = run_spec(workloads / "read_model.py", model=model, memory_mib=1024)
-    peaks = [backend.run(spec)["peak_memory_mib"] for _ in range(2)]
+    peaks = [run_fields(backend, spec)["peak_memory_mib"] for _ in range(2)]
     assert size_mib > 60 and abs(peaks[0] - peaks[1]) < 8, peaks
     assert max(peaks) < size_mib  # the file's pages are in no run's peak
 
@@ -105,12 +105,14 @@ def test_runner_footprint_does_not_grow_with_iterations(tmp_path: Path, tiny_onn
     MAX_LATENCIES a uniform sample is kept, n/mean/min/max still cover every call, and the result says so."""
     backend = LocalBackend()
     script = workloads / "latency_series.py"
-    runs = {n: backend.run(run_spec(script, str(n), model=tiny_onnx, memory_mib=512)) for n in (MAX_LATENCIES, 10**6)}
+    runs = {n: run_fields(backend, run_spec(script, str(n), model=tiny_onnx, memory_mib=512))
+            for n in (MAX_LATENCIES, 10**6)}
     small, large = runs[MAX_LATENCIES], runs[10**6]
     assert small["status"] == large["status"] == "ok"
-    assert large["latency_ms"]["n"] == 10**6 and len(large["latencies_ms"]) == MAX_LATENCIES
-    assert small["latency_ms"]["n"] == len(small["latencies_ms"]) == MAX_LATENCIES and not small["notes"]
-    assert small["latency_headline"] == "p50" and small["latency_ms"]["headline"] == small["latency_ms"]["p50"]
+    assert large["latency_stats_ms"]["n"] == 10**6 and len(large["latencies_ms"]) == MAX_LATENCIES
+    assert small["latency_stats_ms"]["n"] == len(small["latencies_ms"]) == MAX_LATENCIES and not small["notes"]
+    stats = small["latency_stats_ms"]
+    assert small["latency_headline"] == "p50" and stats["headline"] == stats["p50"]
     assert any("uniform sample" in note for note in large["notes"])
     assert large["peak_memory_mib"] - small["peak_memory_mib"] < 3, (small["peak_memory_mib"], large["peak_memory_mib"])
 
@@ -118,15 +120,15 @@ def test_runner_footprint_does_not_grow_with_iterations(tmp_path: Path, tiny_onn
 def test_a_huge_json_latency_line_does_not_kill_the_runner(tmp_path: Path, tiny_onnx: Path, workloads: Path) -> None:
     """A script reporting 6 million latencies as one JSON line (36 MB of text) used to make the runner parse it all
     inside a 100 MiB limit, where the OOM killer took the runner and the run was called the model's oom."""
-    run = LocalBackend().run(run_spec(workloads / "latency_series.py", "6000000", "json", model=tiny_onnx,
+    run = run_fields(LocalBackend(), run_spec(workloads / "latency_series.py", "6000000", "json", model=tiny_onnx,
                                       memory_mib=100))
     assert run["status"] == "ok", run["stderr_tail"]
-    assert run["latency_ms"] is None and any("was skipped" in note for note in run["notes"])
+    assert run["latency_stats_ms"] is None and any("was skipped" in note for note in run["notes"])
 
 
 def test_a_runner_killed_at_the_limit_is_not_the_models_oom(tiny_onnx: Path, workloads: Path) -> None:
     """Below what the runner itself needs, the OOM killer takes the runner before the script ever starts."""
-    run = LocalBackend().run(run_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=6))
+    run = run_fields(LocalBackend(), run_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=6))
     assert run["status"] == "error", run
     assert "runner was killed at the memory limit" in run["stderr_tail"]
 
@@ -139,13 +141,13 @@ def test_runner_samples_off_the_pinned_workloads_cores(in_tmp_cwd: Path, tiny_on
     probe.write_text("import os\nfrom pathlib import Path\nfrom harness.report_protocol import report\n"
                      "report(cores=','.join(map(str, sorted(os.sched_getaffinity(0)))),\n"
                      "       cgroups=Path('/proc/self/cgroup').read_text())\n")
-    run = LocalBackend().run(run_spec(probe, model=tiny_onnx, cpus=1.0))
+    run = run_fields(LocalBackend(), run_spec(probe, model=tiny_onnx, cpus=1.0))
     workload = [int(core) for core in run["metrics"]["cores"].split(",")]
     assert workload == [max(os.sched_getaffinity(0))]
     assert run["runner_cores"] == sorted(set(os.sched_getaffinity(0)) - set(workload))
     assert all("harness-test-" in line for line in run["metrics"]["cgroups"].splitlines()
                if line.split(":")[1] in ("memory", "cpuset", "cpu,cpuacct"))
-    shared = LocalBackend(runner_off_workload_cores=False).run(run_spec(probe, model=tiny_onnx, cpus=1.0))
+    shared = run_fields(LocalBackend(runner_off_workload_cores=False), run_spec(probe, model=tiny_onnx, cpus=1.0))
     assert shared["runner_cores"] == workload
 
 
@@ -156,8 +158,8 @@ def test_onnxruntime_does_not_spin_under_a_quota(capsys, in_tmp_cwd: Path, tiny_
     profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--repeats", "1", "--cpus", "1.5",
                  "--iterations", "20000", "--warmup", "100")
     (run,) = session_runs(results)
-    assert run["limits"]["cpu_mode"] == "quota" and run["metrics"]["intra_op_spinning"] is False
-    steady_s = run["latency_ms"]["mean"] * run["latency_ms"]["n"] / 1000
+    assert run["limits_requested"]["cpu_mode"] == "quota" and run["metrics"]["intra_op_spinning"] is False
+    steady_s = run["latency_stats_ms"]["mean"] * run["latency_stats_ms"]["n"] / 1000
     # spinning kept both threads busy through the steady phase: cpu_s >= runtime_s - load + 2 x steady
     assert run["cpu_s"] < run["runtime_s"] + 0.5 * steady_s, (run["cpu_s"], run["runtime_s"], steady_s)
 
@@ -175,13 +177,14 @@ def test_under_a_quota_the_mean_is_the_headline_latency(capsys, in_tmp_cwd: Path
                  str(workloads / "short_inference.py"), "--", "600"]) == 0
     runs = {run["cpus"]: run for run in session_runs(results)}
     whole, half = runs[1.0], runs[0.5]
-    assert whole["limits"]["cpu_mode"] == half["limits"]["cpu_mode"] == "quota"  # 1 CPU of quota never binds here
+    # 1 CPU of quota never binds here
+    assert whole["limits_requested"]["cpu_mode"] == half["limits_requested"]["cpu_mode"] == "quota"
     assert whole["latency_headline"] == half["latency_headline"] == "mean"
-    assert run_value(half, "latency_ms") == half["latency_ms"]["mean"]
+    assert run_value(half, "latency_ms") == half["latency_stats_ms"]["mean"]
     assert any("shorter than the quota's run window" in note for note in half["notes"])
     assert half["shorter_than_quota_window"] and not whole["shorter_than_quota_window"]  # no stall at a whole CPU
     assert "inferences shorter than the CFS quota's run window" in capsys.readouterr().err
     if half["cpu_nr_throttled"] == 0:
         pytest.skip("the host's other load left this run less than its 0.5 CPU: the quota never bound")
-    assert half["latency_ms"]["p50"] < 1.3 * whole["latency_ms"]["p50"]  # the median hides the limit
-    assert half["latency_ms"]["mean"] > 1.6 * half["latency_ms"]["p50"]  # the mean shows the stalls (ideal 2x)
+    assert half["latency_stats_ms"]["p50"] < 1.3 * whole["latency_stats_ms"]["p50"]  # the median hides the limit
+    assert half["latency_stats_ms"]["mean"] > 1.6 * half["latency_stats_ms"]["p50"]  # the mean shows the stalls (ideal 2x)

@@ -98,7 +98,7 @@ def test_each_run_stores_table_raw_trace_and_summary(profiled: Path, conv_onnx: 
         coverage = run["per_op"]["coverage"]
         assert coverage["op_sum_ms"] == pytest.approx(sum(r["mean_ms"] for r in table["ops"] if r["node_index"]
                                                           is not None))
-        assert coverage["steady_latency_ms"] == pytest.approx(run["latency_ms"]["mean"])
+        assert coverage["steady_latency_ms"] == pytest.approx(run["latency_stats_ms"]["mean"])
         assert "per-op sum" in coverage["line"] and "between ops" in coverage["line"]
         assert run["op_time_ms"]["Conv"] == pytest.approx(sum(r["mean_ms"] for r in table["ops"]
                                                               if r["op_type"] == "Conv"))

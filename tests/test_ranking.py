@@ -154,7 +154,8 @@ def test_tied_values_get_the_exact_permutation_p_not_the_normal_approximation() 
 def session_runs(model: str, statuses: list[str], values: list[float]) -> list[dict]:
     values_iter = iter(values)
     return [{"model_name": model, "cpus": 1.0, "run_id": f"{model}-{i}", "status": status,
-             "latency_ms": {"p50": next(values_iter)} if status == "ok" else None} for i, status in enumerate(statuses)]
+             "latency_stats_ms": {"p50": next(values_iter)} if status == "ok" else None}
+            for i, status in enumerate(statuses)]
 
 
 def test_failed_and_partly_failed_models_are_listed_not_dropped_or_flattered() -> None:
