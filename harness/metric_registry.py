@@ -88,8 +88,10 @@ class MetricFamily:
                       self.description, self.lower_is_better)
 
 
+OP_TIME = "op_time_ms"
+"""The per-operator family; a run record holds its members as a dict under this name (PER_OP=1)."""
 FAMILIES: tuple[MetricFamily, ...] = (
-    MetricFamily("op_time_ms", "ms", "op time", 3,
+    MetricFamily(OP_TIME, "ms", "op time", 3,
                  "mean ms per inference spent in nodes of one operator type, from the PER_OP=1 profiling phase"),
 )
 

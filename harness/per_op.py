@@ -373,7 +373,7 @@ def keep_run_profile(session_dir: Path, record: dict[str, Any], facts: list[dict
     write_tables(per_op, directory)
     record["per_op"] = {"framework": per_op.framework, "iterations": per_op.iterations,
                         "coverage": per_op.coverage, "dir": str(directory)}
-    record["op_time_ms"] = per_op.op_time_ms()
+    record[metric_registry.OP_TIME] = per_op.op_time_ms()
 
 
 def write_tables(per_op: PerOp, directory: Path) -> None:

@@ -80,7 +80,7 @@ def model_section(model: str, tables: dict[float, PerOp]) -> Section:
 
 def ops_sections(session_dir: Path, runs: list[dict[str, Any]]) -> list[Section]:
     """One section per model with per-op runs; none when the session ran without PER_OP."""
-    profiled = [r for r in runs if r.get("status") == "ok" and r.get("op_time_ms")]
+    profiled = [r for r in runs if r.get("status") == "ok" and r.get(metric_registry.OP_TIME)]
     sections = []
     for model in sorted({r["model_name"] for r in profiled}):
         mine = [r for r in profiled if r["model_name"] == model]

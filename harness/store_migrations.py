@@ -1,7 +1,8 @@
 """The steps that bring a stored file of an older schema_version to the next one; store.migrate chains them.
 
   1 -> 2: a run's latency summary `latency_ms` became `latency_stats_ms` (`latency_ms` had meant both that
-          dict and the per-run p50); `limits` became `limits_requested`, beside a new `limits_applied` and
+          dict and the per-run p50; it is now the metric of the run's headline latency, p50 in older runs);
+          `limits` became `limits_requested`, beside a new `limits_applied` and
           `conditions`; session.json's profile values became typed (MEMORY in bytes as a number, not a string).
 
 The old field names live here and nowhere else.
@@ -22,6 +23,10 @@ def _run_1_to_2(run: dict[str, Any]) -> dict[str, Any]:
     run = dict(run)
     if "latency_ms" in run:
         run["latency_stats_ms"] = run.pop("latency_ms")
+    stats = run.get("latency_stats_ms")
+    if isinstance(stats, dict) and "headline" not in stats:  # stored before runs named their headline latency
+        run["latency_stats_ms"] = {**stats, "headline": stats.get("p50")}
+        run["latency_headline"] = "p50"
     if "limits" in run:
         run["limits_requested"] = {"cpus": run.get("cpus"), **run.pop("limits")}
         run.setdefault("limits_applied", None)  # not recorded before version 2

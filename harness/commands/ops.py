@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
+from harness import metric_registry
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.commands.compare import model_matcher
 from harness.errors import ConfigError, DataError
@@ -48,7 +49,8 @@ def profiled_runs(results_dir: Path, model: str, session: str | None) -> tuple[P
     belongs = model_matcher(model)
     candidates = [resolve_session(results_dir, session)] if session else list(reversed(list_sessions(results_dir)))
     for session_dir in candidates:
-        runs = [r for r in load_runs(session_dir) if belongs(r) and r.get("status") == "ok" and r.get("op_time_ms")]
+        runs = [r for r in load_runs(session_dir)
+                if belongs(r) and r.get("status") == "ok" and r.get(metric_registry.OP_TIME)]
         if runs:
             return session_dir, runs
     where = f"session {session}" if session else results_dir
