@@ -60,11 +60,40 @@ def key(run: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(conditions.get(name) for name in CONDITIONS)
 
 
-def differing(runs: Iterable[dict[str, Any]]) -> list[str]:
-    """The conditions on which `runs` disagree, named for a user, in CONDITIONS order."""
+def differing_keys(items: Iterable[dict[str, Any]]) -> list[str]:
+    """The conditions on which runs (or summary entries) disagree, in CONDITIONS order."""
     seen: dict[str, set[Any]] = {name: set() for name in CONDITIONS}
+    for item in items:
+        conditions = item.get("conditions") or {}
+        for name in CONDITIONS:
+            seen[name].add(conditions.get(name))
+    return [name for name, values in seen.items() if len(values) > 1]
+
+
+def describe(conditions: dict[str, Any], names: Iterable[str]) -> str:
+    """`MEMORY 512 MiB, SWAP 0 MiB`: the values of `names`, for a label beside a model's name."""
+    return ", ".join(f"{CONDITIONS[name].split(' (')[0]} {_shown(name, conditions.get(name))}" for name in names)
+
+
+def _shown(name: str, value: Any) -> str:
+    return f"{value / MIB:g} MiB" if name in ("memory_bytes", "swap_bytes") and isinstance(value, int) else str(value)
+
+
+def pooling_conflict(runs: Iterable[dict[str, Any]]) -> str | None:
+    """Why `runs` may not be pooled into one ranking or calibration, in one line; None when they may.
+
+    Runs at one CPUS value must agree on every condition but the model's content, and the runs of one model name
+    must agree on that too (a model is its name plus its content)."""
+    first: dict[tuple[Any, ...], dict[str, Any]] = {}
     for run in runs:
         conditions = run.get("conditions") or {}
         for name in CONDITIONS:
-            seen[name].add(conditions.get(name))
-    return [CONDITIONS[name] for name, values in seen.items() if len(values) > 1]
+            scope = (run.get("model_name"),) if name == "model_sha256" else (conditions.get("cpus"),)
+            seen = first.setdefault((name, *scope), run)
+            theirs = (seen.get("conditions") or {}).get(name)
+            if theirs != conditions.get(name):
+                where = f"model {run.get('model_name')}" if name == "model_sha256" else f"cpus={conditions.get('cpus')}"
+                return (f"runs at {where} differ in {CONDITIONS[name]}: {_shown(name, theirs)} in session "
+                        f"{seen.get('session_id')}, {_shown(name, conditions.get(name))} in session "
+                        f"{run.get('session_id')}")
+    return None

@@ -68,7 +68,9 @@ def summary_table(summary: dict[str, Any]) -> Table:
         metrics = entry["metrics"]
         bad = {k: v for k, v in entry["statuses"].items() if k != "ok"}
         ok = f"{entry['n_ok']}/{entry['n_runs']}" + (" " + " ".join(f"{k}={v}" for k, v in bad.items()) if bad else "")
-        table.add_row(entry["model_name"], f"{entry['cpus']:g}", ok, *(_cell(metrics, m) for m in shown))
+        label = entry.get("condition_label")
+        name = entry["model_name"] + (f" [{label}]" if label else "")
+        table.add_row(name, f"{entry['cpus']:g}", ok, *(_cell(metrics, m) for m in shown))
     return table
 
 

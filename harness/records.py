@@ -51,7 +51,7 @@ class RunnerInput:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
-            raise ValueError(f"runner input has unknown keys {unknown}: the runner is older than the harness")
+            raise ValueError(f"runner input has keys this runner does not know: {unknown}")
         values = dict(data)
         for name in ("script_args", "workload_cgroup_procs"):
             values[name] = tuple(values.get(name, ()))
@@ -115,7 +115,7 @@ class RunResult:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
-            raise ValueError(f"run result has unknown keys {unknown}: the runner is newer than the harness")
+            raise ValueError(f"run result has keys this harness does not know: {unknown}")
         return cls(**data)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness import metric_registry
+from harness import conditions, metric_registry
 from harness.config import load_profile
 from harness.errors import ConfigError, DataError
 from harness.stats import metric_value
@@ -66,11 +66,18 @@ def resolve_results_dir(explicit: str | None) -> Path:
 
 
 def select_runs(results_dir: Path, session: str | None) -> tuple[list[dict[str, Any]], str]:
-    """Runs of one session (default: the newest), or of every session pooled when session == "all"."""
+    """Runs of one session (default: the newest), or of every session pooled when session == "all"; refused in
+    one line when they hold runs under different conditions (harness.conditions), which must not be pooled."""
     if session == ALL_SESSIONS:
         runs = list(iter_all_runs(results_dir))
         if not runs:
             raise DataError(f"no runs under {results_dir}; run `make profile MODEL=...` first")
-        return runs, ALL_SESSIONS
-    session_dir = resolve_session(results_dir, session)
-    return load_runs(session_dir), session_dir.name
+        name = ALL_SESSIONS
+    else:
+        session_dir = resolve_session(results_dir, session)
+        runs, name = load_runs(session_dir), session_dir.name
+    conflict = conditions.pooling_conflict(runs)
+    if conflict:
+        raise DataError(f"--session {name}: {conflict}; such runs are not comparable: pick one session "
+                        "(--session ID, make: SESSION=ID) or profile the models again under one profile")
+    return runs, name

@@ -23,7 +23,7 @@ from harness.models import ModelInfo
 from harness.provenance import collect_metadata
 from harness.records import RunOutcome, RunRecord
 from harness.spec import RunSpec, plan_cpu_limits
-from harness.stats import summarize_runs, summary_rows
+from harness.stats import group_key, ordered_entries, summarize_group, summary_rows
 from harness.store import SCHEMA_VERSION, SessionStore, load_session_info
 
 OnRun = Callable[[RunSpec, dict[str, Any] | None], None]
@@ -115,6 +115,11 @@ class Session:
         # The runs on disk, read once (a resumed session has some) and then kept in step with every append,
         # so the summary after each run does not re-read a runs.jsonl that grows with the session.
         self.runs: list[dict[str, Any]] = self.store.runs()
+        # Summary entries per group; after a run only its own group is summarised again.
+        self._groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for run in self.runs:
+            self._groups.setdefault(group_key(run), []).append(run)
+        self._entries = {key: summarize_group(members) for key, members in self._groups.items()}
         self._graph_facts: dict[str, list[dict[str, Any]] | None] = {}  # per model, for the per-op join
 
     def _session_info(self, state: str) -> dict[str, Any]:
@@ -159,8 +164,15 @@ class Session:
             self._graph_facts[name] = model_facts_for(result["model_path"])
         keep_run_profile(self.store.path, result, self._graph_facts[name])
 
+    def _add(self, result: dict[str, Any]) -> None:
+        run = {"schema_version": SCHEMA_VERSION, **result}
+        self.runs.append(run)
+        key = group_key(run)
+        self._groups.setdefault(key, []).append(run)
+        self._entries[key] = summarize_group(self._groups[key])
+
     def write_summary(self) -> dict[str, Any]:
-        entries = summarize_runs(self.runs)
+        entries = ordered_entries(dict(entry) for entry in self._entries.values())
         summary = {
             "session_id": self.plan.session_id, "device_name": self.profile.device_name,
             "backend": self.backend_info.get("backend"), "isolation": self.backend_info.get("isolation"),
@@ -195,7 +207,7 @@ class Session:
             self._keep_per_op(record)  # moves the files out of the record
         record.pop("per_op_files", None)
         self.store.append_run(record)
-        self.runs.append({"schema_version": SCHEMA_VERSION, **record})
+        self._add(record)
         self.write_summary()
         if spec.per_op:
             from harness.chrome_trace import write_session_trace  # pandas and onnx: only with PER_OP

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from harness import metric_registry
+from harness import conditions, metric_registry
 
 IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a metric unstable (torch.utils.benchmark's choice)
 UNSTABLE_RULE = f"IQR/median > {IQR_WARN_THRESHOLD:.0%}"  # how warnings and reports state the rule
@@ -111,32 +111,50 @@ def throttled(run: dict[str, Any]) -> bool:
     return bool(periods) and (run.get("cpu_nr_throttled") or 0) / periods > HEAVY_THROTTLE_RATIO
 
 
-def group_key(run: dict[str, Any]) -> tuple[str, float]:
-    return str(run["model_name"]), float(run["cpus"])
+def group_key(run: dict[str, Any]) -> tuple[Any, ...]:
+    """Runs pool into one summary only under equal conditions (harness.conditions): model, CPUS and the rest."""
+    return str(run["model_name"]), float(run["cpus"]), conditions.key(run)
+
+
+def summarize_group(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """The entry of one group (runs with one group_key): status counts and, over its ok runs, every metric."""
+    ok = [r for r in members if r.get("status") == "ok"]
+    statuses: dict[str, int] = {}
+    for run in members:
+        statuses[run.get("status", "error")] = statuses.get(run.get("status", "error"), 0) + 1
+    metrics = {name: summarize([metric_value(r, name) for r in ok]) for name in SUMMARY_METRICS}
+    metrics = {name: s for name, s in metrics.items() if s["n"]}
+    return {
+        "model_name": str(members[0]["model_name"]), "cpus": float(members[0]["cpus"]), "n_runs": len(members),
+        "n_ok": len(ok), "statuses": statuses, "throttled_runs": sum(throttled(r) for r in ok),
+        "shorter_than_quota_window_runs": sum(bool(r.get("shorter_than_quota_window")) for r in ok),
+        "latency_headline": next((r["latency_headline"] for r in ok if r.get("latency_headline")), "p50"),
+        "unstable_metrics": [name for name, s in metrics.items() if s["unstable"]], "metrics": metrics,
+        "conditions": members[0].get("conditions") or {},
+    }
+
+
+def ordered_entries(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries by model and CPUS; where one model and CPUS has several (runs under different conditions),
+    each says in `differs_in` which conditions set them apart and in `condition_label` its own values."""
+    ordered = sorted(entries, key=lambda e: (e["model_name"], e["cpus"], str(conditions.key(e))))
+    by_model: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for entry in ordered:
+        by_model.setdefault((entry["model_name"], entry["cpus"]), []).append(entry)
+    for siblings in by_model.values():
+        keys = conditions.differing_keys(siblings) if len(siblings) > 1 else []
+        for entry in siblings:
+            entry["differs_in"] = [conditions.CONDITIONS[k] for k in keys]
+            entry["condition_label"] = conditions.describe(entry["conditions"], keys)
+    return ordered
 
 
 def summarize_runs(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per (model, cpus): status counts and, over its ok runs, a summary of every metric."""
-    groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    """One entry per model, CPUS and conditions: runs under different conditions are never pooled."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for run in runs:
         groups.setdefault(group_key(run), []).append(run)
-    entries: list[dict[str, Any]] = []
-    for (model, cpus), members in sorted(groups.items()):
-        ok = [r for r in members if r.get("status") == "ok"]
-        statuses: dict[str, int] = {}
-        for run in members:
-            statuses[run.get("status", "error")] = statuses.get(run.get("status", "error"), 0) + 1
-        metrics = {name: summarize([metric_value(r, name) for r in ok]) for name in SUMMARY_METRICS}
-        metrics = {name: s for name, s in metrics.items() if s["n"]}
-        entries.append({
-            "model_name": model, "cpus": cpus, "n_runs": len(members), "n_ok": len(ok), "statuses": statuses,
-            "throttled_runs": sum(throttled(r) for r in ok),
-            "shorter_than_quota_window_runs": sum(bool(r.get("shorter_than_quota_window")) for r in ok),
-            "latency_headline": next((r["latency_headline"] for r in ok if r.get("latency_headline")), "p50"),
-            "unstable_metrics": [name for name, s in metrics.items() if s["unstable"]],
-            "metrics": metrics,
-        })
-    return entries
+    return ordered_entries(summarize_group(members) for members in groups.values())
 
 
 def summary_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -144,6 +162,7 @@ def summary_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for entry in entries:
         row: dict[str, Any] = {k: entry[k] for k in ("model_name", "cpus", "n_runs", "n_ok", "throttled_runs")}
+        row["conditions"] = entry.get("condition_label", "")
         row["statuses"] = ";".join(f"{k}={v}" for k, v in sorted(entry["statuses"].items()))
         row["unstable_metrics"] = ";".join(entry["unstable_metrics"])
         for name, summary in entry["metrics"].items():

@@ -32,11 +32,11 @@ def test_pixel3_example_imports_with_units_converted(tmp_path: Path, capsys: pyt
     source = pd.read_csv(EXAMPLE, comment="#")
     device = load_device(tmp_path / "results", "pixel3")
     assert len(device.table) == len(source) == 21
-    assert set(device.metrics) == {"latency_p50_ms", "nnapi_ms", "size_mib"}
+    assert set(device.metrics) == {"latency_ms", "nnapi_ms", "size_mib"}
     assert set(device.tags) == {"device", "top1"}
     stored = device.table.set_index("model")
     for row in source.itertuples():
-        assert stored.loc[row.model, "latency_p50_ms"] == pytest.approx(row.latency_ms)
+        assert stored.loc[row.model, "latency_ms"] == pytest.approx(row.latency_ms)
         assert stored.loc[row.model, "size_mib"] == pytest.approx(row.size_mb * MIB_PER_MB)
         assert stored.loc[row.model, "cpus"] == row.threads
     assert device.info["comments"][0].startswith("Published on-device latencies")
@@ -64,7 +64,7 @@ def test_duplicates_are_averaged_with_their_count(tmp_path: Path, capsys: pytest
     assert "averaged 3 rows of net_a (lines 2, 4, 5); n=3 kept" in out
     assert "converted latency_us → latency_ms (× 0.001; 1 µs = 10⁻³ ms)" in out
     table = load_device(tmp_path / "results", "dev").table.set_index("model")
-    assert table.loc["net_a", "latency_p50_ms"] == pytest.approx(12.0)
+    assert table.loc["net_a", "latency_ms"] == pytest.approx(12.0)
     assert table.loc["net_a", "peak_memory_mib"] == pytest.approx(110 * MIB_PER_MB)
     assert table.loc["net_a", "n"] == 3 and table.loc["net_b", "n"] == 1
 

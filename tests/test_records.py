@@ -57,7 +57,7 @@ def test_runner_input_round_trips_and_refuses_unknown_keys() -> None:
     given = RunnerInput(model="m", script="s.py", script_args=("a",), threads=1, cpus=0.5, iterations=3, warmup=1,
                         batch_size=1, sample_interval_ms=10.0, timeout_s=5.0, affinity=(1,))
     assert RunnerInput.from_dict(json.loads(json.dumps(given.to_dict()))) == given
-    with pytest.raises(ValueError, match="unknown keys \\['gpu'\\]"):
+    with pytest.raises(ValueError, match="does not know"):
         RunnerInput.from_dict({**given.to_dict(), "gpu": 1})
 
 

@@ -51,7 +51,7 @@ def test_example_report_calibrates_the_profiled_models(example_session: Path,
     published = {"mobilenet_v1_0.25_128_quant": 0.8, "mobilenet_v1_0.25_160_quant": 1.3,
                  "mobilenet_v1_0.50_128_quant": 1.7}
     assert {p["model"]: p["device"] for p in points} == pytest.approx(published)
-    assert (example_session / "report" / "figures" / "calibration_pixel-3_latency_p50_ms_cpus_1_fit.png").exists()
+    assert (example_session / "report" / "figures" / "calibration_pixel-3_latency_ms_cpus_1_fit.png").exists()
 
 
 def test_example_report_renders_with_its_plots_in_chromium(example_session: Path, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.table import Table
 
-from harness import metric_registry, zoo
+from harness import conditions, metric_registry, zoo
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.errors import ConfigError, DataError
 from harness.models import sha256_of
@@ -29,8 +29,8 @@ STATIC_ROWS = (("size MiB", "size_mib", 1.0), ("params", "params", 1.0), ("MMACs
                ("layers", "layers", 1.0))
 MEASURED = tuple(metric_registry.get(name) for name in metric_registry.COMPARE_METRICS)
 """Measured rows, each summarised over a model's ok runs."""
-# Settings that must match for the two columns to be a fair comparison; a mismatch is warned about.
-CHECKED_SETTINGS = ("device_name", "memory_mib", "backend", "batch_size", "iterations")
+# Labels worth a warning when they differ; what must match (harness.conditions) is refused when it differs.
+CHECKED_SETTINGS = ("device_name",)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -116,8 +116,14 @@ def compare(results_dir: Path, model_a: str, model_b: str, cpus: float | None = 
                         f"{sorted(cpus_sets[1])}; profile both with the same CPUS to compare them")
     comparisons = []
     for value in common:
-        sides = [_side(model, session, [r for r in runs if float(r["cpus"]) == value])
-                 for model, (session, runs) in zip((model_a, model_b), sessions, strict=True)]
+        at = [[r for r in runs if float(r["cpus"]) == value] for _, runs in sessions]
+        keys = [k for k in conditions.differing_keys(at[0] + at[1]) if k != "model_sha256"]
+        if keys:
+            raise DataError(f"{model_a} and {model_b} were measured under different conditions at cpus={value:g} "
+                            f"({'; '.join(conditions.describe(side[-1]['conditions'], keys) for side in at)}); "
+                            "profile both under one profile to compare them")
+        sides = [_side(model, session, runs) for model, (session, _), runs in zip((model_a, model_b), sessions, at,
+                                                                                strict=True)]
         comparisons.append({"cpus": value, "a": sides[0], "b": sides[1], "rows": _rows(*sides)})
     return comparisons
 

@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ui.add_device_option(parser)
     parser.add_argument("-n", "--count", type=int, default=DEFAULT_COUNT,
                         help=f"how many models to suggest (default: {DEFAULT_COUNT})")
-    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)")
+    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)",
+                         lambda m: m.calibrated)
     ui.add_fit_option(parser, FIT_NAMES)
     ui.add_results_options(parser, pooled=True)
     parser.set_defaults(func=run)

@@ -1,0 +1,58 @@
+"""Runs under different conditions are never pooled: summaries split them, rankings and calibration refuse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.stats import summarize_runs
+from harness.store import iter_all_runs
+from tests.helpers import profile_json
+
+MIB = 1024**2
+
+
+@pytest.fixture(scope="module")
+def two_memories(tmp_path_factory: pytest.TempPathFactory, tiny_onnx: Path) -> Path:
+    """Two sessions of one model that differ only in MEMORY."""
+    results = tmp_path_factory.mktemp("pooling") / "results"
+    for memory in ("512m", "1g"):
+        capsys_free_profile(results, str(tiny_onnx), "--memory", memory)
+    return results
+
+
+def capsys_free_profile(results: Path, *args: str) -> None:
+    assert main(["profile", "--json", "--results-dir", str(results), "--backend", "local", "--repeats", "3",
+                 "--iterations", "20", "--warmup", "2", "--cpus", "1", *args]) == 0
+
+
+def test_summaries_split_runs_that_differ_only_in_memory(two_memories: Path) -> None:
+    entries = summarize_runs(iter_all_runs(two_memories))
+    assert len(entries) == 2 and {e["model_name"] for e in entries} == {"tiny_mlp"}
+    assert sorted(e["conditions"]["memory_bytes"] for e in entries) == [512 * MIB, 1024 * MIB]
+    assert all(e["n_runs"] == 3 and e["differs_in"] == ["MEMORY"] for e in entries)
+
+
+@pytest.mark.parametrize("command", [["rank"], ["rank", "--json"]])
+def test_pooling_them_is_refused_with_one_line_naming_memory(two_memories: Path, command: list[str],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main([*command, "--session", "all", "--results-dir", str(two_memories)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("harness: error: ")
+    assert "differ in MEMORY: 512 MiB in session" in err and "1024 MiB in session" in err
+
+
+def test_one_session_of_them_is_ranked(two_memories: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["rank", "--results-dir", str(two_memories)]) == 0
+
+
+def test_a_summary_in_one_session_and_one_condition_names_no_difference(capsys: pytest.CaptureFixture[str],
+                                                                         tmp_path: Path, tiny_onnx: Path) -> None:
+    summary = profile_json(capsys, tmp_path, str(tiny_onnx), "--backend", "local", "--repeats", "1",
+                           "--iterations", "5", "--warmup", "1")
+    (entry,) = summary["models"]
+    assert entry["differs_in"] == [] and entry["conditions"]["memory_bytes"] == 2048 * MIB
