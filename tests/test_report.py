@@ -40,8 +40,8 @@ def test_every_table_and_figure_is_written_in_every_format(report_dir: tuple[Pat
     html = (out / "report.html").read_text()
     figures = sorted((out / "figures").glob("*.png"))
     names = {p.stem for p in figures}
-    assert {"calibration_phone_latency_p50_ms_cpus_2_fit", "calibration_phone_latency_p50_ms_cpus_2_residuals",
-            "ranking_latency_p50_ms_cpus2"} <= names
+    assert {"calibration_phone_latency_ms_cpus_2_fit", "calibration_phone_latency_ms_cpus_2_residuals",
+            "ranking_latency_ms_cpus2"} <= names
     for figure in figures:
         assert figure.read_bytes().startswith(PNG_MAGIC)
         assert f"(figures/{figure.name})" in markdown
@@ -103,7 +103,7 @@ def test_a_sweep_session_gets_scaling_figures(tmp_path: Path, capsys: pytest.Cap
     medians = {(r.model, r.cpus): r.latency_p50_ms_median for r in summary.itertuples()}
     expected = {("net_a", 1.0): 4.1, ("net_a", 2.0): 2.1, ("net_b", 1.0): 8.2, ("net_b", 2.0): 4.2}
     assert medians == pytest.approx(expected)
-    ranking = pd.read_csv(out / "tables" / "ranking_latency_p50_ms.csv")
+    ranking = pd.read_csv(out / "tables" / "ranking_latency_ms.csv")
     assert sorted(ranking["cpus"].unique()) == [1.0, 2.0]
 
 
