@@ -319,9 +319,10 @@ class ClusterSession(Session):
                 out["worker"]]
             self.backend.workers[out["worker"]] = node
         placed = replace(spec, cpu=CpuLimits(**out["cpu"]))
-        result = {**out["result"], "node": {"hostname": node["metadata"]["hostname"], "worker": out["worker"],
-                                            "worker_name": out["worker_name"]}}
-        record = self._record(placed, result, out["started_at"], concurrent_runs=out["concurrent_runs"], node=node)
+        location = {"hostname": node["metadata"]["hostname"], "worker": out["worker"],
+                    "worker_name": out["worker_name"]}
+        record = self._record(placed, out["result"], out["started_at"], concurrent_runs=out["concurrent_runs"],
+                              node=node, location=location)
         self._keep(placed, record, on_done)
 
     def _mark_not_run(self, specs: list[RunSpec], why: str) -> None:

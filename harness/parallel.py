@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from harness.records import RunOutcome
 from harness.session import OnRun, Session
 from harness.slots import SlotPlan, place
 from harness.spec import RunSpec
@@ -99,7 +100,7 @@ class ParallelSession(Session):
 
     def _work(self, spec: RunSpec, slot: int, started_at: str, finished: queue.Queue[Any]) -> None:
         try:
-            outcome: dict[str, Any] | BaseException = self.backend.run(spec)
+            outcome: RunOutcome | BaseException = self.backend.run(spec)
         except BaseException as err:  # handed to the main thread, which decides
             outcome = err
         finished.put((spec, slot, started_at, outcome))

@@ -48,10 +48,11 @@ def test_concurrent_runs_never_share_a_core(capsys, in_tmp_cwd: Path, tiny_onnx:
     assert sorted(r["run_id"] for r in runs) == sorted({r["run_id"] for r in runs}) and len(runs) == 4
     assert all(r["status"] == "ok" for r in runs), [r["stderr_tail"] for r in runs]
     for run in runs:  # the cores the script saw are the slot's, whole and fractional CPUS alike
-        assert run["metrics"]["cores"] == run["limits"]["cpuset"] and len(run["limits"]["cpuset"].split(",")) == 1
-        assert run["runner_cores"] == [int(run["limits"]["cpuset"])]  # its sampler stays off the other slot
+        cpuset = run["limits_requested"]["cpuset"]
+        assert run["metrics"]["cores"] == cpuset and len(cpuset.split(",")) == 1
+        assert run["runner_cores"] == [int(run["limits_requested"]["cpuset"])]  # its sampler stays off the other slot
     fractional = [r for r in runs if r["cpus"] == 0.5]
-    assert all(r["limits"]["cpu_quota_us"] == 50_000 for r in fractional)
+    assert all(r["limits_requested"]["cpu_quota_us"] == 50_000 for r in fractional)
     pairs = [(a, b) for a, b in itertools.combinations(runs, 2) if _overlap(a, b)]
     assert pairs, "no two runs were in flight at once"
     for a, b in pairs:

@@ -129,7 +129,7 @@ def test_limits_written_nested_and_cpu_throttled(outcome: Outcome) -> None:
     scope = "/" + str(outcome.scope.path.relative_to(CGROUP_ROOT))
     assert Path(seen["cgroup"]).parent == Path(scope) and Path(seen["cgroup"]).name.startswith("harness-"), seen
     assert outcome.found["own_cgroup"] == f"{scope}/{SUPERVISOR_LEAF}"
-    assert seen["cpu_max"] == "50000 100000" and run["limits"]["cpu_mode"] == "quota", seen
+    assert seen["cpu_max"] == "50000 100000" and run["limits_requested"]["cpu_mode"] == "quota", seen
     assert seen["memory_max"] == str(256 * MIB) and seen["memory_swap_max"] == "0", seen
     assert run["cpu_nr_throttled"] > 0 and run["cpu_throttled_s"] > 0, run
 
