@@ -16,7 +16,7 @@ export HARNESS_ENV_FILE := $(ENV)
 PROFILE_VARIABLES := $(shell sed -n 's/^\([A-Z][A-Z0-9_]*\)=.*/\1/p' env.template)
 $(foreach name,$(PROFILE_VARIABLES),$(eval export HARNESS_SET_$(name) := $$($(name))))
 
-.PHONY: setup profile doctor test lint bench
+.PHONY: setup profile doctor test lint bench docs
 
 setup: $(STAMP)
 
@@ -37,6 +37,10 @@ profile: $(STAMP)
 
 doctor: $(STAMP)
 	$(HARNESS) doctor
+
+# docs/variables.md and docs/metrics.md, generated from the code (a test fails when they are stale).
+docs: $(STAMP)
+	$(VENV)/bin/python -m harness.reference_docs
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check harness tests bench_scripts benchmarks
@@ -80,7 +84,7 @@ $(CLUSTER_STAMP): $(STAMP) pyproject.toml
 
 test: $(CLUSTER_STAMP)
 
-# Extra options for every run container (only volumes, env and devices; see README, "Docker backend").
+# Extra options for every run container (only volumes, env and devices; see docs/docker.md).
 export HARNESS_DOCKER_ARGS := $(DOCKER_ARGS)
 
 # Docker runtime image for BACKEND=docker, tagged with the profile's IMAGE. BASE_IMAGE, TORCH=1 and
