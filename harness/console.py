@@ -80,7 +80,7 @@ def print_summary(summary: dict[str, Any]) -> None:
         if entry.get("shorter_than_quota_window_runs"):
             err_console.print(f"[yellow]quota[/]: {entry['model_name']} cpus={entry['cpus']:g}: inferences shorter "
                               "than the CFS quota's run window, so most run at full speed and a few absorb the stall; "
-                              "p50 shows the unlimited speed, and latency ms is the mean (README: latency_ms.headline)")
+                              "p50 shows the unlimited speed, and latency ms is the mean (docs/measurement.md)")
     quota = sorted({f"{e['cpus']:g}" for e in summary["models"] if e.get("latency_headline") == "mean"})
     if quota:
         err_console.print(f"latency ms: each run's mean inference at CPUS={','.join(quota)} (CFS quota: the median "
@@ -88,7 +88,7 @@ def print_summary(summary: dict[str, Any]) -> None:
     unstable = [(e["model_name"], e["cpus"], e["unstable_metrics"]) for e in summary["models"] if e["unstable_metrics"]]
     for model, cpus, names in unstable:
         err_console.print(f"[yellow]unstable[/]: {model} cpus={cpus:g}: {UNSTABLE_RULE} for {', '.join(names)}; "
-                          "raise REPEATS or ITERATIONS, or quiet the machine (see README: unstable)")
+                          "raise REPEATS or ITERATIONS, or quiet the machine (see docs/measurement.md: unstable)")
     throttled = [(e["model_name"], e["throttled_runs"]) for e in summary["models"] if e["throttled_runs"]]
     for model, count in throttled:
         err_console.print(f"[yellow]throttled[/]: {model}: {count} run(s) spent >10% of CFS periods throttled; "

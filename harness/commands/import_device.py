@@ -13,7 +13,7 @@ from harness.store import iter_all_runs
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "import-device", help="import a CSV of on-device measurements (see README: Device data)",
+        "import-device", help="import a CSV of on-device measurements (see docs/calibration.md)",
         description="Validate a CSV of on-device measurements and store it beside the harness results.",
     )
     parser.add_argument("csv", type=Path, help="CSV with a model column and metric columns such as latency_ms")
