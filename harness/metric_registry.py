@@ -107,10 +107,10 @@ CONSOLE_METRICS = ("runtime_s", "latency_ms", "latency_p99_ms", "throughput_ips"
 COMPARE_METRICS = ("latency_ms", "latency_p50_ms", "latency_p99_ms", "throughput_ips", "runtime_s", "load_s",
                    "peak_memory_mib", "peak_rss_mib", "avg_memory_mib")
 """The measured rows of `compare`, in order."""
-REPORT_SUMMARY_METRICS = ("latency_ms", "runtime_s", "load_s", "peak_memory_mib", "peak_rss_mib",
+REPORT_SUMMARY_METRICS = ("latency_p50_ms", "runtime_s", "load_s", "peak_memory_mib", "peak_rss_mib",
                           "avg_memory_mib")
 """The columns of the report's summary table; the first also gets its confidence interval."""
-SCALING_METRICS = ("latency_ms", "peak_memory_mib")
+SCALING_METRICS = ("latency_p50_ms", "peak_memory_mib")
 """Plotted against CPUS when a session has several CPU counts."""
 
 
