@@ -68,6 +68,7 @@ class ParallelSession(Session):
         free = list(range(self.slots.count))
         threads: dict[str, threading.Thread] = {}
         overlap = Overlap()
+        self.backend.check(self.plan.models)  # what would fail every run fails once, before the first
         self.store.write_session(self._session_info("running"))
         try:
             while todo or threads:

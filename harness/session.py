@@ -184,6 +184,7 @@ class Session:
 
     def run(self, on_start: Callable[[RunSpec], None] | None = None, on_done: OnRun | None = None) -> dict[str, Any]:
         done = {run["run_id"] for run in self.runs}
+        self.backend.check(self.plan.models)  # what would fail every run fails once, before the first
         self.store.write_session(self._session_info("running"))
         try:
             for spec in self.plan.specs:

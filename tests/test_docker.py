@@ -36,6 +36,7 @@ from harness.backends.local import LocalBackend
 from harness.cli import main
 from harness.config import VARIABLES
 from harness.errors import BackendError
+from harness.models import ModelInfo
 from harness.spec import RunSpec
 from harness.store import list_sessions
 from tests.conftest import docker_required, make_matmul_model
@@ -134,6 +135,10 @@ def test_missing_framework_is_named_before_any_run(backend: DockerBackend, engin
     with pytest.raises(BackendError, match=r"has no torch for net.pt; rebuild it with `make image TORCH=1`"):
         run_fields(backend, spec)
     assert containers_of(engine, spec.session_id) == []
+    # The session asks before its first run: the same line, from the models alone.
+    info = ModelInfo("net", model, "torch", Path(spec.script), "0" * 64, 0.0)
+    with pytest.raises(BackendError, match=r"has no torch for net.pt; rebuild it with `make image TORCH=1`"):
+        backend.check([info])
 
 
 def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.models import ModelInfo
 from harness.records import RunOutcome
 from harness.spec import RunSpec
 
@@ -22,6 +24,10 @@ class Backend(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """What every result of this backend should carry (isolation kind, image digest, engine...)."""
+        ...
+
+    def check(self, models: Sequence[ModelInfo]) -> None:
+        """Raise one BackendError before the first run for what would fail every run of a model here."""
         ...
 
     def run(self, spec: RunSpec) -> RunOutcome:

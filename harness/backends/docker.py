@@ -19,6 +19,7 @@ import socket
 import stat
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import SOURCE_LABEL, source_digest
 from harness.backends.engine import connect
 from harness.errors import BackendError
-from harness.models import KINDS
+from harness.models import KINDS, ModelInfo
 from harness.records import Limits, RunOutcome, RunResult
 from harness.spec import CPU_PERIOD_US, RunSpec, parse_cpu_list
 
@@ -297,6 +298,14 @@ class DockerBackend:
         except (DockerException, requests.RequestException):
             return {}
         return (last_json_line(done.stdout) or {}) if done else {}
+
+    def check(self, models: Sequence[ModelInfo]) -> None:
+        """Every file the runs mount must be readable inside, and the image must hold each model's framework."""
+        for model in models:
+            _check_readable(Path(model.script), "bench script")
+            if model.run_model:
+                _check_readable(Path(model.run_model), "model")
+                self._check_framework(Path(model.run_model), Path(model.script))
 
     def _check_framework(self, model: Path, script: Path) -> None:
         """A default bench script whose framework the image lacks would fail every run: say so once, first."""

@@ -13,12 +13,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness import cgroups
 from harness.backends.base import RUNNER_KILLED, cache_model_file
+from harness.errors import BackendError
+from harness.models import ModelInfo
 from harness.records import Limits, RunnerInput, RunOutcome, RunResult
 from harness.spec import RunSpec, cpu_list, parse_cpu_list
 
@@ -86,6 +89,13 @@ class LocalBackend:
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "isolation": self.isolation, "isolation_reason": self.reason,
                 "swap_capped": self.swap_capped if self.isolation != "rlimit" else False}
+
+    def check(self, models: Sequence[ModelInfo]) -> None:
+        """The runner reads each model and script as this user (resolve_model has already checked runtimes)."""
+        for model in models:
+            for path, what in ((model.run_model, "model"), (str(model.script), "bench script")):
+                if path and not os.access(path, os.R_OK):
+                    raise BackendError(f"{what} {path} is not readable by this user; run `chmod u+r {path}`")
 
     def run(self, spec: RunSpec) -> RunOutcome:
         workdir = Path(tempfile.mkdtemp(prefix="harness-local-"))
