@@ -154,7 +154,7 @@ def test_tied_values_get_the_exact_permutation_p_not_the_normal_approximation() 
 def session_runs(model: str, statuses: list[str], values: list[float]) -> list[dict]:
     values_iter = iter(values)
     return [{"model_name": model, "cpus": 1.0, "run_id": f"{model}-{i}", "status": status,
-             "latency_stats_ms": {"p50": next(values_iter)} if status == "ok" else None}
+             "latency_stats_ms": {"p50": (v := next(values_iter)), "headline": v} if status == "ok" else None}
             for i, status in enumerate(statuses)]
 
 
