@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,12 @@ import pytest
 from harness.cli import main
 from harness.spec import RunSpec, plan_cpu_limits
 from harness.store import list_sessions, load_runs
+
+
+def ctrl_c_handled() -> None:
+    """Popen's preexec_fn for a harness a test interrupts: Python turns SIGINT into KeyboardInterrupt only if it
+    was not ignored at start-up, and a suite started as a background job hands its children SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def profile_json(capsys: pytest.CaptureFixture[str], results: Path, *args: str) -> dict[str, Any]:

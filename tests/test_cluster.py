@@ -20,6 +20,7 @@ import pytest
 from harness import cgroups
 from harness.cli import main
 from harness.store import list_sessions, load_runs, load_session_info
+from tests.helpers import ctrl_c_handled
 
 pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install -e '.[cluster]'")
 
@@ -87,7 +88,8 @@ def _sweep(address: str, results: Path, model: Path, workloads: Path) -> subproc
     argv = [sys.executable, "-m", "harness.cli", "sweep", str(model), "--repeats", "8", "--backend", "local",
             "--cluster", address, "--results-dir", str(results), "--no-report", "--json",
             "--script", str(workloads / "placement.py"), "--", "1.5"]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=results.parent)
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=results.parent,
+                            preexec_fn=ctrl_c_handled)
 
 
 def _stored_until(results: Path, sweep: subprocess.Popen[str], done: Callable[[list[dict]], bool]) -> list[dict]:

@@ -23,6 +23,7 @@ from harness.provenance import cpu_model
 from harness.session import plan_session
 from harness.slots import INTERFERENCE_FILE, plan_slots, run_needs
 from harness.store import list_sessions, load_runs, load_session_info
+from tests.helpers import ctrl_c_handled
 
 CORES = sorted(os.sched_getaffinity(0))
 needs_two_cores = pytest.mark.skipif(len(CORES) < 2, reason="parallel slots need at least 2 allowed cores")
@@ -114,7 +115,8 @@ def test_ctrl_c_keeps_finished_runs_and_stops_the_rest(in_tmp_cwd: Path, tiny_on
     results = in_tmp_cwd / "results"
     argv = [sys.executable, "-m", "harness.cli", "profile", str(tiny_onnx), "--backend", "local", "--repeats", "6",
             "--parallel", "2", "--results-dir", str(results), "--script", str(workloads / "placement.py"), "--", "2"]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=ctrl_c_handled)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not any(load_runs(s) for s in list_sessions(results)):
         time.sleep(0.2)

@@ -16,7 +16,7 @@ import pytest
 from harness.cgroups import discover
 from harness.cli import main
 from harness.store import list_sessions, load_runs, load_session_info
-from tests.helpers import profile_json, session_runs
+from tests.helpers import ctrl_c_handled, profile_json, session_runs
 
 HARNESS = [sys.executable, "-m", "harness.cli"]
 
@@ -89,7 +89,8 @@ def test_ctrl_c_keeps_completed_runs_cleans_up_and_resumes(in_tmp_cwd: Path, tin
     argv = [*HARNESS, "profile", str(tiny_onnx), "--backend", "local", "--repeats", "4", "--results-dir",
             str(results), "--script", str(workloads / "alloc.py"), "--", "10", "1.0"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                               preexec_fn=ctrl_c_handled)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         sessions = list_sessions(results)
