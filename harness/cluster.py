@@ -45,14 +45,14 @@ NO_WORKER_GRACE_S = 60.0  # with runs left and no worker connected this long, th
 class NodeAgent:
     """One per worker process and session: runs that session's runs on this worker's backend and slots."""
 
-    def __init__(self, profile_env: dict[str, str], needs: tuple[int, int], parallel: int | str) -> None:
+    def __init__(self, profile_variables: dict[str, Any], needs: tuple[int, int], parallel: int | str) -> None:
         import psutil
 
         from harness.backends import select_backend
         from harness.config import load_profile
         from harness.provenance import collect_metadata
 
-        profile = load_profile(None, profile_env)
+        profile = load_profile(None, profile_variables)
         self.backend, self.reason = select_backend(profile)
         self.slots: SlotPlan = plan_slots(needs, parallel, sorted(os.sched_getaffinity(0)),
                                           psutil.virtual_memory().available, Path(profile.results_dir))
@@ -103,27 +103,27 @@ _AGENTS: dict[str, NodeAgent] = {}  # session id -> this worker process's agent
 _AGENTS_LOCK = threading.Lock()
 
 
-def node_agent(session_id: str, profile_env: dict[str, str], needs: tuple[int, int],
+def node_agent(session_id: str, profile_variables: dict[str, Any], needs: tuple[int, int],
                parallel: int | str) -> NodeAgent:
     with _AGENTS_LOCK:
         if session_id not in _AGENTS:
-            _AGENTS[session_id] = NodeAgent(profile_env, needs, parallel)
+            _AGENTS[session_id] = NodeAgent(profile_variables, needs, parallel)
         return _AGENTS[session_id]
 
 
-def describe_node(session_id: str, profile_env: dict[str, str], needs: tuple[int, int],
+def describe_node(session_id: str, profile_variables: dict[str, Any], needs: tuple[int, int],
                   parallel: int | str) -> dict[str, Any]:
     """Run on every worker (Client.run) before the first run: what it is and which slots it offers."""
-    return node_agent(session_id, profile_env, needs, parallel).describe()
+    return node_agent(session_id, profile_variables, needs, parallel).describe()
 
 
 def run_on_node(spec_data: dict[str, Any], model: bytes | None, script: bytes, session_id: str,
-                profile_env: dict[str, str], needs: tuple[int, int], parallel: int | str,
+                profile_variables: dict[str, Any], needs: tuple[int, int], parallel: int | str,
                 cpu_model: str | None) -> dict[str, Any]:
     """One run, as a Dask task on whichever worker takes it. `cpu_model`: the session's, when hosts may not mix."""
     from distributed import get_worker
 
-    agent = node_agent(session_id, profile_env, needs, parallel)
+    agent = node_agent(session_id, profile_variables, needs, parallel)
     if cpu_model is not None and agent.metadata["host_cpu_model"] != cpu_model:
         raise ConfigError(f"worker {agent.metadata['hostname']} has CPU {agent.metadata['host_cpu_model']}, the "
                           f"session {cpu_model}; pass --allow-mixed-hosts to mix them")
@@ -180,7 +180,7 @@ class ClusterBackend:
         if not self.client.scheduler_info()["workers"]:
             raise BackendError(f"no Dask worker is connected to {self.address}; start one with "
                                f"`dask worker {self.address}`")
-        self.task_args = (plan.session_id, profile.as_env(), run_needs(plan.specs), parallel)
+        self.task_args = (plan.session_id, profile.as_variables(), run_needs(plan.specs), parallel)
         replies = self.client.run(describe_node, *self.task_args, on_error="return")
         notes: list[str] = []
         for worker, info in replies.items():
