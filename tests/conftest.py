@@ -15,6 +15,15 @@ WORKLOADS = Path(__file__).parent / "workloads"
 collect_ignore = [] if os.environ.get("HARNESS_IN_VM") == "1" else ["vm"]
 
 
+def save_checked(graph: onnx.GraphProto, path: Path) -> Path:
+    """A test graph as a checked opset-17 model file (IR version 8, which every onnxruntime here reads)."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
 def make_matmul_model(path: Path, size: int = 256, layers: int = 2, seed: int = 0) -> Path:
     """A chain of MatMul+Relu layers with a dynamic batch dimension: real work for onnxruntime."""
     rng = np.random.default_rng(seed)
@@ -27,11 +36,7 @@ def make_matmul_model(path: Path, size: int = 256, layers: int = 2, seed: int = 
         current = f"r{i}"
     graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", size])],
                               [helper.make_tensor_value_info(current, TensorProto.FLOAT, ["batch", size])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
+    return save_checked(graph, path)
 
 
 @pytest.fixture(scope="session")

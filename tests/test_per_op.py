@@ -17,6 +17,7 @@ from harness.cli import main
 from harness.model_facts import node_facts
 from harness.per_op import RAW_DIR, TABLE_CSV, TABLE_JSON, run_dir
 from harness.store import list_sessions
+from tests.conftest import save_checked
 from tests.helpers import profile_json, session_runs
 from tests.test_docker import backend  # noqa: F401 - fixture: an engine and an image of this checkout
 
@@ -45,11 +46,7 @@ def make_residual_cnn(path: Path, channels: int = 16, size: int = 56) -> Path:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])
     graph = helper.make_graph(nodes, "tiny_cnn", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
                               inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
+    return save_checked(graph, path)
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.conftest import save_checked
+
 
 @pytest.fixture(scope="session")
 def zoo_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
@@ -45,11 +47,7 @@ def make_conv_model(path: Path, classes: int = 1000, seed: int = 0) -> Path:
         nodes, "convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 32, 32])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", classes])], inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
+    return save_checked(graph, path)
 
 
 # MACs of make_conv_model per sample, from the layer shapes: out elements x (in channels x kernel) each.
