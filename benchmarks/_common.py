@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -75,7 +75,7 @@ def unbound_limit_flags(iterations: int, warmup: int) -> list[str]:
 
 
 def profile_runs(directory: Path, script: Path | None, script_args: list[str], *, backend: str, repeats: int,
-                 extra_flags: list[str] | None = None, models: list[Path] | None = None,
+                 extra_flags: list[str] | None = None, models: Sequence[str | Path] | None = None,
                  command: str = "profile") -> Session:
     """One `harness profile` (or `sweep`) session through the real CLI; returns its stored runs and wall time."""
     results = directory / "results"

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, Goal, print_table, profile_runs, write_report, zoo_model
+from _common import ROOT, Goal, print_table, profile_runs, write_report
 
 from harness.calibrate import Calibration, calibrate_device, model_facts_table
 from harness.device_data import DeviceData, parse_device_csv
@@ -50,8 +50,9 @@ def profiled_session(args: argparse.Namespace) -> Path:
     """The session directory to calibrate: --session, or a new profiling session kept under PROFILE_DIR."""
     if args.session:
         return Path(args.session)
-    paths = [zoo_model(name) for name in MODELS]
-    session = profile_runs(PROFILE_DIR, None, [], backend="local", repeats=args.repeats, models=paths,
+    # Zoo names, not the cached files' paths: a path's stem carries the cache's content hash, which no device
+    # row's model name matches.
+    session = profile_runs(PROFILE_DIR, None, [], backend="local", repeats=args.repeats, models=MODELS,
                            extra_flags=["--cpus", "1", "--memory", "2g", "--iterations", str(args.iterations),
                                         "--warmup", str(args.warmup)])
     return PROFILE_DIR / "results" / session.runs[0]["session_id"]
