@@ -57,7 +57,7 @@ def main() -> None:
                 walls[mode].append(session.wall_s)
                 wanted = 2 if mode == "parallel" else 1
                 runs = [run for run in session.runs if run["concurrent_runs"] == wanted]
-                p50[mode] += [run["latency_ms"]["p50"] for run in runs]
+                p50[mode] += [run["latency_stats_ms"]["p50"] for run in runs]
                 runtime[mode] += [run["runtime_s"] for run in runs]
                 loads.append(os.getloadavg()[0])
     wall_ratio = statistics.median(walls["parallel"]) / statistics.median(walls["serial"])
