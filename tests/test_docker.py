@@ -143,7 +143,7 @@ def test_missing_framework_is_named_before_any_run(backend: DockerBackend, engin
 
 def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path,
                          engine: docker.DockerClient) -> None:
-    times = {}
+    times, parallel = {}, {}
     for cpus in ("2", "1", "0.5"):
         results = in_tmp_cwd / f"results-{cpus}"
         docker_profile(capsys, results, engine, tiny_onnx, "--cpus", cpus, "--repeats", "3",
@@ -156,7 +156,12 @@ def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: P
         # The fastest repeat is the one least disturbed by other load on the host (timeit's rationale);
         # a limit that did not hold would make every repeat fast.
         times[cpus] = min(r["runtime_s"] for r in runs if r["status"] == "ok")
-    assert times["1"] / times["2"] >= 1.8, times
+        parallel[cpus] = sorted(r["cpu_s"] / r["runtime_s"] for r in runs if r["status"] == "ok")
+    # Cores kept busy at once (CPU time over wall time), as in the local test: SMT siblings slow two busy
+    # processes down, which bends the CPUS=1/CPUS=2 runtime ratio but not this.
+    assert max(parallel["1"]) <= 1.05, parallel
+    assert parallel["2"][len(parallel["2"]) // 2] >= 1.6, parallel
+    assert times["1"] / times["2"] >= 1.4, times
     assert times["0.5"] / times["1"] >= 1.8, times
 
 
