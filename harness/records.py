@@ -18,6 +18,14 @@ from typing import Any
 STDERR_TAIL_CHARS = 2000
 
 
+def refuse_unknown_keys(cls: type, data: dict[str, Any], message: str) -> None:
+    """A record read from the other side of the limit must be of this version: an unknown key is an error, never
+    silently dropped."""
+    unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+    if unknown:
+        raise ValueError(f"{message}: {unknown}")
+
+
 @dataclass(frozen=True)
 class RunnerInput:
     """Everything the runner needs; paths are as the runner sees them (inside a container, say)."""
@@ -48,10 +56,7 @@ class RunnerInput:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunnerInput:
         """Refuses unknown or missing keys: the two sides of the limit must be the same version."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"runner input has keys this runner does not know: {unknown}")
+        refuse_unknown_keys(cls, data, "runner input has keys this runner does not know")
         values = dict(data)
         for name in ("script_args", "workload_cgroup_procs"):
             values[name] = tuple(values.get(name, ()))
@@ -112,10 +117,7 @@ class RunResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
         """The runner's JSON; a key this version does not know is an error, not silently dropped."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"run result has keys this harness does not know: {unknown}")
+        refuse_unknown_keys(cls, data, "run result has keys this harness does not know")
         return cls(**data)
 
 
