@@ -37,16 +37,15 @@ def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: P
                  "--results-dir", str(results), "--no-report", "--json", "--script", str(workloads / "cpu_burn.py"),
                  "--", "2", BURN_WORK]) == 0
     runs = session_runs(results)
-    times = {cpus: median_runtime([r for r in runs if r["cpus"] == cpus]) for cpus in (2.0, 1.0, 0.5)}
+    times = {cpus: median_runtime([r for r in runs if r["cpus"] == cpus]) for cpus in (1.0, 0.5)}
     assert all(r["limits_requested"]["cpu_mode"] == ("quota" if r["cpus"] == 0.5 else "pinned") for r in runs)
     assert all(r["limits_applied"] == r["limits_requested"] or r["limits_applied"]["unenforced"] for r in runs)
     # How many cores the two processes kept busy at once (CPU time over wall time): one at CPUS=1, about two at
-    # CPUS=2. Not the CPUS=1/CPUS=2 runtime ratio: where the host's two cores are SMT siblings, two busy
-    # processes each run slower, so that ratio falls below 2 without any limit being at fault.
+    # CPUS=2. Not the CPUS=1/CPUS=2 runtime ratio: where the host's two cores are SMT siblings or share a
+    # hypervisor's time, two busy processes each run slower, and CI saw that ratio at 1.35 with both limits held.
     parallel = {cpus: sorted(r["cpu_s"] / r["runtime_s"] for r in runs if r["cpus"] == cpus) for cpus in (2.0, 1.0)}
     assert max(parallel[1.0]) <= 1.05, parallel
     assert parallel[2.0][len(parallel[2.0]) // 2] >= 1.6, parallel
-    assert times[1.0] / times[2.0] >= 1.4, times
     assert times[0.5] / times[1.0] >= 1.8, times
     assert all(r["cpu_nr_throttled"] > 0 for r in runs if r["cpus"] == 0.5)
     assert all(r["cpu_nr_throttled"] == 0 for r in runs if r["cpus"] != 0.5)  # pinned: no quota to hit
