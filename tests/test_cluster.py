@@ -138,6 +138,12 @@ def test_per_op_is_refused_in_one_line(cluster, capsys, in_tmp_cwd: Path, tiny_o
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "PER_OP is not available with --cluster" in err
     assert not list_sessions(in_tmp_cwd / "results")
+    # The refused sweep's client is gone too: left open, it would try to reconnect long after the CLI ended.
+    from distributed import Client
+
+    with Client(cluster[0], set_as_default=False) as probe:
+        clients = probe.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.clients))
+        assert set(clients) <= {probe.id, "fire-and-forget"}, clients
 
 
 @two_cores

@@ -7,6 +7,8 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -125,17 +127,18 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
     """Pick the backend, resolve and check every model, plan all runs, and say what is about to happen.
     Also says whether the session is the built-in example run."""
     backend, reason = pick_backend(profile, args)
-    models, examples = targets(args, check_runtime=backend.name == "local")
-    ensure_writable_dir(Path(profile.results_dir),  # after the models' checks, so a bad model leaves no directory
-                        f"RESULTS_DIR (from {profile.sources.get('RESULTS_DIR', 'default')})")
-    if examples:
-        profile = example_profile(profile)
-        err_console.print(f"no MODEL given: profiling the {len(models)} built-in examples in examples/models "
-                          f"({', '.join(m.name for m in models)}; {sum(m.size_mib for m in models):.1f} MiB)",
-                          highlight=False)
-    plan = plan_session(profile, models, cpus_values, tuple(script_args(args)), new_session_id(), args.seed,
-                        args.keep_samples)
-    session = build_session(profile, plan, backend, reason, args)
+    with closed_on_error(backend):
+        models, examples = targets(args, check_runtime=backend.name == "local")
+        ensure_writable_dir(Path(profile.results_dir),  # after the models' checks: a bad model leaves no directory
+                            f"RESULTS_DIR (from {profile.sources.get('RESULTS_DIR', 'default')})")
+        if examples:
+            profile = example_profile(profile)
+            err_console.print(f"no MODEL given: profiling the {len(models)} built-in examples in examples/models "
+                              f"({', '.join(m.name for m in models)}; {sum(m.size_mib for m in models):.1f} MiB)",
+                              highlight=False)
+        plan = plan_session(profile, models, cpus_values, tuple(script_args(args)), new_session_id(), args.seed,
+                            args.keep_samples)
+        session = build_session(profile, plan, backend, reason, args)
     info = backend.describe()
     err_console.print(f"[bold]{profile.device_name}[/]: cpus={','.join(f'{c:g}' for c in plan.cpus_values)} "
                       f"memory={profile.memory_mib:.0f}MiB swap={profile.swap_bytes // 1024**2}MiB "
@@ -146,6 +149,17 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
     for note in plan.notes:
         err_console.print(f"[yellow]note[/]: {note}")
     return session, examples
+
+
+@contextmanager
+def closed_on_error(backend: Backend) -> Iterator[None]:
+    """Until a session owns the backend (and closes it when it ends), a refusal closes it here: a cluster
+    client left open would keep trying to reconnect long after the CLI has said why it stopped."""
+    try:
+        yield
+    except BaseException:
+        backend.close()
+        raise
 
 
 def pick_backend(profile: DeviceProfile, args: argparse.Namespace) -> tuple[Backend, str]:
@@ -234,11 +248,12 @@ def resume(args: argparse.Namespace) -> int:
     profile = load_profile(None, {**info["profile"], "RESULTS_DIR": str(session_dir.parent)})
     backend, reason = pick_backend(profile, args)
     script = Path(specs[0].script) if info["models"] and info["models"][0]["model_kind"] == "custom" else None
-    models = [resolve_script(Path(m["model_path"]), m["model_name"]) if m["model_kind"] == SCRIPT_KIND else
-              replace(resolve_model(m["model_path"], script, check_runtime=backend.name == "local"),
-                      name=m["model_name"]) for m in info["models"]]
-    plan = Plan(info["session_id"], info["seed"], specs, models, info["cpus_values"], info.get("notes", []))
-    session = build_session(profile, plan, backend, reason, args)
+    with closed_on_error(backend):
+        models = [resolve_script(Path(m["model_path"]), m["model_name"]) if m["model_kind"] == SCRIPT_KIND else
+                  replace(resolve_model(m["model_path"], script, check_runtime=backend.name == "local"),
+                          name=m["model_name"]) for m in info["models"]]
+        plan = Plan(info["session_id"], info["seed"], specs, models, info["cpus_values"], info.get("notes", []))
+        session = build_session(profile, plan, backend, reason, args)
     err_console.print(f"resuming {plan.session_id}: {len(specs)} planned runs · {reason}")
     for note in plan.notes[len(info.get("notes", [])):]:
         err_console.print(f"[yellow]note[/]: {note}")
