@@ -102,13 +102,14 @@ image: export HARNESS_IMAGE_LITERT := $(LITERT)
 image: $(STAMP)
 	$(HARNESS) image
 
-# Calibration and reports. DEVICE, METRIC, GROUP_BY, FIT and SESSION reach the harness as environment variables
+# Calibration and reports. DEVICE, METRIC, GROUP_BY, FIT, ACROSS_REPEATS and SESSION reach the harness as environment variables
 # (read as argparse defaults), never through a shell string.
 .PHONY: regress report
 regress report: export HARNESS_DEVICE := $(DEVICE)
 regress report: export HARNESS_METRIC := $(METRIC)
 regress report: export HARNESS_GROUP_BY := $(GROUP_BY)
 regress: export HARNESS_FIT := $(FIT)
+regress: export HARNESS_ACROSS_REPEATS := $(ACROSS_REPEATS)
 regress report: export HARNESS_SESSION := $(SESSION)
 
 regress: $(STAMP)

@@ -39,7 +39,7 @@ from harness.fit_selection import (
     leave_one_out,
     nested_leave_one_out,
 )
-from harness.run_values import check_metric, harness_medians
+from harness.run_values import check_metric, harness_values
 from harness.stats import rank_correlations
 
 MIN_POINTS = 3
@@ -172,6 +172,7 @@ class Calibration:
     choice: dict[str, Any]
     flipped_pairs: list[tuple[str, str]]
     threads: str = ""
+    harness_value: str = ""  # how each model's repeats became its harness value (repeats_note)
 
     @property
     def label(self) -> str:
@@ -190,6 +191,7 @@ class Calibration:
                 "metric": self.metric,
                 "group": self.group,
                 "threads": self.threads,
+                "harness_value": self.harness_value,
                 "chosen_fit": self.model.name,
                 "equation": self.model.equation,
                 "choice": self.choice,
@@ -356,12 +358,12 @@ def _one_device_row(device: DeviceData, rows: list[pd.Series], harness_model: st
     )
 
 
-def paired_points(device: DeviceData, medians: pd.DataFrame, metric: str, group_by: str) -> pd.DataFrame:
-    """Device values beside harness medians: one row per matched model and harness CPU count."""
-    mapping = device.match(sorted(set(medians["model_name"])))
-    harness_cpus = set(medians["cpus"])
+def paired_points(device: DeviceData, measured: pd.DataFrame, metric: str, group_by: str) -> pd.DataFrame:
+    """Device values beside the harness values: one row per matched model and harness CPU count."""
+    mapping = device.match(sorted(set(measured["model_name"])))
+    harness_cpus = set(measured["cpus"])
     rows = []
-    for (harness_model, cpus), entry in medians.set_index(["model_name", "cpus"]).iterrows():
+    for (harness_model, cpus), entry in measured.set_index(["model_name", "cpus"]).iterrows():
         candidates = [
             device_row for _, device_row in device_rows_for_cpus(device, cpus, harness_cpus).iterrows()
             if mapping.get(device_row["model"]) == harness_model and not pd.isna(device_row.get(metric))
@@ -410,7 +412,7 @@ def _facts_from_file(path: str | None) -> dict[str, Any]:
 
 
 def calibrate_device(
-    device: DeviceData, medians_by_metric: dict[str, pd.DataFrame], group_by: str = "cpus",
+    device: DeviceData, values_by_metric: dict[str, pd.DataFrame], group_by: str = "cpus",
     facts: pd.DataFrame | None = None, fit: str = AUTO,
 ) -> CalibrationSet:
     """Fit every metric × group with at least MIN_POINTS matched models; raise when none has."""
@@ -423,10 +425,10 @@ def calibrate_device(
     result = CalibrationSet(device.name, group_by, [], facts=facts)
     keys = ["cpus"] if group_by == "cpus" else ["cpus", group_by]
     matched: set[str] = set()
-    for metric, medians in medians_by_metric.items():
-        points = paired_points(device, medians, metric, group_by)
+    for metric, measured in values_by_metric.items():
+        points = paired_points(device, measured, metric, group_by)
         if points.empty:
-            result.skipped.append({"metric": metric, "group": {}, "n": 0, "reason": _no_match_reason(device, medians)})
+            result.skipped.append({"metric": metric, "group": {}, "n": 0, "reason": _no_match_reason(device, measured)})
             continue
         points = points.join(facts, on="harness_model")
         matched.update(points["model"])
@@ -441,6 +443,7 @@ def calibrate_device(
                                        "reason": reason})
                 continue
             calibration.threads = threads_note(device, group["cpus"])
+            calibration.harness_value = repeats_note(measured, group_points["harness_n"])
             result.calibrations.append(calibration)
     result.unmatched_device_models = sorted(set(device.table["model"]) - matched)
     if not result.calibrations:
@@ -455,16 +458,24 @@ def calibrate_device(
     return result
 
 
-def _no_match_reason(device: DeviceData, medians: pd.DataFrame) -> str:
+def repeats_note(values: pd.DataFrame, repeats: pd.Series) -> str:
+    """How the fitted harness values were made from the repeats, for the output: `fastest of 5 repeats`."""
+    how = values["across"].iloc[0] if "across" in values and len(values) else metric_registry.MEDIAN
+    low, high = int(repeats.min()), int(repeats.max())
+    count = f"{low}" if low == high else f"{low} to {high}"
+    return f"{how} of {count} repeats"
+
+
+def _no_match_reason(device: DeviceData, measured: pd.DataFrame) -> str:
     threads = sorted(device_threads(device))
-    cpus = sorted(medians["cpus"].unique())
+    cpus = sorted(measured["cpus"].unique())
     if len(threads) > 1 and not set(threads) & set(cpus):
         return (f"the device's thread counts ({', '.join(f'{t:g}' for t in threads)}) never equal the harness's "
                 f"cpus ({', '.join(f'{c:g}' for c in cpus)}); profile with CPUS set to one of them")
     return "no device model matches a model with ok runs"
 
 
-def predict_models(cset: CalibrationSet, medians_by_metric: dict[str, pd.DataFrame], models: list[str]) -> list[dict]:
+def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFrame], models: list[str]) -> list[dict]:
     """Device predictions with 95% prediction intervals for `models`, from every fitted cpus group's chosen fit.
 
     `out_of_range` marks a harness value outside the calibrated range: the fit is extrapolated there. A model
@@ -472,8 +483,8 @@ def predict_models(cset: CalibrationSet, medians_by_metric: dict[str, pd.DataFra
     """
     out = []
     for calibration in cset.calibrations:
-        medians = medians_by_metric[calibration.metric]
-        at_cpus = medians[(medians["cpus"] == calibration.group["cpus"]) & medians["model_name"].isin(models)]
+        measured = values_by_metric[calibration.metric]
+        at_cpus = measured[(measured["cpus"] == calibration.group["cpus"]) & measured["model_name"].isin(models)]
         measured = dict(zip(calibration.points["harness_model"], calibration.points["device"], strict=True))
         used = list(calibration.model.fact_names)
         known = at_cpus["model_name"].isin(cset.facts.dropna(subset=used).index) | (not used)
@@ -518,8 +529,9 @@ def calibrated_metrics(device: DeviceData, metric: str | None = None) -> list[st
 
 def calibrate_runs(
     device: DeviceData, runs: list[dict[str, Any]], metric: str | None = None, group_by: str = "cpus",
-    fit: str = AUTO,
+    fit: str = AUTO, across: str | None = None,
 ) -> tuple[CalibrationSet, dict[str, pd.DataFrame]]:
-    """Calibrate `device` against harness runs; also returns the per-model medians used (for prediction)."""
-    medians = {name: harness_medians(runs, name) for name in calibrated_metrics(device, metric)}
-    return calibrate_device(device, medians, group_by, model_facts_table(runs), fit), medians
+    """Calibrate `device` against harness runs; also returns the per-model harness values used (for prediction):
+    each model's repeats summarised as `across` says, by default as the metric's registry entry says."""
+    values = {name: harness_values(runs, name, across) for name in calibrated_metrics(device, metric)}
+    return calibrate_device(device, values, group_by, model_facts_table(runs), fit), values

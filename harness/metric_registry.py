@@ -12,6 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+MEDIAN, FASTEST = "median", "fastest"
+ACROSS_REPEATS = (FASTEST, MEDIAN)
+"""How calibration turns a model's repeats into one harness value. `fastest` (the smallest) for times: other
+load on the host only ever lengthens a run, in bursts of seconds that slow whole runs by up to 1.8x, so the
+fastest repeat is the least disturbed (timeit's rationale). `median` for memory, which such load leaves alone."""
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -26,6 +32,7 @@ class Metric:
     lower_is_better: bool = True
     ranked: bool = False  # the report ranks models by it
     calibrated: bool = False  # device data may hold it, so it can be calibrated and predicted
+    across_repeats: str = "median"  # how calibration summarises a model's repeats (ACROSS_REPEATS)
 
     @property
     def label_with_unit(self) -> str:
@@ -44,22 +51,22 @@ METRICS: tuple[Metric, ...] = (
     Metric("latency_ms", "ms", ("latency_stats_ms", "headline"), "latency", 3,
            "the run's headline latency: its median inference, or under a CFS quota (fractional CPUS) its mean, "
            "since there the median shows the unlimited speed between the quota's stalls (`latency_headline` says "
-           "which)", ranked=True, calibrated=True),
+           "which)", ranked=True, calibrated=True, across_repeats=FASTEST),
     Metric("latency_p50_ms", "ms", ("latency_stats_ms", "p50"), "latency p50", 3,
-           "median per-inference latency within the run", calibrated=True),
+           "median per-inference latency within the run", calibrated=True, across_repeats=FASTEST),
     Metric("latency_p90_ms", "ms", ("latency_stats_ms", "p90"), "latency p90", 3,
            "90th percentile of per-inference latency within the run"),
     Metric("latency_p99_ms", "ms", ("latency_stats_ms", "p99"), "latency p99", 3,
            "99th percentile of per-inference latency within the run"),
     Metric("latency_mean_ms", "ms", ("latency_stats_ms", "mean"), "latency mean", 3,
            "mean per-inference latency within the run (shows CFS quota stalls that the p50 hides)",
-           calibrated=True),
+           calibrated=True, across_repeats=FASTEST),
     Metric("throughput_ips", "1/s", ("throughput_ips",), "throughput", 1,
            "inferences per second: batch size / mean latency", lower_is_better=False),
     Metric("runtime_s", "s", ("runtime_s",), "runtime", 3, "bench script spawn to exit, monotonic clock",
-           ranked=True, calibrated=True),
+           ranked=True, calibrated=True, across_repeats=FASTEST),
     Metric("load_s", "s", ("load_s",), "load", 3, "model load and session creation, as the script reports it",
-           calibrated=True),
+           calibrated=True, across_repeats=FASTEST),
     Metric("peak_memory_mib", "MiB", ("peak_memory_mib",), "peak memory", 1,
            "high-water mark of the run's memory (kernel's when a cgroup is the run's own, else sampled)",
            ranked=True, calibrated=True),

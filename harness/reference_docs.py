@@ -54,13 +54,14 @@ def metrics_markdown() -> str:
     lines = [HEADER.format(source="harness/metric_registry.py"), "# Metrics", "",
              "One number per run each; summaries take the median over a model's ok runs. `path` is where the value "
              "sits in a line of runs.jsonl. Ranked: the report ranks models by it. Calibrated: device data may hold "
-             "it, so `harness regress` and `predict` can fit it.", "",
+             "it, so `harness regress` and `predict` can fit it, from each model's fastest or median repeat "
+             "(`--across-repeats` overrides; see docs/calibration.md).", "",
              "| metric | unit | meaning | lower is better | ranked | calibrated | path |",
              "|---|---|---|---|---|---|---|"]
     yes = {True: "yes", False: ""}
     for m in metric_registry.METRICS:
         lines.append(f"| `{m.name}` | {m.unit} | {_cell(m.description)} | {yes[m.lower_is_better]} | {yes[m.ranked]} "
-                     f"| {yes[m.calibrated]} | `{'.'.join(m.path)}` |")
+                     f"| {f'yes, {m.across_repeats} repeat' if m.calibrated else ''} | `{'.'.join(m.path)}` |")
     lines += ["", "Families: one metric per key a run brings.", "", "| family | unit | meaning |", "|---|---|---|"]
     for f in metric_registry.FAMILIES:
         lines.append(f"| `{f.name}.<key>` | {f.unit} | {_cell(f.description)} |")

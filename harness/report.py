@@ -195,7 +195,8 @@ def calibration_tables(cset: CalibrationSet) -> tuple[pd.DataFrame, pd.DataFrame
         comparison += [{"metric": c.metric, "group": c.label, **row} for row in c.comparison]
         influential = c.points.loc[c.points["influential"], "model"].tolist()
         fits.append({
-            "metric": c.metric, "group": c.label, "threads": c.threads, "fit": c.model.name,
+            "metric": c.metric, "group": c.label, "threads": c.threads, "harness_value": c.harness_value,
+            "fit": c.model.name,
             "equation": c.model.equation, "why": c.choice["reason"],
             **{f"ols_{k}": v for k, v in vars(c.fit).items()}, **c.stats,
             "flipped_pairs": "; ".join(f"{a} ↔ {b}" for a, b in c.flipped_pairs),
@@ -211,7 +212,7 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str
     source = "; ".join(device.info.get("comments") or []) or device.info.get("source_name", "")
     section.paragraphs.append(f"Device data: {source}")
     try:
-        cset, medians = calibrate_runs(device, runs, group_by=group_by)
+        cset, measured = calibrate_runs(device, runs, group_by=group_by)
     except DataError as err:
         section.paragraphs.append(f"Not calibrated: {err}")
         return section
@@ -226,7 +227,7 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str
     profiled = sorted({run["model_name"] for run in runs if "model_name" in run})
     unmeasured = sorted(set(profiled) - set(points["harness_model"]))
     if unmeasured and group_by == "cpus":  # a tag group needs the tag, which only device rows have
-        predictions = pd.DataFrame(predict_models(cset, medians, unmeasured))
+        predictions = pd.DataFrame(predict_models(cset, measured, unmeasured))
         if not predictions.empty:
             predictions["group"] = predictions["group"].map(group_label)
             predictions = predictions.drop(columns=["calibrated_range", "measured_on_device"])

@@ -20,7 +20,7 @@ from harness.errors import DataError
 from harness.ranking import MIN_RELATIVE_GAP, RankEntry, rank_runs
 from harness.report_figures import pareto_chart
 from harness.report_format import mib, sig, with_interval
-from harness.run_values import harness_medians
+from harness.run_values import harness_values
 
 TIE = "="
 """Appended to a shared rank: `1=` reads "first, tied"."""
@@ -55,8 +55,8 @@ def non_dominated(values: pd.DataFrame, tolerance: float = MIN_RELATIVE_GAP) -> 
 
 def pareto_points(runs: list[dict[str, Any]], metric: str, cpus: float) -> pd.DataFrame:
     """Per model at `cpus`: median `metric` (x), median peak memory (y), size, and the non-dominated flag."""
-    x = harness_medians(runs, metric)
-    y = harness_medians(runs, PEAK.name)
+    x = harness_values(runs, metric, metric_registry.MEDIAN)
+    y = harness_values(runs, PEAK.name, metric_registry.MEDIAN)
     points = x[x["cpus"] == cpus].merge(y[y["cpus"] == cpus], on=["model_name", "cpus"], suffixes=("_x", "_y"))
     points = points.rename(columns={"model_name": "model", "value_x": "x", "value_y": "y"})[["model", "x", "y"]]
     sizes = model_sizes(runs)
@@ -121,11 +121,11 @@ def device_predictions(results_dir: Path, device_name: str,
     """Predicted device values with 95% prediction intervals for every profiled model (full precision, and as
     read), or the reason there are none."""
     try:
-        cset, medians = calibrate_runs(load_device(results_dir, device_name), runs)
+        cset, measured = calibrate_runs(load_device(results_dir, device_name), runs)
     except DataError as err:
         return f"{device_name}: no predictions yet. {err}"
     models = sorted({run["model_name"] for run in runs if "model_name" in run})
-    predicted = pd.DataFrame(predict_models(cset, medians, models))
+    predicted = pd.DataFrame(predict_models(cset, measured, models))
     if predicted.empty:
         return f"{device_name}: no predictions yet; no metric could be fitted (see its calibration section)"
     predicted["group"] = predicted["group"].map(group_label)

@@ -51,11 +51,13 @@ def metric_table(runs: Iterable[dict[str, Any]], metric: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model_name", "cpus", "run_id", "value"])
 
 
-def harness_medians(runs: Iterable[dict[str, Any]], metric: str) -> pd.DataFrame:
-    """Median of `metric` over repeats per (model_name, cpus), with the number of repeats `n`."""
-    table = metric_table(runs, metric)
-    grouped = table.groupby(["model_name", "cpus"])["value"]
-    return grouped.agg(value="median", n="count").reset_index()
+def harness_values(runs: Iterable[dict[str, Any]], metric: str, across: str | None = None) -> pd.DataFrame:
+    """Per (model_name, cpus): `metric` over the repeats, as `across` says (fastest or median; default: the
+    registry's rule for the metric), with the number of repeats `n` and the rule in `across`."""
+    how = across or metric_registry.get(metric).across_repeats
+    grouped = metric_table(runs, metric).groupby(["model_name", "cpus"])["value"]
+    values = grouped.agg(value="min" if how == metric_registry.FASTEST else "median", n="count").reset_index()
+    return values.assign(across=how)
 
 
 def resolve_results_dir(explicit: str | None) -> Path:

@@ -15,6 +15,8 @@ from tests.analysis_fixtures import write_session
 
 HARNESS = {"net_a": [1.0, 1.2, 1.1], "net_b": [2.0, 2.1, 2.2], "net_c": [4.0, 4.4, 4.2], "net_d": [7.0, 7.2, 7.1],
            "net_e": [9.0, 9.3, 9.1]}
+FASTEST = {"net_a": 1.0, "net_b": 2.0, "net_c": 4.0, "net_d": 7.0, "net_e": 9.0}
+"""Each model's fastest repeat: the harness value calibration takes for a time by default."""
 MEDIANS = {"net_a": 1.1, "net_b": 2.1, "net_c": 4.2, "net_d": 7.1, "net_e": 9.1}
 
 
@@ -32,7 +34,7 @@ def write_device_csv(path: Path, rows: list[str], header: str = "model,threads,l
 def test_regress_recovers_an_exact_law_from_store_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     write_session(results, HARNESS, cpus=2.0)
-    rows = [f"{model}_quant,4,{0.37 * value + 0.05!r},x" for model, value in MEDIANS.items()]
+    rows = [f"{model}_quant,4,{0.37 * value + 0.05!r},x" for model, value in FASTEST.items()]
     csv = write_device_csv(tmp_path / "dev.csv", rows)
     assert run_cli(capsys, "import-device", str(csv), "--device", "phone", "--results-dir", str(results))[0] == 0
     code, out, err = run_cli(capsys, "regress", "--device", "phone", "--results-dir", str(results), "--json")
@@ -44,16 +46,38 @@ def test_regress_recovers_an_exact_law_from_store_and_csv(tmp_path: Path, capsys
     assert calibration["ols"]["slope"] == pytest.approx(0.37, abs=1e-9)
     assert calibration["ols"]["intercept"] == pytest.approx(0.05, abs=1e-9)
     assert calibration["stats"]["loo_rmse"] < 1e-9
-    assert {p["harness_model"] for p in calibration["points"]} == set(MEDIANS)
-    assert {p["harness"] for p in calibration["points"]} == set(MEDIANS.values())
+    assert {p["harness_model"] for p in calibration["points"]} == set(FASTEST)
+    assert {p["harness"] for p in calibration["points"]} == set(FASTEST.values())
+
+
+@pytest.mark.parametrize(("flags", "harness", "rule"), [((), FASTEST, "fastest"),
+                                                      (("--across-repeats", "median"), MEDIANS, "median")])
+def test_repeats_become_the_fastest_or_the_median(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  flags: tuple[str, ...], harness: dict[str, float], rule: str) -> None:
+    """A time by default takes each model's fastest repeat (other load only lengthens runs); memory its median."""
+    results = tmp_path / "results"
+    write_session(results, HARNESS, cpus=2.0)
+    rows = [f"{m},2,{0.5 * harness[m] + 0.25!r},{0.5 * (100.0 + MEDIANS[m])!r}" for m in HARNESS]
+    csv = write_device_csv(tmp_path / "dev.csv", rows, header="model,threads,latency_ms,peak_memory_mib")
+    run_cli(capsys, "import-device", str(csv), "--device", "phone", "--results-dir", str(results))
+    code, out, err = run_cli(capsys, "regress", "--device", "phone", "--results-dir", str(results), "--json", *flags)
+    assert code == 0, err
+    fits = {c["metric"]: c for c in json.loads(out)["calibrations"]}
+    assert fits["latency_ms"]["harness_value"] == f"{rule} of 3 repeats"
+    assert {p["harness_model"]: p["harness"] for p in fits["latency_ms"]["points"]} == harness
+    assert fits["latency_ms"]["ols"]["slope"] == pytest.approx(0.5, abs=1e-9)
+    assert fits["peak_memory_mib"]["harness_value"] == "median of 3 repeats"
+    assert fits["peak_memory_mib"]["ols"]["slope"] == pytest.approx(0.5, abs=1e-9)
+    code, out, _ = run_cli(capsys, "regress", "--device", "phone", "--results-dir", str(results), *flags)
+    assert code == 0 and f"harness value: the {rule} of 3 repeats" in out
 
 
 def test_each_cpu_count_pairs_with_its_thread_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     session = write_session(results, HARNESS, cpus=1.0).name
     write_session(results, {m: [v / 2 for v in values] for m, values in HARNESS.items()}, cpus=2.0, session_id=session)
-    rows = [f"{m},{threads},{slope * (MEDIANS[m] / threads)!r},x"
-            for m in MEDIANS for threads, slope in ((1, 3.0), (2, 5.0))]
+    rows = [f"{m},{threads},{slope * (FASTEST[m] / threads)!r},x"
+            for m in FASTEST for threads, slope in ((1, 3.0), (2, 5.0))]
     run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
             "--results-dir", str(results))
     code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json")
@@ -66,9 +90,9 @@ def test_group_by_a_tag_fits_each_family(tmp_path: Path, capsys: pytest.CaptureF
     results = tmp_path / "results"
     extra = {"net_f": [3.0, 3.0, 3.0], "net_g": [5.0, 5.1, 5.2], "net_h": [6.0, 6.0, 6.0]}
     write_session(results, {**HARNESS, **extra})
-    medians = {**MEDIANS, "net_f": 3.0, "net_g": 5.1, "net_h": 6.0}
+    fastest = {**FASTEST, "net_f": 3.0, "net_g": 5.0, "net_h": 6.0}
     rows = [f"{m},2,{(2.0 if m in extra else 1.0) * v!r},{'fam_b' if m in extra else 'fam_a'}"
-            for m, v in medians.items()]
+            for m, v in fastest.items()]
     run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
             "--results-dir", str(results))
     code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json",
@@ -96,7 +120,7 @@ def test_fewer_than_three_matched_models_is_one_clear_error(tmp_path: Path, caps
 def test_predict_gives_intervals_and_warns_out_of_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     write_session(results, {**HARNESS, "big_net": [20.0, 20.5, 21.0], "mid_net": [5.0, 5.0, 5.0]})
-    rows = [f"{m},2,{2.0 * v + 1.0 + (0.1 if i % 2 else -0.1)!r},x" for i, (m, v) in enumerate(MEDIANS.items())]
+    rows = [f"{m},2,{2.0 * v + 1.0 + (0.1 if i % 2 else -0.1)!r},x" for i, (m, v) in enumerate(FASTEST.items())]
     run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
             "--results-dir", str(results))
     code, out, err = run_cli(capsys, "predict", "--device", "d", "--results-dir", str(results), "--json",
@@ -105,7 +129,7 @@ def test_predict_gives_intervals_and_warns_out_of_range(tmp_path: Path, capsys: 
     predictions = {p["model"]: p for p in json.loads(out)["predictions"]}
     assert predictions["big_net"]["out_of_range"] and not predictions["mid_net"]["out_of_range"]
     assert "big_net" in err and "outside the calibrated range" in err and "mid_net" not in err
-    for model, harness in (("big_net", 20.5), ("mid_net", 5.0)):
+    for model, harness in (("big_net", 20.0), ("mid_net", 5.0)):  # their fastest repeats
         p = predictions[model]
         assert p["harness"] == harness
         assert p["pi_low"] < p["predicted"] < p["pi_high"]
@@ -128,7 +152,7 @@ def test_bad_requests_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
                                    needle: str) -> None:
     results = tmp_path / "results"
     write_session(results, HARNESS)
-    rows = [f"{m},2,{v},x" for m, v in MEDIANS.items()]
+    rows = [f"{m},2,{v},x" for m, v in FASTEST.items()]
     run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
             "--results-dir", str(results))
     code, out, err = run_cli(capsys, *argv, "--results-dir", str(results))
@@ -140,7 +164,7 @@ def test_thread_counts_that_never_meet_the_harness_cpus_are_named(tmp_path: Path
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     write_session(results, HARNESS, cpus=2.0)
-    rows = [f"{m},{threads},{v},x" for m, v in MEDIANS.items() for threads in (1, 4)]
+    rows = [f"{m},{threads},{v},x" for m, v in FASTEST.items() for threads in (1, 4)]
     run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
             "--results-dir", str(results))
     code, _, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results))
@@ -154,7 +178,7 @@ def test_a_degenerate_group_is_skipped_with_its_reason_and_the_rest_fitted(
     results = tmp_path / "results"
     session = write_session(results, HARNESS, cpus=2.0).name
     write_session(results, {"net_a": [1.0], "net_b": [1.0], "net_c": [2.0]}, cpus=1.0, session_id=session)
-    rows = [f"{m},{threads},{v * threads},x" for m, v in MEDIANS.items() for threads in (1, 2)]
+    rows = [f"{m},{threads},{v * threads},x" for m, v in FASTEST.items() for threads in (1, 2)]
     run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
             "--results-dir", str(results))
     code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json")
@@ -210,7 +234,7 @@ def test_device_threads_are_matched_to_harness_runs_at_the_same_cpus(tmp_path: P
     results = tmp_path / "results"
     session = write_session(results, HARNESS, cpus=1.0).name
     write_session(results, {m: [v / 2 for v in values] for m, values in HARNESS.items()}, cpus=2.0, session_id=session)
-    rows = [f"{m},2,{3.0 * v / 2!r},x" for m, v in MEDIANS.items()]
+    rows = [f"{m},2,{3.0 * v / 2!r},x" for m, v in FASTEST.items()]
     run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
             "--results-dir", str(results))
     code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json")
@@ -220,14 +244,14 @@ def test_device_threads_are_matched_to_harness_runs_at_the_same_cpus(tmp_path: P
     assert calibration["threads"] == "device threads 2 matched to harness CPUS=2"
     assert calibration["ols"]["slope"] == pytest.approx(3.0, abs=1e-9)
     code, text, _ = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results))
-    assert "(device threads 2 matched to harness CPUS=2)" in text
+    assert "(device threads 2 matched to harness CPUS=2; harness value: the fastest of 3 repeats)" in text
 
 
 def test_two_device_rows_for_one_harness_model_is_an_error_naming_both(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     write_session(results, HARNESS)
-    rows = [f"{m},2,{v},x" for m, v in MEDIANS.items()] + ["net_a_quant,2,0.4,x"]
+    rows = [f"{m},2,{v},x" for m, v in FASTEST.items()] + ["net_a_quant,2,0.4,x"]
     run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
             "--results-dir", str(results))
     for command in (["regress"], ["predict", "net_b"]):
@@ -235,13 +259,13 @@ def test_two_device_rows_for_one_harness_model_is_an_error_naming_both(tmp_path:
         assert code == 2 and out == "" and err.count("\n") == 1
         assert "rows net_a and net_a_quant both match harness model net_a" in err and "harness_model column" in err
     # Saying which row stands for net_a settles it; the other is left unmatched.
-    rows = [f"{m},2,{v},x,{m if m == 'net_a' else ''}" for m, v in MEDIANS.items()] + ["net_a_quant,2,0.4,x,"]
+    rows = [f"{m},2,{v},x,{m if m == 'net_a' else ''}" for m, v in FASTEST.items()] + ["net_a_quant,2,0.4,x,"]
     csv = write_device_csv(tmp_path / "d.csv", rows, header="model,threads,latency_ms,family,harness_model")
     run_cli(capsys, "import-device", str(csv), "--device", "d", "--results-dir", str(results))
     code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json")
     assert code == 0, err
     (calibration,) = json.loads(out)["calibrations"]
-    assert {p["model"] for p in calibration["points"]} == set(MEDIANS)
+    assert {p["model"] for p in calibration["points"]} == set(FASTEST)
     assert json.loads(out)["unmatched_device_models"] == ["net_a_quant"]
 
 

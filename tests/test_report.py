@@ -75,7 +75,7 @@ def test_report_numbers_are_the_calibration_and_ranking_numbers(report_dir: tupl
             assert comparison.set_index("fit").loc[row["fit"], "within_10pct"] == pytest.approx(row["within_10pct"])
     predictions = json.loads((tables / "calibration_phone_predictions.json").read_text())
     assert [p["model"] for p in predictions] == ["net_new"]
-    assert predictions[0]["predicted"] == pytest.approx(calibration.model.predict(calibration.design(5.1))[0],
+    assert predictions[0]["predicted"] == pytest.approx(calibration.model.predict(calibration.design(5.0))[0],
                                                         rel=1e-12)
     ranking = pd.read_csv(tables / "ranking_latency_ms.csv")
     assert ranking.sort_values("median")["model"].tolist() == ["net_a", "net_b", "net_c", "net_new", "net_d"]

@@ -49,6 +49,14 @@ def add_fit_option(parser: argparse.ArgumentParser, fit_names: tuple[str, ...]) 
     )
 
 
+def add_across_repeats_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--across-repeats", default=env_default("HARNESS_ACROSS_REPEATS"), choices=metric_registry.ACROSS_REPEATS,
+        help="how a model's repeats become its harness value: fastest (the default for times, which other load "
+             "only lengthens) or median (the default for memory) (make: ACROSS_REPEATS=...)",
+    )
+
+
 def add_device_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device", default=env_default("HARNESS_DEVICE"), required=env_default("HARNESS_DEVICE") is None,

@@ -24,6 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)",
                          lambda m: m.calibrated)
     ui.add_fit_option(parser, FIT_NAMES)
+    ui.add_across_repeats_option(parser)
     ui.add_results_options(parser, pooled=True)
     parser.set_defaults(func=run)
 
@@ -40,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
             f"no runs of {', '.join(missing)} in session {session}; profile them first (make profile MODEL=...) "
             "or pass --session all"
         )
-    cset, medians = calibrate_runs(device, runs, args.metric, fit=args.fit)
-    predictions = predict_models(cset, medians, models)
+    cset, measured = calibrate_runs(device, runs, args.metric, fit=args.fit, across=args.across_repeats)
+    predictions = predict_models(cset, measured, models)
     for p in predictions:
         if p.get("note"):
             ui.warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: not predicted: {p['note']}")

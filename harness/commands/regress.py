@@ -23,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)",
                          lambda m: m.calibrated)
     ui.add_fit_option(parser, FIT_NAMES)
+    ui.add_across_repeats_option(parser)
     parser.add_argument(
         "--group-by", default=ui.env_default("HARNESS_GROUP_BY") or "cpus",
         help="cpus (default) or a tag column of the device CSV such as family (fitted per cpus and tag)",
@@ -75,7 +76,7 @@ def reference_table(calibration: Calibration) -> Table:
 def print_calibration(calibration: Calibration) -> None:
     choice = calibration.choice
     ui.stdout.print(f"[bold]{calibration.metric} · {calibration.label} · {calibration.fit.n} models[/bold] "
-                    f"({calibration.threads})", highlight=False)
+                    f"({calibration.threads}; harness value: the {calibration.harness_value})", highlight=False)
     ui.stdout.print(f"chosen fit: [bold]{choice['chosen']}[/bold]: {calibration.model.equation}", highlight=False)
     ui.stdout.print(f"why: {choice['reason']}", highlight=False)
     ui.stdout.print(comparison_table(calibration))
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
     device = load_device(results_dir, args.device)
     runs, session = select_runs(results_dir, args.session)
-    cset, _ = calibrate_runs(device, runs, args.metric, args.group_by, args.fit)
+    cset, _ = calibrate_runs(device, runs, args.metric, args.group_by, args.fit, args.across_repeats)
     for skipped in cset.skipped:
         ui.warn(f"{skipped['metric']} {group_label(skipped['group'])}: not fitted: {skipped['reason']}")
     if cset.unmatched_device_models:

@@ -32,13 +32,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)",
                          lambda m: m.calibrated)
     ui.add_fit_option(parser, FIT_NAMES)
+    ui.add_across_repeats_option(parser)
     ui.add_results_options(parser, pooled=True)
     parser.set_defaults(func=run)
 
 
-def _unmeasured(calibration: Calibration, medians: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+def _unmeasured(calibration: Calibration, measured: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     """Models profiled at the group's CPU count that the device data lacks, with the facts the fit reads."""
-    at_cpus = medians[medians["cpus"] == calibration.group["cpus"]]
+    at_cpus = measured[measured["cpus"] == calibration.group["cpus"]]
     table = at_cpus[~at_cpus["model_name"].isin(calibration.points["harness_model"])]
     table = table.rename(columns={"model_name": "harness_model", "value": "harness"}).join(facts, on="harness_model")
     needed = list(calibration.model.fact_names)
@@ -56,10 +57,10 @@ def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
     device = load_device(results_dir, args.device)
     runs, session = select_runs(results_dir, args.session)
-    cset, medians = calibrate_runs(device, runs, args.metric, fit=args.fit)
+    cset, measured = calibrate_runs(device, runs, args.metric, fit=args.fit, across=args.across_repeats)
     results = []
     for calibration in cset.calibrations:
-        unmeasured = _unmeasured(calibration, medians[calibration.metric], cset.facts)
+        unmeasured = _unmeasured(calibration, measured[calibration.metric], cset.facts)
         picks = suggest(calibration, unmeasured, args.count) if not unmeasured.empty else []
         results.append({"metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
                         "relative_widths": relative_widths(calibration.model),
