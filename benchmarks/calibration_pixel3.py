@@ -1,18 +1,20 @@
 """Calibration against published Pixel 3 latencies: every fit's leave-one-out figures and the nested automatic
 choice, within one architecture family and across several.
 
-    .venv/bin/python benchmarks/calibration_pixel3.py [--session DIR] [--repeats 3] [--iterations 100] [--warmup 10]
+    .venv/bin/python benchmarks/calibration_pixel3.py [--session DIR] [--repeats 5] [--iterations 100] [--warmup 10]
     make bench-calibration [SESSION=DIR]
 
 Without --session it profiles, in one interleaved session at CPUS=1 (local backend), the zoo's int8 builds of
 the models of examples/pixel3_quant_tflite.csv that the zoo has (16 MobileNetV1 width × resolution variants,
 MobileNetV2 1.0/224, Inception-v3) plus SqueezeNet 1.0 and ResNet-18, which the phone's table lacks (the
-candidates `harness suggest` ranks), into results/calibration-pixel3/results/. That takes 10 to 20 minutes on a
-busy 2-core host. `--session DIR` reuses a session directory such a run (or `harness profile`) left.
+candidates `harness suggest` ranks), into results/calibration-pixel3/results/. That takes 3 minutes on a quiet
+2-core host, 10 to 20 on a busy one. `--session DIR` reuses a session directory such a run (or `harness profile`)
+left.
 
 Groups: the MobileNetV1 family (16 models) and the several families together (18 models). Device columns:
 `latency_ms` (TFLite CPU, 4 threads) carries the goals; `nnapi_ms` (the NNAPI delegate, another execution
-engine: in effect a second device) is shown as information on how the fits fare on other data.
+engine: in effect a second device) is shown as information on how the fits fare on other data. Each is fitted
+from each model's fastest repeat (the default for times) and, for comparison on the same runs, from the median.
 Goals: nested leave-one-out within ±10% at least 90% for the family and 85% across families; the leave-one-out
 coverage of the chosen fit's 95% prediction intervals between 90% and 98% on the example data (all 18 models).
 """
