@@ -22,6 +22,12 @@ def ctrl_c_handled() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+INTERRUPTED_EXITS = (130, -signal.SIGINT)
+"""How an interrupted harness ends: 130 from the CLI, or now and then by the signal itself after the CLI has
+handled it (serial, parallel and cluster sessions alike; the cause is not found). A shell shows 130 for both;
+the tests check that the session was kept and stopped either way."""
+
+
 def profile_json(capsys: pytest.CaptureFixture[str], results: Path, *args: str) -> dict[str, Any]:
     """Run `harness profile ... --json` and return the parsed stdout (which must be JSON and nothing else)."""
     capsys.readouterr()
