@@ -155,7 +155,6 @@ bench: $(ZOO_STAMP)
 bench-calibration: export HARNESS_BENCH_SESSION := $(SESSION)
 bench-calibration: $(ZOO_STAMP)
 	$(VENV)/bin/python benchmarks/calibration_pixel3.py
-	$(VENV)/bin/python benchmarks/goals.py calibration_pixel3
 
 # Zoo MACs against published counts, and float vs int8 under the Jetson Nano preset (about a minute once cached).
 BENCHMARKS += zoo_facts
