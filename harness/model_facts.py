@@ -23,6 +23,7 @@ MIB = 2**20
 WEIGHTED_OPS = frozenset(
     {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul"}
 )
+_CONV_OPS = frozenset({"Conv", "ConvInteger", "QLinearConv"})
 # Where the weight / second operand sits among a node's inputs (QLinear ops put scales in between).
 _WEIGHT_INPUT = {"QLinearConv": 3, "QLinearMatMul": 3}
 
@@ -58,6 +59,16 @@ def _matmul_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
     if a is None or out is None or not a:
         return 0
     return math.prod(out) * a[-1]
+
+
+def _is_depthwise(node: onnx.NodeProto, shapes: dict[str, Shape]) -> bool:
+    """A convolution whose groups equal its input channels (each channel filtered alone): the layer kind whose
+    speed differs most between engines, since it does little arithmetic per byte it moves."""
+    if node.op_type not in _CONV_OPS:
+        return False
+    group = next((attr.i for attr in node.attribute if attr.name == "group"), 1)
+    x = shapes.get(node.input[0])
+    return group > 1 and x is not None and len(x) > 1 and x[1] == group
 
 
 def _gemm_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
@@ -168,7 +179,8 @@ def onnx_facts(path: str | Path) -> dict[str, Any]:
 
 def node_facts(path: str | Path) -> list[dict[str, Any]]:
     """One entry per graph node: index, name, op type, input/output names and shapes, MACs (as onnx_facts
-    counts them, 0 for unweighted ops) and the bytes of the initializers it reads (its parameters)."""
+    counts them, 0 for unweighted ops), the bytes of the initializers it reads (its parameters) and whether it
+    is a depthwise convolution."""
     model = _load(Path(path))
     graph = model.graph
     shapes = _shapes(graph)
@@ -181,4 +193,5 @@ def node_facts(path: str | Path) -> list[dict[str, Any]]:
         "output_shapes": [shapes.get(name) for name in node.output if name],
         "macs": _MACS[node.op_type](node, shapes) if node.op_type in _MACS else 0,
         "param_bytes": sum(weight_bytes.get(name, 0) for name in node.input),
+        "depthwise": _is_depthwise(node, shapes),
     } for index, node in enumerate(graph.node)]

@@ -22,6 +22,7 @@ import base64
 import gzip
 import json
 import math
+import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -42,7 +43,9 @@ TABLE_CSV, TABLE_JSON = "per_op.csv", "per_op.json"
 TORCH_ITERATION_MARK = "harness_iteration"  # bench_scripts/torch_bench.py's record_function label
 BETWEEN_OPS, OUTSIDE_RUN = "(between ops)", "(outside the run)"
 COVERAGE_GOAL = 0.8  # below it the coverage line names the largest gap as the cause
-ORT_SUFFIXES = ("_nchwc",)  # names ORT's layout transformer gives the nodes it rewrites
+# Suffixes ORT gives the nodes it rewrites: its layout transformer `_nchwc`, its fusions (QDQ pairs into
+# QLinearConv, for one) `_token_<n>`, from Graph::GenerateNodeName.
+ORT_SUFFIX = re.compile(r"(_nchwc|_token_\d+)$")
 TABLE_COLUMNS = ("node_index", "node", "onnx_node", "op_type", "input_shapes", "output_shapes", "macs",
                  "param_bytes", "calls", "mean_ms", "median_ms", "share")
 _TORCH_ITEMSIZE = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "signed char": 1,
@@ -206,7 +209,9 @@ class OnnxJoin:
         self.claimed: dict[str, str] = {}  # graph node -> traced node it was joined to
 
     def find(self, name: str, op_type: str) -> dict[str, Any] | None:
-        candidates = [name, *(name[: -len(s)] for s in ORT_SUFFIXES if name.endswith(s))]
+        candidates = [name]
+        while ORT_SUFFIX.search(candidates[-1]):
+            candidates.append(ORT_SUFFIX.sub("", candidates[-1]))
         for candidate in candidates:
             found = self.by_name.get(candidate) or self.by_output.get(candidate)
             if found is not None:
@@ -238,6 +243,9 @@ class PerOp:
     table: pd.DataFrame
     by_type: pd.DataFrame
     coverage: dict[str, Any]
+    depthwise_share: float | None = None
+    """Share of the operators' time spent in depthwise convolutions; None
+    when a convolution could not be joined to the graph, or without a graph (torch)."""
 
     def op_time_ms(self) -> dict[str, float]:
         """The per-run metric family op_time_ms.<op type> (operators only, mean ms per inference)."""
@@ -246,7 +254,7 @@ class PerOp:
 
     def to_json(self) -> dict[str, Any]:
         return {"framework": self.framework, "iterations": self.iterations, "coverage": self.coverage,
-                "ops": _records(self.table), "by_type": _records(self.by_type)}
+                "depthwise_share": self.depthwise_share, "ops": _records(self.table), "by_type": _records(self.by_type)}
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -269,7 +277,7 @@ def build(profiles: list[RawProfile], steady_means_ms: list[float], steady_media
         offset += len(profile.runs)
     iterations = offset
     events = pd.DataFrame(rows)
-    table_rows = []
+    table_rows, depthwise_ms, unjoined_conv = [], 0.0, join is None
     for (seq, name), group in events.groupby(["seq", "node"], sort=True):
         first: OpEvent = group["event"].iloc[0]
         per_inference = group.groupby("iteration")["dur_ms"].sum().reindex(range(iterations), fill_value=0.0)
@@ -283,6 +291,9 @@ def build(profiles: list[RawProfile], steady_means_ms: list[float], steady_media
             "calls": len(group) / iterations, "mean_ms": float(per_inference.mean()),
             "median_ms": float(per_inference.median()),
         })
+        if "Conv" in first.op_type:
+            unjoined_conv |= graph is None
+            depthwise_ms += float(per_inference.mean()) if graph and graph.get("depthwise") else 0.0
     run_ms = statistics.fmean(dur / 1000.0 for p in profiles for _, dur in p.runs)
     wall = [v for p in profiles for v in p.wall_ms]
     wall_ms = statistics.fmean(wall) if wall else run_ms
@@ -302,7 +313,8 @@ def build(profiles: list[RawProfile], steady_means_ms: list[float], steady_media
                .reset_index().sort_values("mean_ms", ascending=False, ignore_index=True))
     by_type["macs"] = by_type["macs"].astype("Int64")
     coverage = coverage_of(op_sum, run_ms, wall, steady_means_ms, steady_medians_ms)
-    return PerOp(profiles[0].framework, iterations, table, by_type, coverage)
+    share = None if unjoined_conv or op_sum <= 0 else depthwise_ms / op_sum
+    return PerOp(profiles[0].framework, iterations, table, by_type, coverage, share)
 
 
 def coverage_of(op_sum: float, run_ms: float, wall: list[float], steady_means: list[float],
@@ -372,7 +384,8 @@ def keep_run_profile(session_dir: Path, record: dict[str, Any], facts: list[dict
     per_op = build([profile], *steady_figures(record), facts)
     write_tables(per_op, directory)
     record["per_op"] = {"framework": per_op.framework, "iterations": per_op.iterations,
-                        "coverage": per_op.coverage, "dir": str(directory)}
+                        "coverage": per_op.coverage, "depthwise_share": per_op.depthwise_share,
+                        "dir": str(directory)}
     record[metric_registry.OP_TIME] = per_op.op_time_ms()
 
 

@@ -16,6 +16,7 @@ from harness.chrome_trace import trace_path
 from harness.cli import main
 from harness.model_facts import node_facts
 from harness.per_op import RAW_DIR, TABLE_CSV, TABLE_JSON, run_dir
+from harness.quantize import quantize
 from harness.store import list_sessions
 from tests.conftest import save_checked
 from tests.helpers import profile_json, session_runs
@@ -46,6 +47,31 @@ def make_residual_cnn(path: Path, channels: int = 16, size: int = 56) -> Path:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])
     graph = helper.make_graph(nodes, "tiny_cnn", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
                               inits)
+    return save_checked(graph, path)
+
+
+def make_depthwise_block(path: Path, channels: int = 16, size: int = 64) -> Path:
+    """A MobileNet block: a 3x3 stem, a depthwise 3x3 (groups = channels) and a pointwise 1x1, then a head."""
+    rng = np.random.default_rng(1)
+
+    def weight(name: str, *shape: int) -> onnx.TensorProto:
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(np.float32), name)
+
+    inits = [weight("w1", channels, 3, 3, 3), weight("wd", channels, 1, 3, 3),
+             weight("wp", 2 * channels, channels, 1, 1), weight("fc", 10, 2 * channels), weight("fcb", 10)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv_stem", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu_stem"),
+        helper.make_node("Conv", ["r1", "wd"], ["c2"], name="conv_depthwise", pads=[1, 1, 1, 1], group=channels),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu_depthwise"),
+        helper.make_node("Conv", ["r2", "wp"], ["c3"], name="conv_pointwise"),
+        helper.make_node("GlobalAveragePool", ["c3"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], name="head", transB=1),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])
+    graph = helper.make_graph(nodes, "depthwise_block", [x],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
     return save_checked(graph, path)
 
 
@@ -100,6 +126,26 @@ def test_each_run_stores_table_raw_trace_and_summary(profiled: Path, conv_onnx: 
         assert run["op_time_ms"]["Conv"] == pytest.approx(sum(r["mean_ms"] for r in table["ops"]
                                                               if r["op_type"] == "Conv"))
         assert "per_op_files" not in run  # the packed files went to disk, not into runs.jsonl
+
+
+def test_quantized_convolutions_join_the_graph_and_give_the_depthwise_share(tmp_path: Path) -> None:
+    """ORT fuses each QDQ Conv of a static int8 model into a QLinearConv named `<conv>_token_<n>`: every one
+    is joined to its graph Conv (MACs included), and the run records the share of operator time in the
+    depthwise one."""
+    model = quantize(make_depthwise_block(tmp_path / "block.onnx"), "static")
+    graph = {f["name"]: f for f in node_facts(model) if f["op_type"] == "Conv"}
+    assert {name for name, f in graph.items() if f["depthwise"]} == {"conv_depthwise"}
+    results = tmp_path / "results"
+    assert main(["profile", "--json", "--results-dir", str(results), str(model), "--cpus", "1", *PROFILE_ARGS]) == 0
+    session_dir, runs = list_sessions(results)[-1], session_runs(results)
+    for run in runs:
+        ops = per_op_json(session_dir, run)["ops"]
+        convs = {row["onnx_node"]: row for row in ops if row["op_type"] == "QLinearConv"}
+        assert set(convs) == set(graph), sorted(row["node"] for row in ops)
+        assert all(convs[name]["macs"] == f["macs"] > 0 for name, f in graph.items())
+        op_sum = sum(row["mean_ms"] for row in ops if row["node_index"] is not None)
+        share = run["per_op"]["depthwise_share"]
+        assert share == pytest.approx(convs["conv_depthwise"]["mean_ms"] / op_sum) and 0 < share < 1
 
 
 def test_profile_phase_comes_after_the_timed_phase(profiled: Path) -> None:
