@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from harness import metric_registry
-from harness.calibration_fits import FACT_NAMES, FIT_NAMES, Design, FittedModel, fit_spec
+from harness.calibration_fits import FACT_NAMES, FIT_FACTS, FIT_NAMES, OP_SPLIT, Design, FittedModel, fit_spec
 from harness.device_data import DeviceData
 from harness.errors import ConfigError, DataError, ModelError
 from harness.fit_selection import (
@@ -205,11 +205,14 @@ class Calibration:
 
 
 def _design(points: pd.DataFrame) -> Design:
-    """Harness values plus every static fact that all the points have (positive and finite)."""
+    """Harness values plus every static fact that all the points have (positive and finite), and the per-op
+    split when every point has one."""
     names = tuple(
         name for name in FACT_NAMES
         if name in points and np.all(np.isfinite(points[name].to_numpy(float))) and (points[name] > 0).all()
     )
+    if OP_SPLIT in points and points[OP_SPLIT].between(0, 1).all():
+        names += (OP_SPLIT,)
     facts = points[list(names)].to_numpy(float) if names else np.empty((len(points), 0))
     return Design(points["harness"].to_numpy(float), facts, names)
 
@@ -297,7 +300,7 @@ class CalibrationSet:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     unmatched_device_models: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    facts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(FACT_NAMES)))
+    facts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(FIT_FACTS)))
 
     def to_dict(self) -> dict[str, Any]:
         return _clean(
@@ -388,7 +391,8 @@ def paired_points(device: DeviceData, measured: pd.DataFrame, metric: str, group
 
 
 def model_facts_table(runs: list[dict[str, Any]]) -> pd.DataFrame:
-    """Static facts (FACT_NAMES) per harness model, from its newest run's `model_facts`; NaN where unknown.
+    """The facts fits read (FIT_FACTS) per harness model, NaN where unknown: static facts from its newest run's
+    `model_facts`, and the per-op split as the median over its runs that have a per-op profile.
 
     A fact that runs recorded before the harness computed it is read from the model file when that is an ONNX
     file still on disk (for sessions profiled by an older version)."""
@@ -399,7 +403,10 @@ def model_facts_table(runs: list[dict[str, Any]]) -> pd.DataFrame:
         if any(key not in facts for key in FACT_NAMES) and run.get("model_kind") == "onnx":
             facts = {**_facts_from_file(run.get("model_path")), **facts}
         rows[name] = {key: facts.get(key) if isinstance(facts.get(key), (int, float)) else np.nan for key in FACT_NAMES}
-    return pd.DataFrame.from_dict(rows, orient="index", columns=list(FACT_NAMES), dtype=float)
+        splits = [run["per_op"][OP_SPLIT] for run in runs if run.get("model_name") == name
+                  and isinstance((run.get("per_op") or {}).get(OP_SPLIT), (int, float))]
+        rows[name][OP_SPLIT] = float(np.median(splits)) if splits else np.nan
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(FIT_FACTS), dtype=float)
 
 
 def _facts_from_file(path: str | None) -> dict[str, Any]:
@@ -421,7 +428,7 @@ def calibrate_device(
         raise ConfigError(f"--group-by {group_by}: device {device.name} has no such column; choose one of: {choices}")
     if fit != AUTO and fit not in FIT_NAMES:
         raise ConfigError(f"--fit {fit}: unknown fit; choose {AUTO} or one of: {', '.join(FIT_NAMES)}")
-    facts = facts if facts is not None else pd.DataFrame(columns=list(FACT_NAMES), dtype=float)
+    facts = facts if facts is not None else pd.DataFrame(columns=list(FIT_FACTS), dtype=float)
     result = CalibrationSet(device.name, group_by, [], facts=facts)
     keys = ["cpus"] if group_by == "cpus" else ["cpus", group_by]
     matched: set[str] = set()
@@ -479,7 +486,8 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
     """Device predictions with 95% prediction intervals for `models`, from every fitted cpus group's chosen fit.
 
     `out_of_range` marks a harness value outside the calibrated range: the fit is extrapolated there. A model
-    without the static facts the group's `features` fit uses gets no prediction, and a `note` saying so.
+    without a fact the group's chosen fit reads (static facts, the per-op split) gets no prediction, and a `note`
+    saying so.
     """
     out = []
     for calibration in cset.calibrations:
@@ -503,9 +511,16 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
                 row.update(predicted=yhat, pi_low=low, pi_high=high)
             else:
                 row.update(predicted=None, pi_low=None, pi_high=None,
-                           note=f"no static facts ({', '.join(calibration.model.fact_names)}) for the features fit")
+                           note=missing_facts_note(calibration.model))
             out.append(_clean(row))
     return out
+
+
+def missing_facts_note(model: FittedModel) -> str:
+    """Why a model gets no prediction from `model`: it lacks a fact the fit reads, and how to get it."""
+    if OP_SPLIT in model.fact_names:
+        return f"no per-op profile for the {model.name} fit: profile it with PER_OP=1 (--per-op)"
+    return f"no static facts ({', '.join(model.fact_names)}) for the {model.name} fit"
 
 
 def calibrated_metrics(device: DeviceData, metric: str | None = None) -> list[str]:

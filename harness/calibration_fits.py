@@ -7,6 +7,11 @@ penalised) linear least-squares problem in its own space.
   squared relative errors Σ((y − ŷ)/y)²: users ask "how many percent off will it be?".
 - `loglog`: a power law, log device = a + b · log harness. Log error ≈ relative error, and the curve
   follows a device that scales differently with model size than the harness does.
+- `ops`: device = b_dw · (harness time in depthwise convolutions) + b_rest · (the rest of it), by weighted
+  least squares with weights 1/device² like `relative`. The split comes from each model's per-op profile
+  (PER_OP=1): engines differ most on depthwise convolutions, which move many bytes per multiply (on Pixel 3
+  data TFLite runs them at about the harness's ORT speed and everything else 1.8× slower), so one factor for
+  the whole latency mispredicts families whose share of depthwise time differs.
 - `features`: log device = a + b · log harness + Σ c_k · log fact_k over static model facts (MACs,
   parameters, activation size), ridge-penalised on the facts only, the strength chosen by leave-one-out
   inside the training points. An infinite strength gives back `loglog`; zero strength represents a
@@ -33,6 +38,11 @@ from harness.errors import DataError
 FACT_NAMES: tuple[str, ...] = ("macs", "params", "activation_mib")
 """Static model facts the `features` fit may use (from the ONNX graph, see harness.model_facts): compute,
 weights, and the activations one inference writes (a proxy for memory traffic)."""
+OP_SPLIT = "depthwise_share"
+"""A measured fact the `ops` fit reads: the share of a model's operator time in depthwise convolutions
+(harness.per_op.PerOp.depthwise_share)."""
+FIT_FACTS: tuple[str, ...] = (*FACT_NAMES, OP_SPLIT)
+"""Every per-model fact some fit reads."""
 RIDGE_ALPHAS: tuple[float, ...] = (0.0, *np.logspace(-3, 3, 13).tolist(), math.inf)
 """Penalty strengths tried on standardised log facts; inf drops the facts (the `loglog` fit). On equal
 leave-one-out error the stronger penalty wins: the simpler model."""
@@ -58,6 +68,14 @@ class Design:
 
     def take(self, index: np.ndarray) -> Design:
         return Design(self.harness[index], self.facts[index], self.fact_names)
+
+    def select(self, names: tuple[str, ...]) -> np.ndarray:
+        """The facts' columns of these names, in that order."""
+        return self.facts[:, [self.fact_names.index(name) for name in names]]
+
+    @property
+    def static_names(self) -> tuple[str, ...]:
+        return tuple(name for name in self.fact_names if name in FACT_NAMES)
 
 
 @dataclass(frozen=True)
@@ -167,19 +185,20 @@ class _Standardiser:
     """Log facts centred and scaled on the training models (so one penalty weighs every fact alike); a fact
     that does not vary among them is left out."""
 
-    columns: tuple[int, ...]
+    columns: tuple[str, ...]
     center: np.ndarray
     scale: np.ndarray
 
     @classmethod
     def learn(cls, design: Design) -> _Standardiser:
-        logs = np.log(design.facts)
+        names = design.static_names
+        logs = np.log(design.select(names))
         scale = logs.std(axis=0)
-        varying = tuple(int(i) for i in np.flatnonzero(scale > 1e-12 * np.maximum(1.0, np.abs(logs).max(axis=0))))
-        return cls(varying, logs[:, varying].mean(axis=0), scale[list(varying)])
+        varying = [int(i) for i in np.flatnonzero(scale > 1e-12 * np.maximum(1.0, np.abs(logs).max(axis=0)))]
+        return cls(tuple(names[i] for i in varying), logs[:, varying].mean(axis=0), scale[varying])
 
     def rows(self, design: Design) -> np.ndarray:
-        facts = (np.log(design.facts[:, list(self.columns)]) - self.center) / self.scale
+        facts = (np.log(design.select(self.columns)) - self.center) / self.scale
         return np.column_stack([_log_line_rows(design), facts])
 
 
@@ -212,7 +231,7 @@ def ridge_loo_errors(design: Design, y: np.ndarray, scaler: _Standardiser) -> np
 def fit_features(design: Design, y: np.ndarray) -> FittedModel | None:
     """Ridge on the log facts at the penalty of least leave-one-out error. When that penalty is infinite (the
     facts add nothing) it is the `loglog` fit, named `features`."""
-    if not design.fact_names:
+    if not design.static_names:
         return None
     scaler = _Standardiser.learn(design)
     errors = ridge_loo_errors(design, y, scaler) if scaler.columns else np.array([math.inf])
@@ -229,13 +248,31 @@ def fit_features(design: Design, y: np.ndarray) -> FittedModel | None:
     solution = solve(scaler.rows(design), np.log(y), np.ones(len(y)), penalty)
     if solution is None:
         return None
-    names = tuple(design.fact_names[i] for i in scaler.columns)
+    names = scaler.columns
     # Back to the facts' own units: log device = a' + b · log harness + Σ (c_k / scale_k) · log fact_k.
     exponents = solution.coef[2:] / scaler.scale
     a = solution.coef[0] - float(np.sum(exponents * scaler.center))
     terms = " · ".join(f"{name}^{e:.3g}" for name, e in zip(names, exponents, strict=True))
     equation = f"device = {math.exp(a):.4g} · harness^{solution.coef[1]:.4g} · {terms} (ridge α = {alpha:.3g})"
     return FittedModel("features", solution, True, False, scaler.rows, alpha, names, equation)
+
+
+def _op_split_rows(design: Design) -> np.ndarray:
+    share = design.select((OP_SPLIT,))[:, 0]
+    return np.column_stack([design.harness * share, design.harness * (1 - share)])
+
+
+def fit_ops(design: Design, y: np.ndarray) -> FittedModel | None:
+    """Two factors, one for the harness time in depthwise convolutions and one for the rest. Models that all
+    share one split make the two columns collinear: no fit."""
+    if OP_SPLIT not in design.fact_names:
+        return None
+    solution = solve(_op_split_rows(design), y, 1.0 / y**2, np.zeros((2, 2)))
+    if solution is None:
+        return None
+    depthwise, rest = solution.coef
+    return FittedModel("ops", solution, False, True, _op_split_rows, fact_names=(OP_SPLIT,),
+                       equation=f"device = {depthwise:.4g} · harness in depthwise convs + {rest:.4g} · the rest")
 
 
 def exact_loo(model: FittedModel, design: Design, y: np.ndarray) -> np.ndarray | None:
@@ -259,6 +296,7 @@ class FitSpec:
     train: Callable[[Design, np.ndarray], FittedModel | None]
     positive: bool
     needs_facts: bool = False
+    needs_op_split: bool = False
     tuned: bool = False
     """True when training chooses a setting from the data (the ridge strength): leave-one-out must then
     retrain in every fold, and cannot take the shortcut of exact_loo."""
@@ -266,14 +304,18 @@ class FitSpec:
 
 FITS: tuple[FitSpec, ...] = (
     FitSpec("ols", "straight line, least squared error", fit_ols, positive=False),
+    FitSpec("ops", "harness time split by the per-op profile: depthwise convolutions and the rest, a factor each "
+            "(WLS, weights 1/device²)", fit_ops, positive=True, needs_op_split=True),
     FitSpec("relative", "straight line, least squared relative error (WLS, weights 1/device²)", fit_relative,
             positive=True),
     FitSpec("loglog", "power law, least squared log error", fit_loglog, positive=True),
     FitSpec("features", "log-linear in harness and static facts, ridge strength by inner leave-one-out",
             fit_features, positive=True, needs_facts=True, tuned=True),
 )
-"""In order of simplicity: on equal held-out figures the earlier fit is chosen. `ols` and `relative` are
-straight lines in device units, `loglog` bends, `features` adds a parameter per fact."""
+"""In order of simplicity: on equal held-out figures the earlier fit is chosen. `ols` is the reference line;
+`ops` is a sum of proportional parts (no intercept), `relative` a line with a fixed cost, `loglog` bends, all
+three with two coefficients; `features` adds a parameter per fact. Without per-op profiles `ops` is not a
+candidate and the order is ols, relative, loglog, features."""
 FIT_NAMES: tuple[str, ...] = tuple(spec.name for spec in FITS)
 
 
@@ -288,6 +330,8 @@ def unavailable_reason(spec: FitSpec, design: Design, y: np.ndarray) -> str | No
     """Why `spec` cannot be fitted to these models at all, or None."""
     if spec.positive and (np.any(design.harness <= 0) or np.any(y <= 0)):
         return "needs positive harness and device values"
-    if spec.needs_facts and not design.fact_names:
+    if spec.needs_facts and not design.static_names:
         return f"needs static facts ({', '.join(FACT_NAMES)}) of every model: profile ONNX models"
+    if spec.needs_op_split and OP_SPLIT not in design.fact_names:
+        return "needs a per-op profile of every model: profile with PER_OP=1 (--per-op)"
     return None

@@ -244,7 +244,7 @@ class PerOp:
     by_type: pd.DataFrame
     coverage: dict[str, Any]
     depthwise_share: float | None = None
-    """Share of the operators' time spent in depthwise convolutions; None
+    """Share of the operators' time spent in depthwise convolutions (the `ops` calibration fit's split); None
     when a convolution could not be joined to the graph, or without a graph (torch)."""
 
     def op_time_ms(self) -> dict[str, float]:

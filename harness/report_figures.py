@@ -140,7 +140,7 @@ def _grid(x: np.ndarray, log: bool) -> np.ndarray:
 
 def calibration_scatter(calibration: Calibration, device: str) -> bytes:
     """Device vs harness with the chosen fit, its 95% prediction band and a ±10% band around it (the OLS line
-    dashed for reference). A `features` fit depends on more than the harness value: its fitted values and
+    dashed for reference). A `features` or `ops` fit depends on more than the harness value: its fitted values and
     intervals are drawn at each model instead of as a curve. Log axes when the values span more than 10×."""
     points, model = calibration.points, calibration.model
     x, y = points["harness"].to_numpy(float), points["device"].to_numpy(float)

@@ -10,9 +10,11 @@ from harness.store import SessionStore
 def write_session(
     results_dir: Path, latencies: dict[str, list[float]], cpus: float = 2.0, session_id: str | None = None,
     runtime_s: dict[str, list[float]] | None = None, facts: dict[str, dict[str, float]] | None = None,
+    depthwise_share: dict[str, float] | None = None,
 ) -> Path:
     """One ok run per value: the run's headline latency `latency_ms` (and its p50) = value (and `runtime_s` from the
-    second map, if given; the model's static facts, such as macs and params, from `facts`)."""
+    second map, if given; the model's static facts, such as macs and params, from `facts`; its per-op profile's
+    depthwise share from `depthwise_share`)."""
     store = SessionStore(results_dir, session_id)
     store.write_session({"session_id": store.session_id, "profile": {"DEVICE_NAME": "test", "CPUS": str(cpus)},
                          "models": sorted(latencies), "cpus_values": [cpus], "seed": 0, "provenance": {}})
@@ -26,5 +28,7 @@ def write_session(
                 "latency_stats_ms": {"p50": value, "mean": value, "headline": value, "n": 10},
                 "latencies_ms": [value] * 10,
                 **({"model_facts": facts[model]} if facts and model in facts else {}),
+                **({"per_op": {"depthwise_share": depthwise_share[model]}}
+                   if depthwise_share and model in depthwise_share else {}),
             })
     return store.path

@@ -234,8 +234,8 @@ def test_shortcut_loo_equals_refitting_for_every_plain_fit() -> None:
     rng = np.random.default_rng(5)
     x = np.exp(rng.uniform(0, 3, 10))
     y = 1.5 * x**0.9 * np.exp(rng.normal(0, 0.1, 10))
-    design = Design(x)
-    for name in ("ols", "relative", "loglog"):
+    design = Design(x, rng.uniform(0, 0.4, (10, 1)), ("depthwise_share",))
+    for name in ("ols", "relative", "loglog", "ops"):
         spec = fit_spec(name)
         np.testing.assert_allclose(exact_loo(spec.train(design, y), design, y),
                                    leave_one_out(spec, design, y).predicted, rtol=1e-9)
@@ -275,8 +275,53 @@ def test_forced_fit_reports_its_own_leave_one_out() -> None:
     held = leave_one_out(fit_spec("loglog"), Design(x), y)
     relative = np.abs(held.predicted - y) / y
     assert calibration.stats["loo_within_10pct"] == pytest.approx(np.mean(relative <= 0.10))
-    assert [row["fit"] for row in calibration.comparison] == ["ols", "relative", "loglog", "features"]
-    assert "needs static facts" in calibration.comparison[3]["note"]
+    assert [row["fit"] for row in calibration.comparison] == ["ols", "ops", "relative", "loglog", "features"]
+    assert "PER_OP=1" in calibration.comparison[1]["note"]
+    assert "needs static facts" in calibration.comparison[4]["note"]
+
+
+def op_split_design(n: int = 14, seed: int = 11) -> Design:
+    """Harness values and a depthwise share per model (0 for a family without depthwise convolutions)."""
+    rng = np.random.default_rng(seed)
+    share = np.where(np.arange(n) % 5 == 0, 0.0, rng.uniform(0.15, 0.4, n))
+    return Design(np.exp(rng.uniform(-0.5, 4.5, n)), share[:, None], ("depthwise_share",))
+
+
+def test_exact_two_factor_law_is_recovered_by_ops_and_beats_one_factor() -> None:
+    """Depthwise time 1.0×, the rest 1.8× (what Pixel 3 data shows): one factor for the whole latency cannot
+    represent it, the ops fit recovers both factors and predicts every held-out model exactly."""
+    design = op_split_design()
+    share = design.facts[:, 0]
+    y = design.harness * (1.0 * share + 1.8 * (1 - share))
+    model = fit_spec("ops").train(design, y)
+    np.testing.assert_allclose(model.solution.coef, [1.0, 1.8], rtol=1e-9)
+    np.testing.assert_allclose(exact_loo(model, design, y), y, rtol=1e-9)
+    np.testing.assert_allclose(leave_one_out(fit_spec("ops"), design, y).predicted, y, rtol=1e-9)
+    assert "1 · harness in depthwise convs + 1.8 · the rest" in model.equation
+    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(design.harness, y, design))
+    assert calibration.model.name == "ops" and calibration.stats["loo_within_10pct"] == 1.0
+    relative = next(row for row in calibration.comparison if row["fit"] == "relative")
+    assert relative["within_10pct"] < 1.0  # the split is what the one-factor line misses
+
+
+def test_ops_fit_is_statsmodels_wls_through_the_origin_on_the_two_times() -> None:
+    design = op_split_design(seed=12)
+    share = design.facts[:, 0]
+    rng = np.random.default_rng(4)
+    y = design.harness * (0.9 * share + 1.9 * (1 - share)) * np.exp(rng.normal(0, 0.05, len(share)))
+    times = np.column_stack([design.harness * share, design.harness * (1 - share)])
+    reference = sm.WLS(y, times, weights=1 / y**2).fit()
+    model = fit_spec("ops").train(design, y)
+    np.testing.assert_allclose(model.solution.coef, reference.params, rtol=1e-10)
+    yhat, low, high = model.interval(design.take(np.array([0, 3, 5])), CONFIDENCE)
+    expected = summary_frame(reference, times[[0, 3, 5]], weights=1 / yhat**2)
+    np.testing.assert_allclose(low, expected["obs_ci_lower"], rtol=1e-8)
+    np.testing.assert_allclose(high, expected["obs_ci_upper"], rtol=1e-8)
+
+
+def test_one_split_for_every_model_leaves_the_ops_fit_untrainable() -> None:
+    design = Design(np.exp(np.linspace(0, 3, 8)), np.full((8, 1), 0.25), ("depthwise_share",))
+    assert fit_spec("ops").train(design, 1.5 * design.harness) is None
 
 
 def test_rank_agreement_and_flipped_pairs() -> None:

@@ -213,8 +213,9 @@ def test_regress_on_the_example_data_compares_every_fit(tmp_path: Path, capsys: 
     assert len(calibration["points"]) == 21
     assert calibration["threads"] == "device threads 4; no harness runs at CPUS=4, so harness CPUS=2 is used"
     fits = {row["fit"]: row for row in calibration["fits"]}
-    assert list(fits) == ["ols", "relative", "loglog", "features", "auto"]
+    assert list(fits) == ["ols", "ops", "relative", "loglog", "features", "auto"]
     assert "needs static facts" in fits["features"]["note"] and fits["auto"]["note"].startswith("picked per fold:")
+    assert "PER_OP=1" in fits["ops"]["note"]
     # The power law behind the data wins, and the reported figures are the nested ones.
     assert calibration["chosen_fit"] == "loglog" and fits["loglog"]["chosen"]
     assert calibration["stats"]["loo_within_10pct"] == fits["auto"]["within_10pct"]
@@ -317,3 +318,26 @@ def test_the_features_fit_predicts_from_harness_and_static_facts(tmp_path: Path,
     assert predictions["new_net"]["predicted"] == pytest.approx(law["new_net"], rel=1e-9)
     assert predictions["no_facts_net"]["predicted"] is None
     assert "no_facts_net latency_ms cpus=2: not predicted: no static facts (macs, params)" in err
+
+
+def test_the_ops_fit_predicts_from_the_per_op_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A device that runs depthwise convolutions at the harness's speed and the rest 1.8× slower: `auto` picks
+    the ops fit and predicts a new model exactly; a model profiled without PER_OP=1 is named, not predicted."""
+    results = tmp_path / "results"
+    rng = np.random.default_rng(6)
+    names = [f"net_{i}" for i in range(10)] + ["new_net", "no_split_net"]
+    x = dict(zip(names, np.exp(rng.uniform(0, 3, len(names))).tolist(), strict=True))
+    share = {m: float(s) for m, s in zip(names[:-1], rng.uniform(0, 0.4, len(names) - 1), strict=True)}
+    write_session(results, {m: [value] * 3 for m, value in x.items()}, depthwise_share=share)
+    law = {m: x[m] * (share[m] + 1.8 * (1 - share[m])) for m in names[:-1]}
+    rows = [f"{m},2,{law[m]!r},x" for m in names[:10]]
+    run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
+            "--results-dir", str(results))
+    code, out, err = run_cli(capsys, "predict", "--device", "d", "--results-dir", str(results), "--json",
+                             "new_net", "no_split_net")
+    assert code == 0, err
+    predictions = {p["model"]: p for p in json.loads(out)["predictions"]}
+    assert predictions["new_net"]["fit"] == "ops"
+    assert predictions["new_net"]["predicted"] == pytest.approx(law["new_net"], rel=1e-9)
+    assert predictions["no_split_net"]["predicted"] is None
+    assert "no_split_net latency_ms cpus=2: not predicted: no per-op profile for the ops fit" in err

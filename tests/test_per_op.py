@@ -12,6 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from harness.calibrate import model_facts_table
 from harness.chrome_trace import trace_path
 from harness.cli import main
 from harness.model_facts import node_facts
@@ -131,7 +132,7 @@ def test_each_run_stores_table_raw_trace_and_summary(profiled: Path, conv_onnx: 
 def test_quantized_convolutions_join_the_graph_and_give_the_depthwise_share(tmp_path: Path) -> None:
     """ORT fuses each QDQ Conv of a static int8 model into a QLinearConv named `<conv>_token_<n>`: every one
     is joined to its graph Conv (MACs included), and the run records the share of operator time in the
-    depthwise one."""
+    depthwise one, which the `ops` calibration fit reads."""
     model = quantize(make_depthwise_block(tmp_path / "block.onnx"), "static")
     graph = {f["name"]: f for f in node_facts(model) if f["op_type"] == "Conv"}
     assert {name for name, f in graph.items() if f["depthwise"]} == {"conv_depthwise"}
@@ -146,6 +147,9 @@ def test_quantized_convolutions_join_the_graph_and_give_the_depthwise_share(tmp_
         op_sum = sum(row["mean_ms"] for row in ops if row["node_index"] is not None)
         share = run["per_op"]["depthwise_share"]
         assert share == pytest.approx(convs["conv_depthwise"]["mean_ms"] / op_sum) and 0 < share < 1
+    facts = model_facts_table(runs)
+    assert facts.loc[runs[0]["model_name"], "depthwise_share"] == pytest.approx(
+        np.median([run["per_op"]["depthwise_share"] for run in runs]))
 
 
 def test_profile_phase_comes_after_the_timed_phase(profiled: Path) -> None:
