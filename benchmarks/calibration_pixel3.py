@@ -4,12 +4,12 @@ choice, within one architecture family and across several.
     .venv/bin/python benchmarks/calibration_pixel3.py [--session DIR] [--repeats 5] [--iterations 100] [--warmup 10]
     make bench-calibration [SESSION=DIR]
 
-Without --session it profiles, in one interleaved session at CPUS=1 (local backend), the zoo's int8 builds of
-the models of examples/pixel3_quant_tflite.csv that the zoo has (16 MobileNetV1 width × resolution variants,
-MobileNetV2 1.0/224, Inception-v3) plus SqueezeNet 1.0 and ResNet-18, which the phone's table lacks (the
-candidates `harness suggest` ranks), into results/calibration-pixel3/results/. That takes 3 minutes on a quiet
-2-core host, 10 to 20 on a busy one. `--session DIR` reuses a session directory such a run (or `harness profile`)
-left.
+Without --session it profiles, in one interleaved session at CPUS=1 (local backend, PER_OP=1 so that the `ops`
+fit is a candidate), the zoo's int8 builds of the models of examples/pixel3_quant_tflite.csv that the zoo has
+(16 MobileNetV1 width × resolution variants, MobileNetV2 1.0/224, Inception-v3) plus SqueezeNet 1.0 and
+ResNet-18, which the phone's table lacks (the candidates `harness suggest` ranks), into
+results/calibration-pixel3/results/. That takes 4 minutes on a quiet 2-core host, 10 to 20 on a busy one.
+`--session DIR` reuses a session directory such a run (or `harness profile`) left.
 
 Groups: the MobileNetV1 family (16 models) and the several families together (18 models). Device columns:
 `latency_ms` (TFLite CPU, 4 threads) carries the goals; `nnapi_ms` (the NNAPI delegate, another execution
@@ -56,8 +56,8 @@ def profiled_session(args: argparse.Namespace) -> Path:
     # Zoo names, not the cached files' paths: a path's stem carries the cache's content hash, which no device
     # row's model name matches.
     session = profile_runs(PROFILE_DIR, None, [], backend="local", repeats=args.repeats, models=MODELS,
-                           extra_flags=["--cpus", "1", "--memory", "2g", "--iterations", str(args.iterations),
-                                        "--warmup", str(args.warmup)])
+                           extra_flags=["--per-op", "--cpus", "1", "--memory", "2g",
+                                        "--iterations", str(args.iterations), "--warmup", str(args.warmup)])
     return PROFILE_DIR / "results" / session.runs[0]["session_id"]
 
 
