@@ -141,15 +141,16 @@ test-slow: $(ZOO_STAMP) lint
 	$(VENV)/bin/pytest -q -m "slow or not slow"
 
 # Fidelity and overhead benchmarks (not tests: never part of `make test`). Each prints its table and writes
-# results/bench/<name>.json; the last table lists every goal, met or missed and why. About 12 minutes. The
-# Docker rows need an engine and the image (`make image`); without them they are skipped, with a note.
+# results/bench/<name>.json; the last table lists every goal, met or missed and why, and docs/accuracy.md is
+# rewritten from them. About 21 minutes on a 2-core host. The Docker rows need an engine and the image
+# (`make image`); without them they are skipped, with a note.
 BENCHMARKS := sampling_overhead peak_fidelity overhead latency cpu_limits fractional_cpus runner_placement noise_floor \
 	median_ci_coverage per_op_overhead
 bench: $(ZOO_STAMP)
 	for name in $(BENCHMARKS); do $(VENV)/bin/python benchmarks/$$name.py || exit 1; done
 	$(VENV)/bin/python benchmarks/goals.py $(BENCHMARKS)
 
-# Calibration against the published Pixel 3 latencies: profiles 20 zoo models at CPUS=1 (3 minutes on a quiet,
+# Calibration against the published Pixel 3 latencies: profiles 20 zoo models at CPUS=1 with PER_OP=1 (5 minutes on a quiet,
 # 10 to 20 on a busy 2-core host), then prints every fit's held-out figures; SESSION=DIR reuses a session instead.
 .PHONY: bench-calibration
 bench-calibration: export HARNESS_BENCH_SESSION := $(SESSION)
