@@ -173,17 +173,32 @@ class Calibration:
     flipped_pairs: list[tuple[str, str]]
     threads: str = ""
     harness_value: str = ""  # how each model's repeats became its harness value (repeats_note)
+    beyond: FittedModel | None = None
+    """The fit for models beyond the chosen fit's reach, when that one is used within reach only."""
 
     @property
     def label(self) -> str:
         return group_label(self.group)
 
     def design(self, harness: Any, facts: pd.DataFrame | None = None) -> Design:
-        """The chosen fit's input for other models: harness values and, by harness model, the same facts."""
+        """The fits' input for other models: harness values and, by harness model, the same facts."""
         harness = np.asarray(harness, dtype=float).reshape(-1)
-        if not self.model.fact_names:  # the chosen fit reads no facts: other models need none
+        if not self.model.fact_names and self.beyond is None:  # no fit reads facts, nor asks where they lie
             return Design(harness)
         return Design(harness, facts[list(self.fact_names)].to_numpy(float), self.fact_names)
+
+    def predictions(self, design: Design) -> list[tuple[str, float, float, float]]:
+        """Per model: the fit that predicts it (the chosen one, or `beyond` for a model beyond its reach), the
+        prediction and its 95% interval."""
+        use_beyond = (self.model.beyond_reach(design) if self.beyond is not None
+                      else np.zeros(len(design), dtype=bool))
+        out = []
+        for model, mask in ((self.model, ~use_beyond), (self.beyond, use_beyond)):
+            if mask.any():
+                rows = np.flatnonzero(mask)
+                out += [(int(i), model.name, *values) for i, *values in zip(rows, *model.interval(
+                    design.take(rows), CONFIDENCE), strict=True)]
+        return [row[1:] for row in sorted(out)]
 
     def to_dict(self) -> dict[str, Any]:
         return _clean(
@@ -260,6 +275,12 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
         chosen = choose({name: h.predicted for name, h in held.items() if h is not None}, y)
         reported = nested_leave_one_out(design, y, FIT_NAMES)
         choice = {"mode": AUTO, "reason": _choice_reason(held, chosen, y)}
+        if chosen and fit_spec(chosen).in_range_only:
+            choice["beyond_reach"] = choose({name: h.predicted for name, h in held.items()
+                                             if h is not None and not fit_spec(name).in_range_only}, y)
+            choice["reason"] += (f"; a model beyond the calibration models' reach (leverage above 3p/n) is "
+                                 f"predicted by {choice['beyond_reach']}, the best of the others, since {chosen} "
+                                 "was tuned among them")
     else:
         chosen, reported = fit, held.get(fit)
         choice = {"mode": "forced", "reason": f"forced with --fit {fit}"}
@@ -285,8 +306,10 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
     }
     comparison = _comparison(reasons, held, reported if fit == AUTO else None, chosen, y)
     names = points["model"].astype(str).tolist()
+    beyond_name = choice.get("beyond_reach")
     return Calibration(metric, group, line, model, design.fact_names, points, summary, comparison,
-                       {**choice, "chosen": chosen}, discordant_pairs(names, x, y))
+                       {**choice, "chosen": chosen}, discordant_pairs(names, x, y),
+                       beyond=fit_spec(beyond_name).train(design, y) if beyond_name else None)
 
 
 @dataclass
@@ -503,15 +526,18 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
                 for name, value in zip(at_cpus["model_name"], at_cpus["value"], strict=True)]
         ready = at_cpus[known.to_numpy()]
         design = calibration.design(ready["value"], cset.facts.reindex(ready["model_name"]))
-        intervals = dict(zip(ready["model_name"], zip(*calibration.model.interval(design, CONFIDENCE), strict=True),
-                             strict=True))
+        predicted = dict(zip(ready["model_name"], calibration.predictions(design), strict=True))
         for row in base:
-            if row["model"] in intervals:
-                yhat, low, high = intervals[row["model"]]
-                row.update(predicted=yhat, pi_low=low, pi_high=high)
+            fit, yhat, low, high = predicted.get(row["model"], (calibration.model.name, math.nan, 0.0, 0.0))
+            if math.isfinite(yhat):
+                row.update(predicted=yhat, pi_low=low, pi_high=high, fit=fit)
+                if fit != calibration.model.name:
+                    row["note"] = (f"beyond the calibration models' reach (leverage above 3p/n): predicted by "
+                                   f"{fit}, not by {calibration.model.name}, which was tuned among them")
             else:
-                row.update(predicted=None, pi_low=None, pi_high=None,
-                           note=missing_facts_note(calibration.model))
+                row.update(predicted=None, pi_low=None, pi_high=None, fit=fit,
+                           note=missing_facts_note(calibration.beyond if fit != calibration.model.name
+                                                   else calibration.model))
             out.append(_clean(row))
     return out
 

@@ -132,6 +132,15 @@ class FittedModel:
         own = self.predict(design) ** 2 if self.weighted else np.ones(len(design))
         return own, np.einsum("ij,jk,ik->i", z, self.solution.cov_unscaled, z)
 
+    def beyond_reach(self, design: Design) -> np.ndarray:
+        """Per model: True when its leverage z₀ᵀ A⁻¹ z₀ exceeds 3p/n, p the fit's effective number of
+        coefficients (trace of the hat matrix) and n its models: the warning leverage of the Williams plot, the
+        usual applicability-domain limit of QSAR models (Gramatica 2007, QSAR Comb. Sci. 26:694). Beyond it the
+        prediction rests on extrapolating every coefficient, not on models like it."""
+        z = self.rows(design)
+        leverage = np.einsum("ij,jk,ik->i", z, self.solution.a_inv, z)
+        return leverage > 3 * float(self.solution.hat.sum()) / len(self.solution.hat)
+
     def interval(self, design: Design, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(prediction, low, high) in device units for new models."""
         own, fitted = self.variance_terms(design)
@@ -300,6 +309,9 @@ class FitSpec:
     tuned: bool = False
     """True when training chooses a setting from the data (the ridge strength): leave-one-out must then
     retrain in every fold, and cannot take the shortcut of exact_loo."""
+    in_range_only: bool = False
+    """True for a fit whose extra coefficients are chosen by leave-one-out among the calibration models: that tests
+    interpolation only, so a model beyond their reach (FittedModel.beyond_reach) is predicted by another fit."""
 
 
 FITS: tuple[FitSpec, ...] = (
@@ -310,7 +322,7 @@ FITS: tuple[FitSpec, ...] = (
             positive=True),
     FitSpec("loglog", "power law, least squared log error", fit_loglog, positive=True),
     FitSpec("features", "log-linear in harness and static facts, ridge strength by inner leave-one-out",
-            fit_features, positive=True, needs_facts=True, tuned=True),
+            fit_features, positive=True, needs_facts=True, tuned=True, in_range_only=True),
 )
 """In order of simplicity: on equal held-out figures the earlier fit is chosen. `ols` is the reference line;
 `ops` is a sum of proportional parts (no intercept), `relative` a line with a fixed cost, `loglog` bends, all

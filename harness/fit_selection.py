@@ -9,6 +9,12 @@ fit, in the order of harness.calibration_fits.FITS). The figures reported for th
 (Varma & Simon 2006; Cawley & Talbot 2010): in each outer fold the choice is made again from the inner
 leave-one-out of the remaining models only, and the chosen fit then predicts the left-out model. Reporting
 the winner's own leave-one-out share instead would flatter it, since it was picked for being high.
+
+A model beyond the reach of the calibration models (FittedModel.beyond_reach: a leverage above 3p/n in the
+`features` fit) is not predicted by that fit: its ridge strength is chosen by leave-one-out among those models,
+which tests interpolation only, and its fact exponents can be far off beyond them. The choice for such a model
+is made among the other fits, inside each fold as well, from what is known of the model before its device
+value is.
 """
 
 from __future__ import annotations
@@ -132,8 +138,24 @@ def simplest_trainable(design: Design, y: np.ndarray, names: tuple[str, ...]) ->
     return None
 
 
-def select(design: Design, y: np.ndarray, names: tuple[str, ...]) -> str | None:
-    """The automatic choice on these models (by their leave-one-out), or None when no fit trains."""
+def for_query(design: Design, y: np.ndarray, names: tuple[str, ...], query: Design | None) -> tuple[str, ...]:
+    """The fits that may predict `query`: without an in-range-only one whose model, trained on `design`, finds
+    `query` beyond its reach."""
+    if query is None:
+        return names
+    kept = []
+    for name in names:
+        spec = fit_spec(name)
+        model = spec.train(design, y) if spec.in_range_only and unavailable_reason(spec, design, y) is None else None
+        if model is None or not model.beyond_reach(query).any():
+            kept.append(name)
+    return tuple(kept)
+
+
+def select(design: Design, y: np.ndarray, names: tuple[str, ...], query: Design | None = None) -> str | None:
+    """The automatic choice on these models (by their leave-one-out) for predicting `query`, or None when no fit
+    trains."""
+    names = for_query(design, y, names, query)
     chosen = choose({spec.name: loo_predictions(spec, design, y) for spec in _usable(design, y, names)}, y)
     if chosen is None:
         fallback = simplest_trainable(design, y, names)
@@ -148,7 +170,7 @@ def nested_leave_one_out(design: Design, y: np.ndarray, names: tuple[str, ...]) 
     for i in range(n):
         keep = np.arange(n) != i
         rest, rest_y = design.take(keep), y[keep]
-        chosen = select(rest, rest_y, names)
+        chosen = select(rest, rest_y, names, query=design.take(np.array([i])))
         if chosen is None:
             return None
         model = fit_spec(chosen).train(rest, rest_y)

@@ -354,3 +354,34 @@ def test_error_statistics_are_the_textbook_formulas() -> None:
 def test_degenerate_inputs_raise_data_errors(x: list[float], message: str) -> None:
     with pytest.raises(DataError, match=message):
         fit_line(x, [1.0] * len(x))
+
+
+def test_a_model_beyond_the_calibration_models_reach_is_not_predicted_by_the_features_fit() -> None:
+    # An exact multiplicative law: `features` wins among the calibration models, but its exponents are tuned
+    # among them, so a model beyond their reach (held out, or new) is predicted by the best other fit.
+    design, _ = facts_design(n=16)
+    y = 1e-3 * design.harness**0.6 * np.prod(design.facts ** np.array([0.3, -0.2]), axis=1)
+    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(design.harness, y, design))
+    assert calibration.model.name == "features"
+    beyond = calibration.choice["beyond_reach"]
+    assert beyond in ("ols", "relative", "loglog") and beyond in calibration.choice["reason"]
+    points = calibration.points.sort_values("model")
+    ordered = Design(points["harness"].to_numpy(float), points[["macs", "params"]].to_numpy(float), ("macs", "params"))
+    device = points["device"].to_numpy(float)
+    extremes = []
+    for i in range(len(y)):
+        rest = np.arange(len(y)) != i
+        leverage = fit_features(ordered.take(rest), device[rest]).beyond_reach(ordered.take(np.array([i])))
+        extremes.append(bool(leverage[0]))
+    nested = next(row for row in calibration.comparison if row["fit"] == "auto")
+    picks = dict(item.rsplit(" ", 1) for item in nested["note"].removeprefix("picked per fold: ").split(", "))
+    assert int(picks["features"]) == len(y) - sum(extremes) and 0 < sum(extremes) < len(y)
+    # Held-out models within the others' reach are predicted exactly (features); the rest by another fit.
+    error = np.abs(points["loo_predicted"] - points["device"]) / points["device"]
+    assert np.all(error[~np.array(extremes)] < 1e-9) and np.all(error[np.array(extremes)] > 1e-6)
+    # Prediction: a new model amid the others gets `features`, one 100× beyond the largest harness value does not.
+    inside = Design(np.array([np.median(design.harness)]), np.median(design.facts, axis=0)[None, :], ("macs", "params"))
+    beyond_model = Design(inside.harness * 100, inside.facts, ("macs", "params"))
+    ((fit_inside, value, low, high),) = calibration.predictions(inside)
+    ((fit_beyond, *_),) = calibration.predictions(beyond_model)
+    assert fit_inside == "features" and low < value < high and fit_beyond == beyond

@@ -301,8 +301,9 @@ def test_the_features_fit_predicts_from_harness_and_static_facts(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     rng = np.random.default_rng(4)
-    names = [f"net_{i}" for i in range(10)] + ["new_net", "no_facts_net"]
+    names = [f"net_{i}" for i in range(10)] + ["new_net", "huge_net", "no_facts_net"]
     x = dict(zip(names, np.exp(rng.uniform(0, 3, len(names))).tolist(), strict=True))
+    x["huge_net"] = 100 * max(x.values())
     facts = {m: {"macs": float(np.exp(rng.uniform(17, 21))), "params": float(np.exp(rng.uniform(13, 16)))}
              for m in names[:-1]}
     write_session(results, {m: [value] * 3 for m, value in x.items()}, facts=facts)
@@ -318,6 +319,15 @@ def test_the_features_fit_predicts_from_harness_and_static_facts(tmp_path: Path,
     assert predictions["new_net"]["predicted"] == pytest.approx(law["new_net"], rel=1e-9)
     assert predictions["no_facts_net"]["predicted"] is None
     assert "no_facts_net latency_ms cpus=2: not predicted: no static facts (macs, params)" in err
+    # auto picks features for this exact law, but not for a model beyond the calibration models' reach.
+    code, out, err = run_cli(capsys, "predict", "--device", "d", "--results-dir", str(results), "--json",
+                             "new_net", "huge_net")
+    assert code == 0, err
+    predictions = {p["model"]: p for p in json.loads(out)["predictions"]}
+    huge = predictions["huge_net"]
+    assert predictions["new_net"]["fit"] == "features" and huge["fit"] != "features" and huge["out_of_range"]
+    assert f"huge_net latency_ms cpus=2: beyond the calibration models' reach (leverage above 3p/n): predicted by " \
+           f"{huge['fit']}, not by features" in err
 
 
 def test_the_ops_fit_predicts_from_the_per_op_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

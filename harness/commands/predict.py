@@ -44,9 +44,12 @@ def run(args: argparse.Namespace) -> int:
     cset, measured = calibrate_runs(device, runs, args.metric, fit=args.fit, across=args.across_repeats)
     predictions = predict_models(cset, measured, models)
     for p in predictions:
-        if p.get("note"):
+        if p["predicted"] is None:
             ui.warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: not predicted: {p['note']}")
-        elif p["out_of_range"]:
+            continue
+        if p.get("note"):
+            ui.warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: {p['note']}")
+        if p["out_of_range"]:
             low, high = p["calibrated_range"]
             ui.warn(
                 f"{p['model']} {p['metric']}: harness value {ui.fmt(p['harness'])} lies outside the calibrated range "
