@@ -156,6 +156,11 @@ def group_label(group: dict[str, Any]) -> str:
     return ", ".join(parts) or "all groups"
 
 
+BEYOND_REACH = "beyond the calibration models' reach (leverage above 3p/n)"
+"""How `regress` and `predict` name a model that a within-reach-only fit (FittedModel.beyond_reach) leaves to
+another fit."""
+
+
 @dataclass
 class Calibration:
     """One fitted metric × group: the points, the chosen fit, every candidate's held-out figures, and the OLS
@@ -190,15 +195,13 @@ class Calibration:
     def predictions(self, design: Design) -> list[tuple[str, float, float, float]]:
         """Per model: the fit that predicts it (the chosen one, or `beyond` for a model beyond its reach), the
         prediction and its 95% interval."""
-        use_beyond = (self.model.beyond_reach(design) if self.beyond is not None
-                      else np.zeros(len(design), dtype=bool))
-        out = []
-        for model, mask in ((self.model, ~use_beyond), (self.beyond, use_beyond)):
-            if mask.any():
-                rows = np.flatnonzero(mask)
-                out += [(int(i), model.name, *values) for i, *values in zip(rows, *model.interval(
-                    design.take(rows), CONFIDENCE), strict=True)]
-        return [row[1:] for row in sorted(out)]
+        fits = np.full(len(design), self.model.name, dtype=object)
+        yhat, low, high = self.model.interval(design, CONFIDENCE)
+        if self.beyond is not None:
+            far = np.flatnonzero(self.model.beyond_reach(design))
+            fits[far] = self.beyond.name
+            yhat[far], low[far], high[far] = self.beyond.interval(design.take(far), CONFIDENCE)
+        return list(zip(fits, yhat, low, high, strict=True))
 
     def to_dict(self) -> dict[str, Any]:
         return _clean(
@@ -275,12 +278,11 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
         chosen = choose({name: h.predicted for name, h in held.items() if h is not None}, y)
         reported = nested_leave_one_out(design, y, FIT_NAMES)
         choice = {"mode": AUTO, "reason": _choice_reason(held, chosen, y)}
-        if chosen and fit_spec(chosen).in_range_only:
+        if chosen and fit_spec(chosen).within_reach_only:
             choice["beyond_reach"] = choose({name: h.predicted for name, h in held.items()
-                                             if h is not None and not fit_spec(name).in_range_only}, y)
-            choice["reason"] += (f"; a model beyond the calibration models' reach (leverage above 3p/n) is "
-                                 f"predicted by {choice['beyond_reach']}, the best of the others, since {chosen} "
-                                 "was tuned among them")
+                                             if h is not None and not fit_spec(name).within_reach_only}, y)
+            choice["reason"] += (f"; a model {BEYOND_REACH} is predicted by {choice['beyond_reach']}, the best of "
+                                 f"the others, since {chosen} was tuned among them")
     else:
         chosen, reported = fit, held.get(fit)
         choice = {"mode": "forced", "reason": f"forced with --fit {fit}"}
@@ -532,8 +534,8 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
             if math.isfinite(yhat):
                 row.update(predicted=yhat, pi_low=low, pi_high=high, fit=fit)
                 if fit != calibration.model.name:
-                    row["note"] = (f"beyond the calibration models' reach (leverage above 3p/n): predicted by "
-                                   f"{fit}, not by {calibration.model.name}, which was tuned among them")
+                    row["note"] = (f"{BEYOND_REACH}: predicted by {fit}, not by {calibration.model.name}, which was "
+                                   "tuned among them")
             else:
                 row.update(predicted=None, pi_low=None, pi_high=None, fit=fit,
                            note=missing_facts_note(calibration.beyond if fit != calibration.model.name

@@ -309,7 +309,7 @@ class FitSpec:
     tuned: bool = False
     """True when training chooses a setting from the data (the ridge strength): leave-one-out must then
     retrain in every fold, and cannot take the shortcut of exact_loo."""
-    in_range_only: bool = False
+    within_reach_only: bool = False
     """True for a fit whose extra coefficients are chosen by leave-one-out among the calibration models: that tests
     interpolation only, so a model beyond their reach (FittedModel.beyond_reach) is predicted by another fit."""
 
@@ -322,7 +322,7 @@ FITS: tuple[FitSpec, ...] = (
             positive=True),
     FitSpec("loglog", "power law, least squared log error", fit_loglog, positive=True),
     FitSpec("features", "log-linear in harness and static facts, ridge strength by inner leave-one-out",
-            fit_features, positive=True, needs_facts=True, tuned=True, in_range_only=True),
+            fit_features, positive=True, needs_facts=True, tuned=True, within_reach_only=True),
 )
 """In order of simplicity: on equal held-out figures the earlier fit is chosen. `ols` is the reference line;
 `ops` is a sum of proportional parts (no intercept), `relative` a line with a fixed cost, `loglog` bends, all

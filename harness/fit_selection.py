@@ -138,27 +138,22 @@ def simplest_trainable(design: Design, y: np.ndarray, names: tuple[str, ...]) ->
     return None
 
 
-def for_query(design: Design, y: np.ndarray, names: tuple[str, ...], query: Design | None) -> tuple[str, ...]:
-    """The fits that may predict `query`: without an in-range-only one whose model, trained on `design`, finds
+def _reaches(spec: FitSpec, design: Design, y: np.ndarray, query: Design | None) -> bool:
+    """Whether `spec` may predict `query`: False only for a within-reach-only fit that, trained on `design`, finds
     `query` beyond its reach."""
-    if query is None:
-        return names
-    kept = []
-    for name in names:
-        spec = fit_spec(name)
-        model = spec.train(design, y) if spec.in_range_only and unavailable_reason(spec, design, y) is None else None
-        if model is None or not model.beyond_reach(query).any():
-            kept.append(name)
-    return tuple(kept)
+    if query is None or not spec.within_reach_only:
+        return True
+    model = spec.train(design, y)
+    return model is None or not model.beyond_reach(query).any()
 
 
 def select(design: Design, y: np.ndarray, names: tuple[str, ...], query: Design | None = None) -> str | None:
     """The automatic choice on these models (by their leave-one-out) for predicting `query`, or None when no fit
     trains."""
-    names = for_query(design, y, names, query)
-    chosen = choose({spec.name: loo_predictions(spec, design, y) for spec in _usable(design, y, names)}, y)
+    specs = [spec for spec in _usable(design, y, names) if _reaches(spec, design, y, query)]
+    chosen = choose({spec.name: loo_predictions(spec, design, y) for spec in specs}, y)
     if chosen is None:
-        fallback = simplest_trainable(design, y, names)
+        fallback = simplest_trainable(design, y, tuple(spec.name for spec in specs))
         chosen = None if fallback is None else fallback.name
     return chosen
 
