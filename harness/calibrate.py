@@ -38,6 +38,7 @@ from harness.fit_selection import (
     error_stats,
     leave_one_out,
     nested_leave_one_out,
+    tied_with_best,
 )
 from harness.run_values import check_metric, harness_values
 from harness.stats import rank_correlations
@@ -252,13 +253,21 @@ def _comparison(reasons: dict[str, str | None], held: dict[str, HeldOut | None],
 
 
 def _choice_reason(held: dict[str, HeldOut | None], chosen: str, y: np.ndarray) -> str:
-    """Why the automatic choice fell where it did, with the runner-up's figure."""
-    shares = {name: h.figures(y)[f"within_{round(CHOICE_BAND * 100)}pct"] for name, h in held.items() if h}
-    best = shares[chosen]
-    tied = [name for name, share in shares.items() if share == best and name != chosen]
+    """Why the automatic choice fell where it did: every fit's share, and the ties broken by MAPE."""
+    figures = {name: h.figures(y) for name, h in held.items() if h}
+    shares = {name: f[f"within_{round(CHOICE_BAND * 100)}pct"] for name, f in figures.items()}
+    best = max(shares.values())
     others = ", ".join(f"{name} {share:.0%}" for name, share in shares.items() if name != chosen)
     text = f"most held-out models within ±{CHOICE_BAND:.0%} ({best:.0%}; {others or 'no other fit'})"
-    return text + (f"; tied with {', '.join(tied)}, the simpler fit is taken" if tied else "")
+    tied = tied_with_best({name: h.predicted for name, h in held.items() if h}, y)
+    if len(tied) < 2:
+        return text
+    if shares[chosen] < best:
+        text = (f"{shares[chosen]:.0%} of held-out models within ±{CHOICE_BAND:.0%}, within one standard error of "
+                f"the most ({others})")
+    mapes = ", ".join(f"{name} {figures[name]['mape_pct']:.1f}%" for name in tied)
+    return f"{text}; tied within one standard error, so the smallest held-out MAPE decides, then the simpler fit " \
+        f"({mapes})"
 
 
 def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, fit: str = AUTO) -> Calibration:

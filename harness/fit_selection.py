@@ -4,11 +4,15 @@ Leave-one-out: each model is predicted, with its 95% prediction interval, by a f
 others, which is the honest error for a model the device has never run. Every fit is retrained from scratch
 in each fold, the `features` fit's ridge strength included.
 
-The automatic choice takes the fit with the largest leave-one-out share within ±10% (ties go to the simpler
-fit, in the order of harness.calibration_fits.FITS). The figures reported for that choice are *nested*
-(Varma & Simon 2006; Cawley & Talbot 2010): in each outer fold the choice is made again from the inner
-leave-one-out of the remaining models only, and the chosen fit then predicts the left-out model. Reporting
-the winner's own leave-one-out share instead would flatter it, since it was picked for being high.
+The automatic choice takes the fit with the largest leave-one-out share within ±10%. A share within one standard
+error of the best (paired, as McNemar's test pairs them) is a tie, since a count of 5 to 20 models moves by a
+model or two on noise; ties go to the smallest leave-one-out MAPE, which weighs every error rather than which
+side of 10% it fell, and then to the simpler fit, in the order of harness.calibration_fits.FITS.
+
+The figures reported for that choice are *nested* (Varma & Simon 2006; Cawley & Talbot 2010): in each outer
+fold the choice is made again from the inner leave-one-out of the remaining models only, and the chosen fit
+then predicts the left-out model. Reporting the winner's own leave-one-out share instead would flatter it,
+since it was picked for being high.
 
 A model beyond the reach of the calibration models (FittedModel.beyond_reach: a leverage above 3p/n in the
 `features` fit) is not predicted by that fit: its ridge strength is chosen by leave-one-out among those models,
@@ -111,17 +115,35 @@ def leave_one_out(spec: FitSpec, design: Design, y: np.ndarray, intervals: bool 
     return HeldOut(spec.name, predicted, low, high)
 
 
-def _score(predicted: np.ndarray, y: np.ndarray) -> int:
-    """Held-out models within ±10% (a count, so that equal shares tie exactly)."""
+def _within_band(predicted: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Which held-out models fall within ±10% of the device."""
+    return np.abs(predicted - y) / np.abs(y) <= CHOICE_BAND + ROUNDING
+
+
+def _mape(predicted: np.ndarray, y: np.ndarray) -> float:
+    """Held-out MAPE as a fraction, rounded so that fits exact to rounding tie (inf when a prediction is not finite)."""
     relative = np.abs(predicted - y) / np.abs(y)
-    return int(np.sum(relative <= CHOICE_BAND + ROUNDING))
+    return round(float(np.mean(relative)), 9) if np.all(np.isfinite(relative)) else np.inf
+
+
+def tied_with_best(predicted: dict[str, np.ndarray | None], y: np.ndarray) -> list[str]:
+    """The fits (in FITS order) whose count within ±10% falls short of the best count by at most one standard
+    error of the paired difference: b − c ≤ √(b + c), b and c the models only one of the two has within ±10%
+    (McNemar's z ≤ 1). Counts of 5 to 20 models differ by a model or two on noise alone."""
+    order = {name: index for index, name in enumerate(FIT_NAMES)}
+    within = {name: _within_band(p, y) for name, p in predicted.items() if p is not None}
+    if not within:
+        return []
+    best = within[max(within, key=lambda name: (within[name].sum(), -order[name]))]
+    return [name for name in FIT_NAMES if name in within
+            and best.sum() - within[name].sum() <= np.sqrt(np.sum(best != within[name]))]
 
 
 def choose(predicted: dict[str, np.ndarray | None], y: np.ndarray) -> str | None:
-    """The fit with the most held-out models within ±10%; ties go to the earlier (simpler) fit in FITS."""
-    order = {name: index for index, name in enumerate(FIT_NAMES)}
-    scored = [(_score(p, y), -order[name], name) for name, p in predicted.items() if p is not None]
-    return max(scored)[2] if scored else None
+    """Of the fits tied with the best count within ±10% (tied_with_best), the one with the smallest held-out MAPE;
+    equal MAPEs go to the earlier (simpler) fit in FITS."""
+    tied = tied_with_best(predicted, y)
+    return min(tied, key=lambda name: _mape(predicted[name], y)) if tied else None
 
 
 def _usable(design: Design, y: np.ndarray, names: tuple[str, ...]) -> list[FitSpec]:

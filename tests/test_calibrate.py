@@ -28,7 +28,7 @@ from harness.calibration_fits import (
     ridge_loo_errors,
 )
 from harness.errors import DataError
-from harness.fit_selection import CONFIDENCE, leave_one_out
+from harness.fit_selection import CONFIDENCE, choose, leave_one_out, tied_with_best
 
 SLOPE, INTERCEPT = 2.5, 0.75
 SCALE, POWER = 0.4, 0.85
@@ -76,8 +76,8 @@ def test_exact_linear_data_is_recovered_to_1e_9_by_both_lines() -> None:
     assert line.theil_slope == pytest.approx(SLOPE, abs=1e-9)
     assert line.theil_intercept == pytest.approx(INTERCEPT, abs=1e-9)
     assert line.r2 == pytest.approx(1.0, abs=1e-12)
-    # Both lines (and the nested choice) predict every held-out model exactly; ties go to the simplest, ols.
-    assert calibration.model.name == "ols" and "tied with relative" in calibration.choice["reason"]
+    # Both lines (and the nested choice) predict every held-out model exactly: equal MAPEs go to the simplest, ols.
+    assert calibration.model.name == "ols" and "tied within one standard error" in calibration.choice["reason"]
     np.testing.assert_allclose(calibration.points["loo_predicted"], y, atol=1e-9)
     assert calibration.stats["rmse"] < 1e-9 and calibration.stats["loo_rmse"] < 1e-9
     assert calibration.stats["loo_within_10pct"] == 1.0
@@ -266,6 +266,20 @@ def test_nested_choice_finds_the_law_that_generated_the_data() -> None:
     calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, line))
     assert calibration.model.name in ("ols", "relative")
     assert calibration.stats["loo_within_10pct"] == 1.0
+
+
+def test_the_choice_counts_models_within_10_percent_and_breaks_near_ties_by_mape() -> None:
+    y = np.full(10, 100.0)
+    nine_within = y * (1 + np.array([0.09] * 9 + [0.30]))  # MAPE 11.1%
+    eight_within_closer = y * (1 + np.array([0.01] * 8 + [0.11, 0.11]))  # MAPE 3.0%
+    five_within_closest = y * (1 + np.array([0.0] * 5 + [0.105] * 5))  # MAPE 5.25%
+    predicted = {"ols": nine_within, "relative": eight_within_closer, "loglog": five_within_closest}
+    # 9 vs 8: one model only the first has within (b = 1, c = 0), 1 ≤ √1, a tie; 9 vs 5: b = 4, c = 0, 4 > √4.
+    assert tied_with_best(predicted, y) == ["ols", "relative"]
+    assert choose(predicted, y) == "relative"
+    assert choose({"ols": nine_within, "loglog": five_within_closest}, y) == "ols"
+    # Equal MAPEs go to the simpler fit, whatever the order given.
+    assert choose({"loglog": eight_within_closer, "relative": eight_within_closer}, y) == "relative"
 
 
 def test_forced_fit_reports_its_own_leave_one_out() -> None:
