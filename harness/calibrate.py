@@ -500,11 +500,11 @@ def calibrate_device(
 
 
 def repeats_note(values: pd.DataFrame, repeats: pd.Series) -> str:
-    """How the fitted harness values were made from the repeats, for the output: `fastest of 5 repeats`."""
+    """How the fitted harness values were made from the repeats, for the output: `fastest inference of 5 repeats`."""
     how = values["across"].iloc[0] if "across" in values and len(values) else metric_registry.MEDIAN
     low, high = int(repeats.min()), int(repeats.max())
     count = f"{low}" if low == high else f"{low} to {high}"
-    return f"{how} of {count} repeats"
+    return f"{how.replace('-', ' ')} of {count} repeats"
 
 
 def _no_match_reason(device: DeviceData, measured: pd.DataFrame) -> str:

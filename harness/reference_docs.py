@@ -50,18 +50,23 @@ def variables_markdown(template: Path = ROOT / "env.template") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _across_label(across: str) -> str:
+    return "fastest inference" if across == metric_registry.FASTEST_INFERENCE else f"{across} repeat"
+
+
 def metrics_markdown() -> str:
     lines = [HEADER.format(source="harness/metric_registry.py"), "# Metrics", "",
              "One number per run each; summaries take the median over a model's ok runs. `path` is where the value "
              "sits in a line of runs.jsonl. Ranked: the report ranks models by it. Calibrated: device data may hold "
-             "it, so `harness regress` and `predict` can fit it, from each model's fastest or median repeat "
+             "it, so `harness regress` and `predict` can fit it, from each model's fastest inference, fastest "
+             "repeat or median repeat "
              "(`--across-repeats` overrides; see docs/calibration.md).", "",
              "| metric | unit | meaning | lower is better | ranked | calibrated | path |",
              "|---|---|---|---|---|---|---|"]
     yes = {True: "yes", False: ""}
     for m in metric_registry.METRICS:
         lines.append(f"| `{m.name}` | {m.unit} | {_cell(m.description)} | {yes[m.lower_is_better]} | {yes[m.ranked]} "
-                     f"| {f'yes, {m.across_repeats} repeat' if m.calibrated else ''} | `{'.'.join(m.path)}` |")
+                     f"| {f'yes, {_across_label(m.across_repeats)}' if m.calibrated else ''} | `{'.'.join(m.path)}` |")
     lines += ["", "Families: one metric per key a run brings.", "", "| family | unit | meaning |", "|---|---|---|"]
     for f in metric_registry.FAMILIES:
         lines.append(f"| `{f.name}.<key>` | {f.unit} | {_cell(f.description)} |")

@@ -34,29 +34,30 @@ def check_metric(metric: str, accept: Callable[[metric_registry.Metric], bool] =
     return found.name
 
 
-def run_value(run: dict[str, Any], metric: str) -> float | None:
-    """The run's value of `metric`, or None when the run failed or did not report it."""
+def run_value(run: dict[str, Any], metric: str, across: str | None = None) -> float | None:
+    """The run's value of `metric` (what the repeats rule `across` takes from it, when given), or None when the
+    run failed or did not report it."""
     if run.get("status") != "ok":
         return None
-    return metric_value(run, metric)
+    return metric_value(run, metric) if across is None else metric_registry.get(metric).repeat_value(run, across)
 
 
-def metric_table(runs: Iterable[dict[str, Any]], metric: str) -> pd.DataFrame:
+def metric_table(runs: Iterable[dict[str, Any]], metric: str, across: str | None = None) -> pd.DataFrame:
     """Long table (model_name, cpus, run_id, value) of the ok runs that reported `metric`."""
     rows = [
         {"model_name": run["model_name"], "cpus": float(run["cpus"]), "run_id": run.get("run_id"), "value": value}
         for run in runs
-        if (value := run_value(run, metric)) is not None
+        if (value := run_value(run, metric, across)) is not None
     ]
     return pd.DataFrame(rows, columns=["model_name", "cpus", "run_id", "value"])
 
 
 def harness_values(runs: Iterable[dict[str, Any]], metric: str, across: str | None = None) -> pd.DataFrame:
-    """Per (model_name, cpus): `metric` over the repeats, as `across` says (fastest or median; default: the
-    registry's rule for the metric), with the number of repeats `n` and the rule in `across`."""
+    """Per (model_name, cpus): `metric` over the repeats, as `across` says (metric_registry.ACROSS_REPEATS;
+    default: the registry's rule for the metric), with the number of repeats `n` and the rule in `across`."""
     how = across or metric_registry.get(metric).across_repeats
-    grouped = metric_table(runs, metric).groupby(["model_name", "cpus"])["value"]
-    values = grouped.agg(value="min" if how == metric_registry.FASTEST else "median", n="count").reset_index()
+    grouped = metric_table(runs, metric, how).groupby(["model_name", "cpus"])["value"]
+    values = grouped.agg(value="median" if how == metric_registry.MEDIAN else "min", n="count").reset_index()
     return values.assign(across=how)
 
 

@@ -52,8 +52,10 @@ def add_fit_option(parser: argparse.ArgumentParser, fit_names: tuple[str, ...]) 
 def add_across_repeats_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--across-repeats", default=env_default("HARNESS_ACROSS_REPEATS"), choices=metric_registry.ACROSS_REPEATS,
-        help="how a model's repeats become its harness value: fastest (the default for times, which other load "
-             "only lengthens) or median (the default for memory) (make: ACROSS_REPEATS=...)",
+        help="how a model's repeats become its harness value: fastest-inference (the default for latency_ms and "
+             "latency_p50_ms: the fastest single inference of all repeats), fastest (the fastest repeat; the default "
+             "for other times, which other load only lengthens) or median (the default for memory) "
+             "(make: ACROSS_REPEATS=...)",
     )
 
 
