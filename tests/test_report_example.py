@@ -46,7 +46,8 @@ def test_example_report_calibrates_the_profiled_models(example_session: Path,
     assert {run["status"] for run in runs} == {"ok"}
     points = json.loads((example_session / "report" / "tables" / "calibration_pixel-3_points.json").read_text())
     assert {p["harness_model"] for p in points} == set(MODELS)
-    measured = {m: min(r["latency_stats_ms"]["p50"] for r in runs if r["model_name"] == m) for m in MODELS}  # fastest
+    # Each model's fastest inference over its repeats: what calibration takes for a latency.
+    measured = {m: min(r["latency_stats_ms"]["min"] for r in runs if r["model_name"] == m) for m in MODELS}
     assert {p["harness_model"]: p["harness"] for p in points} == pytest.approx(measured)
     published = {"mobilenet_v1_0.25_128_quant": 0.8, "mobilenet_v1_0.25_160_quant": 1.3,
                  "mobilenet_v1_0.50_128_quant": 1.7}
