@@ -414,6 +414,7 @@ def paired_points(device: DeviceData, measured: pd.DataFrame, metric: str, group
             "cpus": cpus,
             "harness": entry["value"],
             "harness_n": int(entry["n"]),
+            "harness_over": entry["over"],
             "device": float(device_row[metric]),
             "device_n": int(device_row["n"]),
         }
@@ -533,8 +534,10 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
         x_min, x_max = calibration.fit.x_min, calibration.fit.x_max
         base = [{"model": name, "metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
                  "harness": value, "confidence": CONFIDENCE, "out_of_range": not x_min <= value <= x_max,
-                 "calibrated_range": [x_min, x_max], "measured_on_device": measured.get(name)}
-                for name, value in zip(at_cpus["model_name"], at_cpus["value"], strict=True)]
+                 "calibrated_range": [x_min, x_max], "measured_on_device": measured.get(name),
+                 "counts_note": counts_note(over, calibration.points["harness_over"], across)}
+                for name, value, over, across in zip(at_cpus["model_name"], at_cpus["value"], at_cpus["over"],
+                                                     at_cpus["across"], strict=True)]
         ready = at_cpus[known.to_numpy()]
         design = calibration.design(ready["value"], cset.facts.reindex(ready["model_name"]))
         predicted = dict(zip(ready["model_name"], calibration.predictions(design), strict=True))
@@ -551,6 +554,18 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
                                                    else calibration.model))
             out.append(_clean(row))
     return out
+
+
+def counts_note(over: float, calibrated: pd.Series, across: str) -> str | None:
+    """Why a minimum over another count than the calibration models' is biased (None when the counts match, or
+    for the median, which does not drift with them)."""
+    low, high = calibrated.min(), calibrated.max()
+    if across == metric_registry.MEDIAN or pd.isna(over) or low <= over <= high:
+        return None
+    unit = "inferences" if across == metric_registry.FASTEST_INFERENCE else "repeats"
+    span = f"{low:g}" if low == high else f"{low:g} to {high:g}"
+    return (f"its harness value is the fastest of {over:g} {unit}, the calibration models' of {span}: a minimum "
+            f"is lower over more values, so profile it with the calibration models' REPEATS and ITERATIONS")
 
 
 def missing_facts_note(model: FittedModel) -> str:

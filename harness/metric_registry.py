@@ -48,14 +48,15 @@ class Metric:
         """The run's value, or None when absent or not a finite number (the run's status is not checked)."""
         return _number_at(run, self.path)
 
+    def takes_fastest_inference(self, run: dict[str, Any], across: str) -> bool:
+        """Whether `across` takes this run's fastest inference: under `fastest-inference`, for a per-inference
+        latency of a run without a CFS quota that recorded it."""
+        return (across == FASTEST_INFERENCE and self.per_inference and run.get("latency_headline") != "mean"
+                and _number_at(run, FASTEST_INFERENCE_PATH) is not None)
+
     def repeat_value(self, run: dict[str, Any], across: str) -> float | None:
-        """What `across` takes from this run: its fastest inference under `fastest-inference` for a per-inference
-        latency of a run without a CFS quota (when recorded), else the run's value."""
-        if across == FASTEST_INFERENCE and self.per_inference and run.get("latency_headline") != "mean":
-            fastest = _number_at(run, FASTEST_INFERENCE_PATH)
-            if fastest is not None:
-                return fastest
-        return self.value(run)
+        """What `across` takes from this run: its fastest inference (takes_fastest_inference), else its value."""
+        return _number_at(run, FASTEST_INFERENCE_PATH) if self.takes_fastest_inference(run, across) else self.value(run)
 
 
 def _number_at(run: dict[str, Any], path: tuple[str, ...]) -> float | None:

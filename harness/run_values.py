@@ -9,6 +9,7 @@ defined in harness.metric_registry.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -43,21 +44,29 @@ def run_value(run: dict[str, Any], metric: str, across: str | None = None) -> fl
 
 
 def metric_table(runs: Iterable[dict[str, Any]], metric: str, across: str | None = None) -> pd.DataFrame:
-    """Long table (model_name, cpus, run_id, value) of the ok runs that reported `metric`."""
+    """Long table (model_name, cpus, run_id, value, over) of the ok runs that reported `metric`; `over` counts the
+    values `value` is the smallest of (the run's inferences when it is the run's fastest inference, else 1)."""
+    entry = metric_registry.get(metric)
     rows = [
-        {"model_name": run["model_name"], "cpus": float(run["cpus"]), "run_id": run.get("run_id"), "value": value}
+        {"model_name": run["model_name"], "cpus": float(run["cpus"]), "run_id": run.get("run_id"), "value": value,
+         "over": int(run["latency_stats_ms"].get("n") or 1) if across and entry.takes_fastest_inference(run, across)
+         else 1}
         for run in runs
         if (value := run_value(run, metric, across)) is not None
     ]
-    return pd.DataFrame(rows, columns=["model_name", "cpus", "run_id", "value"])
+    return pd.DataFrame(rows, columns=["model_name", "cpus", "run_id", "value", "over"])
 
 
 def harness_values(runs: Iterable[dict[str, Any]], metric: str, across: str | None = None) -> pd.DataFrame:
     """Per (model_name, cpus): `metric` over the repeats, as `across` says (metric_registry.ACROSS_REPEATS;
-    default: the registry's rule for the metric), with the number of repeats `n` and the rule in `across`."""
+    default: the registry's rule for the metric), with the number of repeats `n`, the rule in `across`, and for
+    the fastest rules `over`, how many values the minimum was taken over (a minimum falls as they grow)."""
     how = across or metric_registry.get(metric).across_repeats
-    grouped = metric_table(runs, metric, how).groupby(["model_name", "cpus"])["value"]
-    values = grouped.agg(value="median" if how == metric_registry.MEDIAN else "min", n="count").reset_index()
+    grouped = metric_table(runs, metric, how).groupby(["model_name", "cpus"])
+    if how == metric_registry.MEDIAN:
+        values = grouped["value"].agg(value="median", n="count").reset_index().assign(over=math.nan)
+    else:
+        values = grouped.agg(value=("value", "min"), n=("value", "count"), over=("over", "sum")).reset_index()
     return values.assign(across=how)
 
 

@@ -151,6 +151,23 @@ def test_predict_gives_intervals_and_warns_out_of_range(tmp_path: Path, capsys: 
     assert width["big_net"] > width["mid_net"]
 
 
+def test_predict_warns_when_a_minimum_is_over_fewer_inferences_than_the_calibration_models(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fastest inference over 2 runs of 10 sits higher than one over 3 runs of 10: named, with the fix."""
+    results = tmp_path / "results"
+    write_session(results, {**HARNESS, "mid_net": [5.0, 5.0, 5.0], "short_net": [5.0, 5.0]})
+    rows = [f"{m},2,{2.0 * v + 1.0!r},x" for m, v in FASTEST.items()]
+    run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
+            "--results-dir", str(results))
+    code, _, err = run_cli(capsys, "predict", "--device", "d", "--results-dir", str(results), "mid_net", "short_net")
+    assert code == 0, err
+    assert ("short_net latency_ms cpus=2: its harness value is the fastest of 20 inferences, the calibration "
+            "models' of 30") in err and "REPEATS and ITERATIONS" in err and "mid_net" not in err
+    code, _, err = run_cli(capsys, "predict", "--device", "d", "--results-dir", str(results), "short_net",
+                           "--across-repeats", "median")
+    assert code == 0 and "short_net" not in err  # a median does not drift with the count
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [

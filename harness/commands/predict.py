@@ -47,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
         if p["predicted"] is None:
             ui.warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: not predicted: {p['note']}")
             continue
-        if p.get("note"):
-            ui.warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: {p['note']}")
+        for note in (p.get("note"), p.get("counts_note")):
+            if note:
+                ui.warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: {note}")
         if p["out_of_range"]:
             low, high = p["calibrated_range"]
             ui.warn(
