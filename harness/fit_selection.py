@@ -74,12 +74,22 @@ def error_stats(actual: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
     """RMSE, MAPE (%) and the share of predictions within each WITHIN_BANDS relative error."""
     actual = np.asarray(actual, dtype=float)
     predicted = np.asarray(predicted, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        relative = np.abs(predicted - actual) / np.abs(actual)
+    relative = _relative_errors(predicted, actual)
     out = {"rmse": float(np.sqrt(np.mean((predicted - actual) ** 2))), "mape_pct": float(100 * np.mean(relative))}
     for band in WITHIN_BANDS:
-        out[f"within_{round(band * 100)}pct"] = float(np.mean(relative <= band + ROUNDING))
+        out[f"within_{round(band * 100)}pct"] = float(np.mean(_within(relative, band)))
     return out
+
+
+def _relative_errors(predicted: np.ndarray, actual: np.ndarray) -> np.ndarray:
+    """|predicted − actual| / |actual| per model (inf or nan where the device value is 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.abs(predicted - actual) / np.abs(actual)
+
+
+def _within(relative: np.ndarray, band: float) -> np.ndarray:
+    """Which relative errors fall within ±band, exact predictions that land on its edge through rounding included."""
+    return relative <= band + ROUNDING
 
 
 def available_fits(design: Design, y: np.ndarray) -> dict[str, str | None]:
@@ -115,14 +125,9 @@ def leave_one_out(spec: FitSpec, design: Design, y: np.ndarray, intervals: bool 
     return HeldOut(spec.name, predicted, low, high)
 
 
-def _within_band(predicted: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Which held-out models fall within ±10% of the device."""
-    return np.abs(predicted - y) / np.abs(y) <= CHOICE_BAND + ROUNDING
-
-
 def _mape(predicted: np.ndarray, y: np.ndarray) -> float:
     """Held-out MAPE as a fraction, rounded so that fits exact to rounding tie (inf when a prediction is not finite)."""
-    relative = np.abs(predicted - y) / np.abs(y)
+    relative = _relative_errors(predicted, y)
     return round(float(np.mean(relative)), 9) if np.all(np.isfinite(relative)) else np.inf
 
 
@@ -131,7 +136,7 @@ def tied_with_best(predicted: dict[str, np.ndarray | None], y: np.ndarray) -> li
     error of the paired difference: b − c ≤ √(b + c), b and c the models only one of the two has within ±10%
     (McNemar's z ≤ 1). Counts of 5 to 20 models differ by a model or two on noise alone."""
     order = {name: index for index, name in enumerate(FIT_NAMES)}
-    within = {name: _within_band(p, y) for name, p in predicted.items() if p is not None}
+    within = {name: _within(_relative_errors(p, y), CHOICE_BAND) for name, p in predicted.items() if p is not None}
     if not within:
         return []
     best = within[max(within, key=lambda name: (within[name].sum(), -order[name]))]

@@ -21,6 +21,7 @@ latencies (one quiet moment in any repeat suffices, where `fastest` needs a whol
 smallest run value, for whole-run times, and for runs under a CFS quota, whose headline latency is the mean with
 its stalls. `median` for memory, which such load leaves alone."""
 FASTEST_INFERENCE_PATH = ("latency_stats_ms", "min")
+INFERENCE_COUNT_PATH = ("latency_stats_ms", "n")
 
 
 @dataclass(frozen=True)
@@ -48,15 +49,22 @@ class Metric:
         """The run's value, or None when absent or not a finite number (the run's status is not checked)."""
         return _number_at(run, self.path)
 
-    def takes_fastest_inference(self, run: dict[str, Any], across: str) -> bool:
+    def takes_fastest_inference(self, run: dict[str, Any], across: str | None) -> bool:
         """Whether `across` takes this run's fastest inference: under `fastest-inference`, for a per-inference
         latency of a run without a CFS quota that recorded it."""
         return (across == FASTEST_INFERENCE and self.per_inference and run.get("latency_headline") != "mean"
                 and _number_at(run, FASTEST_INFERENCE_PATH) is not None)
 
-    def repeat_value(self, run: dict[str, Any], across: str) -> float | None:
+    def repeat_value(self, run: dict[str, Any], across: str | None) -> float | None:
         """What `across` takes from this run: its fastest inference (takes_fastest_inference), else its value."""
         return _number_at(run, FASTEST_INFERENCE_PATH) if self.takes_fastest_inference(run, across) else self.value(run)
+
+    def repeat_count(self, run: dict[str, Any], across: str | None) -> int:
+        """How many values repeat_value is the fastest of: the run's inferences when it is its fastest inference,
+        else 1 (the run's own value)."""
+        if not self.takes_fastest_inference(run, across):
+            return 1
+        return int(_number_at(run, INFERENCE_COUNT_PATH) or 1)
 
 
 def _number_at(run: dict[str, Any], path: tuple[str, ...]) -> float | None:

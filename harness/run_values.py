@@ -49,8 +49,7 @@ def metric_table(runs: Iterable[dict[str, Any]], metric: str, across: str | None
     entry = metric_registry.get(metric)
     rows = [
         {"model_name": run["model_name"], "cpus": float(run["cpus"]), "run_id": run.get("run_id"), "value": value,
-         "over": int(run["latency_stats_ms"].get("n") or 1) if across and entry.takes_fastest_inference(run, across)
-         else 1}
+         "over": entry.repeat_count(run, across)}
         for run in runs
         if (value := run_value(run, metric, across)) is not None
     ]
