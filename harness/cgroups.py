@@ -108,6 +108,16 @@ def parse_flat_keyed(text: str) -> dict[str, int]:
     return values
 
 
+def flat_keyed_value(text: str, key: str) -> int | None:
+    """One key of a flat-keyed file without parsing the others: the sampler reads memory.stat (40-odd lines) up to
+    a thousand times a second, and parsing every line cost twice what reading it does."""
+    start = ("\n" + text).find(f"\n{key} ")
+    if start < 0:
+        return None
+    end = text.find("\n", start)
+    return int(text[start + len(key) + 1:end if end >= 0 else None])
+
+
 class MemoryProbe:
     """Reads a cgroup's memory usage, working set, kernel peak, OOM kills and CPU throttling."""
 
@@ -136,7 +146,7 @@ class MemoryProbe:
     def working_set_bytes(self) -> int:
         """Usage minus inactive page cache: what `docker stats` and kubelet call the working set."""
         usage = self.usage_bytes()
-        inactive = parse_flat_keyed(self._readers["stat"].read()).get(self._inactive_key, 0)
+        inactive = flat_keyed_value(self._readers["stat"].read(), self._inactive_key) or 0
         return max(usage - inactive, 0)
 
     def peak_bytes(self) -> int | None:

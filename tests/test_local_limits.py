@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cgroups import discover
+from harness.cgroups import discover, flat_keyed_value, parse_flat_keyed
 from harness.cli import main
 from harness.stats import metric_value
 from tests.helpers import entry, profile_json, session_runs
@@ -83,6 +83,16 @@ def test_oom_is_recorded_and_session_goes_on(capsys, in_tmp_cwd: Path, tiny_onnx
     assert [r["status"] for r in runs] == ["oom", "oom"]
     assert runs[0]["peak_memory_mib"] <= 150.5
     assert entry(summary, "tiny_mlp")["statuses"] == {"oom": 2}
+
+
+def test_one_key_of_this_cgroups_memory_stat_reads_as_the_whole_file_parses() -> None:
+    """The sampler's working set reads one key of memory.stat; every key, first and last included, must read as
+    the full parse reads it, and a key the file lacks must read as absent."""
+    text = (discover().dirs["memory"] / "memory.stat").read_text()
+    parsed = parse_flat_keyed(text)
+    assert len(parsed) > 10 and {key: flat_keyed_value(text, key) for key in parsed} == parsed
+    assert flat_keyed_value(text.rstrip("\n"), list(parsed)[-1]) == parsed[list(parsed)[-1]]
+    assert flat_keyed_value(text, "inactive") is None  # a prefix of inactive_file / total_inactive_file
 
 
 def test_sampling_rate_and_phases(capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> None:
