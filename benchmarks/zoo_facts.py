@@ -29,6 +29,7 @@ PUBLISHED: dict[str, tuple[float, str, float | None]] = {
     "shufflenet_v2_x1_0": (146e6, "ShuffleNetV2 paper", None),
     "shufflenet_v2_x0_5": (41e6, "ShuffleNetV2 paper", None),
     "resnet50": (4.09e9, "torchvision model table", None),
+    "inception_v1": (1.50e9, "torchvision model table (googlenet)", None),
     "inception_v3": (5.71e9, "torchvision model table", None),
 }
 MEASURED = ("latency_p50_ms", "peak_memory_mib", "peak_rss_mib", "avg_memory_mib")

@@ -22,6 +22,10 @@ def _torchvision(spec: ZooSpec) -> nn.Module:
     if spec.family == "inception_v3":
         # No auxiliary head: it is dropped in eval mode anyway and would only bloat the export.
         return tvm.inception_v3(weights=None, aux_logits=False, init_weights=True, num_classes=classes)
+    if spec.family == "inception_v1":
+        # torchvision's GoogLeNet is TF-Slim's Inception-v1 (batch norm, 3x3 where the paper's branch has 5x5),
+        # the network TFLite's inception_v1 models were trained as; no auxiliary heads, as for Inception-v3.
+        return tvm.googlenet(weights=None, aux_logits=False, init_weights=True, num_classes=classes)
     # For the other families the zoo name is torchvision's builder name (squeezenet1_1, resnet18, ...).
     return getattr(tvm, get_family(spec.family).compose(params))(weights=None, num_classes=classes)
 

@@ -147,6 +147,14 @@ FAMILIES: tuple[Family, ...] = (
         description="ResNet-18 / ResNet-50, 224 x 224",
     ),
     Family(
+        key="inception_v1",
+        template="inception_v1",
+        source="torchvision (googlenet)",
+        choices={},
+        listed=({},),
+        description="Inception-v1 (GoogLeNet with batch norm, as TF-Slim's), 224 x 224",
+    ),
+    Family(
         key="inception_v3",
         template="inception_v3",
         source=_TORCHVISION,
