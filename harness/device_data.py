@@ -25,8 +25,9 @@ from typing import Any
 import pandas as pd
 
 from harness import metric_registry
-from harness.errors import ConfigError, DataError
+from harness.errors import ConfigError, DataError, ModelError
 from harness.store import SCHEMA_VERSION, atomic_write_text, check_schema
+from harness.zoo import registry as zoo_registry
 
 DEVICES_DIR = "devices"
 MEASUREMENTS_FILE = "measurements.csv"
@@ -82,14 +83,29 @@ def normalise_model_name(name: str) -> tuple[str, int | None]:
     return "_".join(_canonical_token(token) for token in base.split("_")), quant
 
 
+def _bases(harness_model: str) -> list[str]:
+    """The normalised names a harness model answers to: its own and, for a zoo model whose name leaves its square
+    input size implicit (`inception_v3` takes 299 × 299), that name with the size, as published tables write it
+    (`inception_v3_299_quant`)."""
+    base = normalise_model_name(harness_model)[0]
+    try:
+        shape = zoo_registry.parse(harness_model).input_shape if zoo_registry.is_zoo_name(harness_model) else ()
+    except ModelError:
+        shape = ()
+    if len(shape) == 4 and shape[2] == shape[3] and not base.endswith(f"_{shape[3]}"):
+        return [base, f"{base}_{shape[3]}"]
+    return [base]
+
+
 def match_models(device_models: list[str], explicit: dict[str, str], harness_models: list[str]) -> dict[str, str]:
     """Device model → harness model: an explicit harness_model cell, else the same name, else the same
-    normalised name and kind of precision (the preferred quantization when there are several), else the
-    same normalised name when exactly one harness model has it."""
+    normalised name (with a zoo model's input size, see _bases) and kind of precision (the preferred
+    quantization when there are several), else the same normalised name when exactly one harness model has it."""
     by_base: dict[str, list[tuple[int | None, str]]] = {}
     for name in harness_models:
-        base, quant = normalise_model_name(name)
-        by_base.setdefault(base, []).append((quant, name))
+        quant = normalise_model_name(name)[1]
+        for base in _bases(name):
+            by_base.setdefault(base, []).append((quant, name))
     mapping: dict[str, str] = {}
     for model in device_models:
         base, quant = normalise_model_name(model)

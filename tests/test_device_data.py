@@ -146,6 +146,21 @@ def test_cli_subprocess_prints_no_traceback(tmp_path: Path) -> None:
         "number; fix that cell (leave it empty if not measured)"
 
 
+def test_zoo_models_answer_to_their_name_with_their_input_size() -> None:
+    """Published tables name a model with its input size (`inception_v3_299_quant`) where the zoo leaves it implicit
+    (`inception_v3`, built at 299 × 299); another size is another model. A name that has its size, a video
+    input, a name outside the zoo's grammar or with values it does not build (a user's file) gains nothing."""
+    harness = ["inception_v3_int8_static", "inception_v1", "squeezenet1_0", "mobilenet_v2_1.0_224", "resnet18_v9",
+               "mobilenet_v2_3d_1.0", "mobilenet_v1_0.3_128"]
+    device = ["inception_v3_299_quant", "inception_v1_224", "inception_v3_224_quant", "squeezenet1_0_224",
+              "mobilenet_v2_1.0_224_224", "resnet18_v9_224", "mobilenet_v2_3d_1.0_112", "mobilenet_v1_0.3_128_128"]
+    assert match_models(device, {}, harness) == {
+        "inception_v3_299_quant": "inception_v3_int8_static",
+        "inception_v1_224": "inception_v1",
+        "squeezenet1_0_224": "squeezenet1_0",
+    }
+
+
 def test_model_names_normalise_across_precision_suffixes() -> None:
     assert normalise_model_name("MobileNet-V1_0.50_128_quant.tflite") == ("mobilenet_v1_0.5_128", 2)
     assert normalise_model_name("resnet18_fp32.onnx") == ("resnet18", None)
