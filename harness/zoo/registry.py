@@ -152,7 +152,7 @@ FAMILIES: tuple[Family, ...] = (
         source="torchvision (googlenet)",
         choices={},
         listed=({},),
-        description="Inception-v1 (GoogLeNet with batch norm, as TF-Slim's), 224 x 224",
+        description="Inception-v1 (GoogLeNet), 224 x 224",
     ),
     Family(
         key="inception_v3",
