@@ -8,7 +8,7 @@ import importlib
 import sys
 
 from harness import __version__
-from harness.errors import HarnessError
+from harness.errors import HarnessError, is_user_interrupt
 
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.profile",
@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as err:
         print(f"harness: error: {err}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
+    except BaseException as err:
+        if not is_user_interrupt(err):
+            raise
         print("harness: interrupted; completed runs are kept", file=sys.stderr)
         return 130
 

@@ -29,3 +29,36 @@ def test_unknown_command_is_one_usage_error(capsys) -> None:
         main(["profiel"])
     assert done.value.code == 2
     assert "invalid choice: 'profiel'" in capsys.readouterr().err
+
+
+class _InterruptedDefinition:
+    """A descriptor whose __set_name__ raises KeyboardInterrupt: what Ctrl-C does when it lands in a class body that
+    an import is running (Python 3.11 hands it on wrapped in a RuntimeError)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        raise KeyboardInterrupt
+
+
+def _define_a_class(_args: object) -> int:
+    class Interrupted:
+        attribute = _InterruptedDefinition()
+
+    return 0
+
+
+def test_ctrl_c_that_python_wraps_in_another_error_is_still_an_interrupt(capsys, monkeypatch) -> None:
+    monkeypatch.setattr("harness.commands.zoo.run_list", _define_a_class)
+    assert main(["zoo", "list"]) == 130
+    assert capsys.readouterr().err == "harness: interrupted; completed runs are kept\n"
+
+
+def test_an_error_without_ctrl_c_behind_it_is_not_taken_for_one(monkeypatch) -> None:
+    def fail(_args: object) -> int:
+        try:
+            raise ValueError("handled")
+        except ValueError as err:
+            raise RuntimeError("a bug") from err
+
+    monkeypatch.setattr("harness.commands.zoo.run_list", fail)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["zoo", "list"])
