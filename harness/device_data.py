@@ -83,15 +83,14 @@ def normalise_model_name(name: str) -> tuple[str, int | None]:
     return "_".join(_canonical_token(token) for token in base.split("_")), quant
 
 
-def _bases(harness_model: str) -> list[str]:
-    """The normalised names a harness model answers to: its own and, for a zoo model whose name leaves its square
-    input size implicit (`inception_v3` takes 299 × 299), that name with the size, as published tables write it
-    (`inception_v3_299_quant`)."""
-    base = normalise_model_name(harness_model)[0]
+def _with_input_size(harness_model: str, base: str) -> list[str]:
+    """The normalised names a harness model answers to: its own `base` and, for a zoo model whose name leaves its
+    square input size implicit (`inception_v3` takes 299 × 299), that name with the size, as published tables
+    write it (`inception_v3_299_quant`)."""
     try:
-        shape = zoo_registry.parse(harness_model).input_shape if zoo_registry.is_zoo_name(harness_model) else ()
-    except ModelError:
-        shape = ()
+        shape = zoo_registry.parse(harness_model).input_shape
+    except ModelError:  # not a zoo name, or values the zoo does not build (a user's own file)
+        return [base]
     if len(shape) == 4 and shape[2] == shape[3] and not base.endswith(f"_{shape[3]}"):
         return [base, f"{base}_{shape[3]}"]
     return [base]
@@ -99,13 +98,13 @@ def _bases(harness_model: str) -> list[str]:
 
 def match_models(device_models: list[str], explicit: dict[str, str], harness_models: list[str]) -> dict[str, str]:
     """Device model → harness model: an explicit harness_model cell, else the same name, else the same
-    normalised name (with a zoo model's input size, see _bases) and kind of precision (the preferred
+    normalised name (with a zoo model's input size, see _with_input_size) and kind of precision (the preferred
     quantization when there are several), else the same normalised name when exactly one harness model has it."""
     by_base: dict[str, list[tuple[int | None, str]]] = {}
     for name in harness_models:
-        quant = normalise_model_name(name)[1]
-        for base in _bases(name):
-            by_base.setdefault(base, []).append((quant, name))
+        base, quant = normalise_model_name(name)
+        for alias in _with_input_size(name, base):
+            by_base.setdefault(alias, []).append((quant, name))
     mapping: dict[str, str] = {}
     for model in device_models:
         base, quant = normalise_model_name(model)
