@@ -150,8 +150,8 @@ bench: $(ZOO_STAMP)
 	for name in $(BENCHMARKS); do $(VENV)/bin/python benchmarks/$$name.py || exit 1; done
 	$(VENV)/bin/python benchmarks/goals.py $(BENCHMARKS)
 
-# Calibration against the published Pixel 3 latencies: profiles 20 zoo models at CPUS=1 with PER_OP=1 (5 minutes on a quiet,
-# 10 to 20 on a busy 2-core host), then prints every fit's held-out figures; SESSION=DIR reuses a session instead.
+# Calibration against the published Pixel 3 latencies: profiles 21 zoo models at CPUS=1 with PER_OP=1, 15 repeats (about 20
+# minutes on a 2-core host), then prints every fit's held-out figures; SESSION="DIR [DIR ...]" reuses sessions instead, pooled.
 .PHONY: bench-calibration
 bench-calibration: export HARNESS_BENCH_SESSION := $(SESSION)
 bench-calibration: $(ZOO_STAMP)

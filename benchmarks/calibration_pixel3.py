@@ -1,7 +1,7 @@
 """Calibration against published Pixel 3 latencies: every fit's leave-one-out figures and the nested automatic
 choice, within one architecture family and across several.
 
-    .venv/bin/python benchmarks/calibration_pixel3.py [--session DIR [DIR ...]] [--repeats 5] [--iterations 100]
+    .venv/bin/python benchmarks/calibration_pixel3.py [--session DIR [DIR ...]] [--repeats 15] [--iterations 100]
         [--warmup 10]
     make bench-calibration [SESSION="DIR [DIR ...]"]
 
@@ -9,7 +9,8 @@ Without --session it profiles, in one interleaved session at CPUS=1 (local backe
 fit is a candidate), the zoo's int8 builds of the models of examples/pixel3_quant_tflite.csv that the zoo has
 (16 MobileNetV1 width × resolution variants, MobileNetV2 1.0/224, Inception-v1, Inception-v3) plus SqueezeNet
 1.0 and ResNet-18, which the phone's table lacks (the candidates `harness suggest` ranks), into
-results/calibration-pixel3/results/. That takes 4 minutes on a quiet 2-core host, 10 to 20 on a busy one.
+results/calibration-pixel3/results/, 15 repeats each (fewer leave the goals to the host's noise: see
+docs/calibration.md). That takes about 20 minutes on a 2-core host.
 `--session DIR` reuses a session directory such a run (or `harness profile`) left; several directories pool
 their runs (each model's fastest inference of all their repeats), as `harness regress --session all` does.
 
@@ -126,7 +127,7 @@ def main() -> None:
     parser.add_argument("--session", nargs="+", default=os.environ.get("HARNESS_BENCH_SESSION", "").split() or None,
                         help="reuse these session directories (their runs pooled) instead of profiling "
                              "(make: SESSION=\"DIR [DIR ...]\")")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     args = parser.parse_args()
