@@ -13,19 +13,18 @@ from harness.zoo.registry import ZooSpec, get_family
 from harness.zoo.video3d import MobileNetV2_3D, ShuffleNetV2_3D, SqueezeNet3D
 
 SEED = 0
+INCEPTIONS = {"inception_v3": tvm.inception_v3, "inception_v1": tvm.googlenet}
+"""torchvision's GoogLeNet is TF-Slim's Inception-v1 (batch norm, 3x3 where the paper's branch has 5x5), the
+network TFLite's inception_v1 models were trained as."""
 
 
 def _torchvision(spec: ZooSpec) -> nn.Module:
     params, classes = spec.params, spec.num_classes
     if spec.family == "mobilenet_v2":
         return tvm.mobilenet_v2(weights=None, width_mult=float(params["alpha"]), num_classes=classes)
-    if spec.family == "inception_v3":
-        # No auxiliary head: it is dropped in eval mode anyway and would only bloat the export.
-        return tvm.inception_v3(weights=None, aux_logits=False, init_weights=True, num_classes=classes)
-    if spec.family == "inception_v1":
-        # torchvision's GoogLeNet is TF-Slim's Inception-v1 (batch norm, 3x3 where the paper's branch has 5x5),
-        # the network TFLite's inception_v1 models were trained as; no auxiliary heads, as for Inception-v3.
-        return tvm.googlenet(weights=None, aux_logits=False, init_weights=True, num_classes=classes)
+    if spec.family in INCEPTIONS:
+        # No auxiliary heads: they are dropped in eval mode anyway and would only bloat the export.
+        return INCEPTIONS[spec.family](weights=None, aux_logits=False, init_weights=True, num_classes=classes)
     # For the other families the zoo name is torchvision's builder name (squeezenet1_1, resnet18, ...).
     return getattr(tvm, get_family(spec.family).compose(params))(weights=None, num_classes=classes)
 
