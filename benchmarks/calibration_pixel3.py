@@ -156,11 +156,11 @@ def main() -> None:
                               f"{calibration.stats['loo_within_10pct']:.0%}", None))
     print_table("Goals", [{"goal": g.name, "target": g.target, "measured": g.measured,
                            "verdict": {True: "met", False: "MISSED", None: "info"}[g.met]} for g in goals])
+    regress_session, holding = (sessions[0].name, "that session") if len(sessions) == 1 else ("all", "those only")
     notes = [f"harness runs: {' '.join(map(str, sessions))} (reuse them with --session); the latency_ms figures "
              f"of the {every.fit.n} models, as regress prints them: harness import-device examples/{EXAMPLE.name} "
              f"--device pixel-3 --results-dir DIR && harness regress --device pixel-3 --results-dir DIR "
-             f"--session {sessions[0].name if len(sessions) == 1 else 'all'}, DIR holding "
-             f"{'that session' if len(sessions) == 1 else 'those sessions only'}"]
+             f"--session {regress_session}, DIR holding {holding}"]
     raw = {f"{group} / {column} / {across}": c.points.to_dict(orient="records")
            for (group, column, across), c in chosen.items()}
     write_report("calibration_pixel3", rows, goals, notes, raw)
