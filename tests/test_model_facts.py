@@ -108,6 +108,26 @@ def test_zoo_macs_match_published_counts(name: str, published: float, tolerance:
     assert abs(macs - published) / published < tolerance, f"{name}: {macs / 1e6:.1f}M vs {published / 1e6:.0f}M"
 
 
+PIXEL1_TABLE = Path(__file__).resolve().parents[1] / "examples" / "pixel1_mobilenet_v2_float.csv"
+
+
+@pytest.mark.usefixtures("zoo_cache")
+@pytest.mark.parametrize("name", ["mobilenet_v2_0.35_96", "mobilenet_v2_1.4_224"])
+def test_zoo_mobilenet_v2_matches_the_pixel1_tables_macs_and_params(name: str) -> None:
+    """The second published example's calibration rests on the zoo rebuilding its models: the extremes of its
+    range (0.35 keeps a 1280-channel last layer, 1.4 widens it) have the table's MACs, which it truncates to whole
+    millions (11.93M is listed as 11), and its parameters to two decimals."""
+    pytest.importorskip("torchvision", reason="needs the zoo extra: make setup-zoo")
+    import pandas as pd
+
+    from harness import zoo
+
+    row = pd.read_csv(PIXEL1_TABLE, comment="#").set_index("model").loc[name]
+    facts = onnx_facts(zoo.export(name))
+    assert facts["macs"] // 1e6 == row["macs_m"]
+    assert round(facts["params"] / 1e6, 2) == row["params_m"]
+
+
 @pytest.mark.usefixtures("zoo_cache")
 def test_quantized_variant_keeps_macs_and_signature() -> None:
     pytest.importorskip("torchvision", reason="needs the zoo extra: make setup-zoo")
