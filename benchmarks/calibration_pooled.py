@@ -1,11 +1,12 @@
-"""How often the Pixel 3 calibration goals hold when a model's repeats come from k sessions pooled: every
+"""How often a published table's calibration goals hold when a model's repeats come from k sessions pooled: every
 combination of k of the given sessions, each calibrated as one (the fastest inference of all their repeats).
 
-    .venv/bin/python benchmarks/calibration_pooled.py DIR DIR ... [--k 1 2 3]
+    .venv/bin/python benchmarks/calibration_pooled.py DIR DIR ... [--k 1 2 3] [--table pixel-3|pixel-1]
 
-The sessions are directories that `benchmarks/calibration_pixel3.py` (or `harness profile` of the same models,
-PER_OP=1, CPUS=1, equal ITERATIONS and REPEATS) left. Pooling k sessions profiled at different times is what
-`harness regress --session all` does with a user's own sessions; k = 1 is each session alone.
+The sessions are directories that `benchmarks/calibration_pixel3.py` or `calibration_pixel1.py` (or `harness
+profile` of the same models, PER_OP=1, CPUS=1, equal ITERATIONS and REPEATS) left. Pooling k sessions profiled
+at different times is what `harness regress --session all` does with a user's own sessions; k = 1 is each session
+alone.
 """
 
 from __future__ import annotations
@@ -15,26 +16,30 @@ import itertools
 import sys
 from pathlib import Path
 
+from _calibration import goal_calibrations, table_goals
 from _common import Goal, print_table, write_report
-from calibration_pixel3 import EXAMPLE, goal_calibrations, issue_goals
+from calibration_pixel1 import PIXEL1
+from calibration_pixel3 import PIXEL3
 
-from harness.device_data import DeviceData, parse_device_csv
 from harness.store import load_runs
+
+TABLES = {table.device: table for table in (PIXEL3, PIXEL1)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sessions", nargs="+", type=Path, help="session directories")
     parser.add_argument("--k", nargs="+", type=int, default=[1, 2, 3], help="how many sessions to pool")
+    parser.add_argument("--table", choices=list(TABLES), default=PIXEL3.device, help="the published table")
     args = parser.parse_args()
-    table, info = parse_device_csv(EXAMPLE)
-    device = DeviceData("pixel-3", table, info)
+    table = TABLES[args.table]
+    device = table.device_data()
     runs = {session: load_runs(session) for session in args.sessions}
     rows, raw = [], {}
     for k in args.k:
         verdicts: dict[str, list[bool]] = {}
         for combination in itertools.combinations(args.sessions, k):
-            goals = issue_goals(goal_calibrations(device, [run for s in combination for run in runs[s]]))
+            goals = table_goals(table, goal_calibrations(table, device, [run for s in combination for run in runs[s]]))
             raw[" + ".join(s.name for s in combination)] = {goal.name: goal.measured for goal in goals}
             for goal in goals:
                 verdicts.setdefault(goal.name, []).append(bool(goal.met))
