@@ -38,4 +38,4 @@ ENV PATH=/opt/venv/bin:$PATH \
     HOME=/tmp
 USER harness
 WORKDIR /tmp
-CMD ["python", "-m", "harness.runner", "--help"]
+CMD ["python", "-m", "harness.measure.runner", "--help"]

@@ -40,7 +40,7 @@ doctor: $(STAMP)
 
 # docs/variables.md and docs/metrics.md, generated from the code (a test fails when they are stale).
 docs: $(STAMP)
-	$(VENV)/bin/python -m harness.reference_docs
+	$(VENV)/bin/python -m harness.core.reference_docs
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check harness tests bench_scripts benchmarks

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from harness.bench_inputs import random_input
-from harness.benchloop import (
+from harness.measure.bench_inputs import random_input
+from harness.measure.benchloop import (
     parse_args,
     parse_pairs,
     profile_dir,

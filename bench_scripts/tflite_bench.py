@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
-from harness.bench_inputs import random_input
-from harness.benchloop import parse_args, profile_dir, report, timed_load, timed_loop, write_profile_meta
+from harness.measure.bench_inputs import random_input
+from harness.measure.benchloop import parse_args, profile_dir, report, timed_load, timed_loop, write_profile_meta
 
 NO_OP_PROFILER = ("ai_edge_litert's Python Interpreter has no op profiler (TFLite's benchmark_model binary has "
                   "--enable_op_profiling); no per-op table for .tflite models")

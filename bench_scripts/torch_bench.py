@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from harness.benchloop import (
+from harness.measure.benchloop import (
     parse_args,
     parse_pairs,
     profile_dir,
@@ -25,7 +25,8 @@ from harness.benchloop import (
     write_profile_meta,
 )
 
-ITERATION_MARK = "harness_iteration"  # record_function label around each profiled call (harness.per_op reads it)
+# record_function label around each profiled call (harness.analysis.per_op reads it)
+ITERATION_MARK = "harness_iteration"
 
 
 def load(path: Path) -> tuple[Any, tuple[torch.Tensor, ...] | None]:

@@ -14,11 +14,11 @@ import pandas as pd
 from _common import ROOT, Goal, print_table, profile_runs, write_report
 from goals import VERDICTS
 
-from harness.calibrate import Calibration, calibrate_device, model_facts_table
-from harness.device_data import DeviceData, parse_device_csv
-from harness.metric_registry import ACROSS_REPEATS, FASTEST_INFERENCE
-from harness.run_values import harness_values, metric_table
-from harness.store import load_runs
+from harness.analysis.run_values import harness_values, metric_table
+from harness.calibration.calibrate import Calibration, calibrate_device, model_facts_table
+from harness.core.metric_registry import ACROSS_REPEATS, FASTEST_INFERENCE
+from harness.device.data import DeviceData, parse_device_csv
+from harness.store.results import load_runs
 
 COVERAGE_GOAL = (0.90, 0.98)
 GOAL_COLUMN = "latency_ms"

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.store import list_sessions, load_runs
+from harness.store.results import list_sessions, load_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_MODEL_NAME = "bench_input.onnx"
@@ -62,7 +62,7 @@ def zoo_model(name: str) -> Path:
 def docker_usable() -> tuple[bool, str]:
     """Whether the Docker backend can run here (an engine answers and the profile's IMAGE exists), and why not."""
     from harness.backends.docker import engine_status
-    from harness.config import load_profile
+    from harness.core.config import load_profile
 
     return engine_status(load_profile().image)
 
@@ -160,9 +160,9 @@ def api_runs(directory: Path, model: Path, cpu_plans: list[Any], *, rounds: int,
     from dataclasses import replace
 
     from harness.backends.local import LocalBackend
-    from harness.config import load_profile
-    from harness.models import resolve_model
-    from harness.session import Plan, Session, plan_session
+    from harness.core.config import load_profile
+    from harness.models.resolve import resolve_model
+    from harness.run.session import Plan, Session, plan_session
 
     profile = load_profile(None, {"RESULTS_DIR": str(directory / "results"), "REPEATS": "1",
                                   "ITERATIONS": str(iterations), "WARMUP": str(warmup),

@@ -21,7 +21,7 @@ from _common import Goal, print_table, write_report
 from calibration_pixel1 import PIXEL1
 from calibration_pixel3 import PIXEL3
 
-from harness.store import load_runs
+from harness.store.results import load_runs
 
 TABLES = {table.device: table for table in (PIXEL3, PIXEL1)}
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from _common import print_table, profile_runs, write_json
 
 from harness.backends.docker_image import build_image, default_ca_bundle
-from harness.config import VARIABLES
+from harness.core.config import VARIABLES
 
 WORKLOAD = Path(__file__).resolve().parent.parent / "tests" / "workloads" / "alloc.py"
 

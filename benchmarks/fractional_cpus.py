@@ -24,7 +24,7 @@ from typing import Any
 
 from _common import Goal, api_runs, print_table, write_report, zoo_model
 
-from harness.spec import CPU_PERIOD_US, CpuLimits, plan_cpu_limits
+from harness.measure.spec import CPU_PERIOD_US, CpuLimits, plan_cpu_limits
 
 ALT_PERIODS_US = (100_000, 10_000, 5_000)
 

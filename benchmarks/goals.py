@@ -14,7 +14,7 @@ from typing import Any
 
 from _common import OUT_DIR, ROOT, print_table, write_json
 
-from harness.store import atomic_write_text
+from harness.store.results import atomic_write_text
 
 ACCURACY = ROOT / "docs" / "accuracy.md"
 

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/median_ci_coverage.py [--draws 20000]
 
 For n = 3 to 10 repeats, DRAWS simulated sessions from run-time-like distributions with a known median:
-the share whose harness.stats.median_ci interval holds it (and how often there is no interval), beside the
+the share whose harness.analysis.stats.median_ci interval holds it (and how often there is no interval), beside the
 level it reports. For contrast, the percentile bootstrap of the median (2000 resamples; what the summary
 used before) over the same sessions: it claims 95% at every n.
 """
@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 from _common import Goal, print_table, write_report
 
-from harness.stats import CONFIDENCE, median_ci
+from harness.analysis.stats import CONFIDENCE, median_ci
 
 BOOTSTRAP_RESAMPLES = 2000
 # name -> (sampler of a (draws, n) array, true median)

@@ -4,8 +4,8 @@ two identical models different (goal: never).
     .venv/bin/python benchmarks/noise_floor.py [--model mobilenet_v2_0.5_224] [--repeats 10] [--subset 5]
 
 One interleaved session of both copies, REPEATS runs each. For every metric the ranking compares: the
-verdict on the whole session (harness.ranking.rank_runs), and the share of random SUBSET-vs-SUBSET draws
-of those runs (SUBSET = the default REPEATS) that harness.ranking.compare calls significantly different.
+verdict on the whole session (harness.analysis.ranking.rank_runs), and the share of random SUBSET-vs-SUBSET draws
+of those runs (SUBSET = the default REPEATS) that harness.analysis.ranking.compare calls significantly different.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from _common import Goal, pct, print_table, profile_runs, write_report, zoo_model
 
-from harness import metric_registry
-from harness.ranking import ALPHA, MIN_RELATIVE_GAP, compare, rank_runs
-from harness.run_values import metric_table
+from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, compare, rank_runs
+from harness.analysis.run_values import metric_table
+from harness.core import metric_registry
 
 COPIES = ("copy_a", "copy_b")
 

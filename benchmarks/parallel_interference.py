@@ -27,8 +27,8 @@ from pathlib import Path
 
 from _common import Goal, pct, print_table, profile_runs, write_report, zoo_model
 
-from harness.provenance import cpu_model
-from harness.slots import INTERFERENCE_LIMIT
+from harness.measure.provenance import cpu_model
+from harness.run.slots import INTERFERENCE_LIMIT
 
 GOAL_WALL_RATIO = 0.6
 

@@ -22,7 +22,7 @@ from typing import Any
 from _common import Goal, api_runs, print_table, write_report, zoo_model
 
 from harness.backends.local import LocalBackend
-from harness.spec import plan_cpu_limits
+from harness.measure.spec import plan_cpu_limits
 
 STATS = ("p50", "p90", "p99", "mean")
 

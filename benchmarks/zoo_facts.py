@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/zoo_facts.py [--model mobilenet_v2_1.0_224] [--repeats 5] [--iterations 200]
 
-Part 1 exports the zoo models that have published multiply-add counts and prints harness.model_facts'
+Part 1 exports the zoo models that have published multiply-add counts and prints harness.models.facts'
 MACs beside them (goals: MobileNetV1 1.0/224 and ResNet-18 within 2%). Part 2 profiles MODEL and its two
 int8 variants in one interleaved session under devices/jetson-nano.env at CPUS=1 (local backend) and prints
 size, latency and memory with their ratios to the float model, as `harness compare` does.
@@ -17,8 +17,8 @@ from typing import Any
 
 from _common import ROOT, Goal, pct, print_table, profile_runs, write_report, zoo_model
 
-from harness.model_facts import onnx_facts
-from harness.stats import metric_value, summarize
+from harness.analysis.stats import metric_value, summarize
+from harness.models.facts import onnx_facts
 
 # name -> (published multiply-adds, where it is published, goal tolerance in % or None for information)
 PUBLISHED: dict[str, tuple[float, str, float | None]] = {

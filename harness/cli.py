@@ -8,7 +8,7 @@ import importlib
 import sys
 
 from harness import __version__
-from harness.errors import HarnessError, is_user_interrupt
+from harness.core.errors import HarnessError, is_user_interrupt
 
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.profile",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.store import SessionStore
+from harness.store.results import SessionStore
 
 
 def write_session(

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from harness.spec import RunSpec, plan_cpu_limits
-from harness.store import list_sessions, load_runs
+from harness.measure.spec import RunSpec, plan_cpu_limits
+from harness.store.results import list_sessions, load_runs
 
 
 def ctrl_c_handled() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import models
 from harness.cli import main
+from harness.models import resolve as models
 from tests.helpers import profile_json, session_runs
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,

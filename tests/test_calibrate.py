@@ -14,8 +14,9 @@ from scipy import stats
 from sklearn.model_selection import LeaveOneOut
 from statsmodels.stats.outliers_influence import OLSInfluence
 
-from harness.calibrate import calibrate_points, cooks_distance, discordant_pairs, fit_line
-from harness.calibration_fits import (
+from harness.calibration.calibrate import calibrate_points, cooks_distance, discordant_pairs, fit_line
+from harness.calibration.choice import CONFIDENCE, choose, leave_one_out, tied_with_best
+from harness.calibration.fits import (
     RIDGE_ALPHAS,
     Design,
     _Standardiser,
@@ -27,8 +28,7 @@ from harness.calibration_fits import (
     fit_spec,
     ridge_loo_errors,
 )
-from harness.errors import DataError
-from harness.fit_selection import CONFIDENCE, choose, leave_one_out, tied_with_best
+from harness.core.errors import DataError
 
 SLOPE, INTERCEPT = 2.5, 0.75
 SCALE, POWER = 0.4, 0.85

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.store import SCHEMA_VERSION
+from harness.store.results import SCHEMA_VERSION
 from tests.analysis_fixtures import write_session
 
 HARNESS = {"net_a": [1.0, 1.2, 1.1], "net_b": [2.0, 2.1, 2.2], "net_c": [4.0, 4.4, 4.2], "net_d": [7.0, 7.2, 7.1],

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import cgroups
 from harness.cli import main
-from harness.store import list_sessions, load_runs, load_session_info
+from harness.measure import cgroups
+from harness.store.results import list_sessions, load_runs, load_session_info
 from tests.helpers import INTERRUPTED_EXITS, ctrl_c_handled
 
 pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install -e '.[cluster]'")

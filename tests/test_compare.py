@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from harness.model_facts import onnx_facts
-from harness.quantize import quantize
-from harness.store import list_sessions, load_runs
+from harness.models.facts import onnx_facts
+from harness.store.results import list_sessions, load_runs
+from harness.zoo.quantize import quantize
 from tests.helpers import profile_json
 from tests.zoo_support import make_conv_model
 

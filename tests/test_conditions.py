@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.analysis.stats import summarize_runs
 from harness.cli import main
-from harness.stats import summarize_runs
-from harness.store import iter_all_runs
+from harness.store.results import iter_all_runs
 from tests.helpers import profile_json
 
 MIB = 1024**2

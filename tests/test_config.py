@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_profile, parse_size
-from harness.errors import ConfigError
+from harness.core.config import load_profile, parse_size
+from harness.core.errors import ConfigError
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "env.template"
 

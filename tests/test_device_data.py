@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.device_data import load_device, match_models, normalise_model_name
+from harness.device.data import load_device, match_models, normalise_model_name
 from tests.analysis_fixtures import write_session
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pixel3_quant_tflite.csv"

@@ -34,11 +34,11 @@ from harness.backends.docker import (
 )
 from harness.backends.local import LocalBackend
 from harness.cli import main
-from harness.config import VARIABLES
-from harness.errors import BackendError
-from harness.models import ModelInfo
-from harness.spec import RunSpec
-from harness.store import list_sessions
+from harness.core.config import VARIABLES
+from harness.core.errors import BackendError
+from harness.measure.spec import RunSpec
+from harness.models.resolve import ModelInfo
+from harness.store.results import list_sessions
 from tests.conftest import docker_required, make_matmul_model
 from tests.helpers import entry, profile_json, run_fields, run_spec, session_runs
 
@@ -277,7 +277,7 @@ def test_ctrl_c_removes_the_container(backend: DockerBackend, engine: docker.Doc
 
 LOCKDOWN_PROBE = '''
 import os, socket
-from harness.report_protocol import report
+from harness.measure.report_protocol import report
 
 def refused(action):
     try:
@@ -339,7 +339,7 @@ def test_docker_args_reach_the_script(backend: DockerBackend, tmp_path: Path, ti
     (data / "labels.txt").write_text("cat\n")
     (data / "labels.txt").chmod(0o644)
     probe = tmp_path / "probe.py"
-    probe.write_text("import os\nfrom harness.report_protocol import report\n"
+    probe.write_text("import os\nfrom harness.measure.report_protocol import report\n"
                      "report(greeting=os.environ['GREETING'], labels=open('/data/labels.txt').read().strip(),\n"
                      "       null_device=os.path.exists('/dev/net/tun'))\n")
     probe.chmod(0o644)

@@ -17,8 +17,8 @@ from harness.backends import docker as docker_backend
 from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import CA_NAME, build_context, context_files, read_sources, source_digest
 from harness.cli import main
-from harness.errors import BackendError, ConfigError
-from harness.spec import plan_cpu_limits
+from harness.core.errors import BackendError, ConfigError
+from harness.measure.spec import plan_cpu_limits
 from tests.test_docker import make_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,10 +30,10 @@ def names(context: io.BytesIO) -> list[str]:
 
 
 def fake_checkout(root: Path) -> Path:
-    (root / "harness").mkdir(parents=True)
+    (root / "harness" / "measure").mkdir(parents=True)
     for name in ("Dockerfile", "pyproject.toml", "README.md"):
         (root / name).write_text(name)
-    (root / "harness" / "runner.py").write_text("x = 1\n")
+    (root / "harness" / "measure" / "runner.py").write_text("x = 1\n")
     (root / "harness" / "notes.txt").write_text("not part of the image")
     return root
 
@@ -41,8 +41,8 @@ def fake_checkout(root: Path) -> Path:
 def test_context_is_exact_and_reproducible(tmp_path: Path) -> None:
     root = fake_checkout(tmp_path / "checkout")
     first = build_context(read_sources(root))
-    assert names(first) == ["Dockerfile", "pyproject.toml", "README.md", "harness/runner.py"]
-    (root / "harness" / "runner.py").touch()  # a new mtime alone must not change a byte (layer cache)
+    assert names(first) == ["Dockerfile", "pyproject.toml", "README.md", "harness/measure/runner.py"]
+    (root / "harness" / "measure" / "runner.py").touch()  # a new mtime alone must not change a byte (layer cache)
     assert build_context(read_sources(root)).getvalue() == first.getvalue()
     ca = tmp_path / "ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
@@ -61,7 +61,8 @@ def test_source_digest_follows_code_not_readme(tmp_path: Path) -> None:
 
 def test_real_context_holds_the_package() -> None:
     files = dict(context_files(ROOT))
-    assert {"Dockerfile", "harness/runner.py", "harness/report_protocol.py", "harness/benchloop.py"} <= set(files)
+    assert {"Dockerfile", "harness/measure/runner.py", "harness/measure/report_protocol.py",
+            "harness/measure/benchloop.py", "harness/report_protocol.py"} <= set(files)
     assert not any("__pycache__" in name or name.startswith("tests/") for name in files)
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness import metric_registry
-from harness.config import VARIABLES
-from harness.reference_docs import DOCS, GENERATED, stale
+from harness.core import metric_registry
+from harness.core.config import VARIABLES
+from harness.core.reference_docs import DOCS, GENERATED, stale
 
 ROOT = Path(__file__).resolve().parent.parent
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
 def test_generated_reference_tables_are_current() -> None:
-    assert stale() == [], "run `make docs` (python -m harness.reference_docs) and commit docs/"
+    assert stale() == [], "run `make docs` (python -m harness.core.reference_docs) and commit docs/"
 
 
 def test_generated_tables_name_every_variable_and_metric() -> None:

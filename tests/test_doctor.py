@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cgroups import discover
 from harness.cli import main
+from harness.measure.cgroups import discover
 
 
 def test_doctor_names_cgroup_version_and_local_isolation(capsys, in_tmp_cwd: Path) -> None:

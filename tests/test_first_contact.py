@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.models import EXAMPLES_DIR
-from harness.store import list_sessions, load_session_info
+from harness.models.resolve import EXAMPLES_DIR
+from harness.store.results import list_sessions, load_session_info
 from tests.helpers import profile_json, session_runs
 
 JOB = Path(__file__).parent / "workloads" / "job.py"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cgroups import discover, flat_keyed_value, parse_flat_keyed
+from harness.analysis.stats import metric_value
 from harness.cli import main
-from harness.stats import metric_value
+from harness.measure.cgroups import discover, flat_keyed_value, parse_flat_keyed
 from tests.helpers import entry, profile_json, session_runs
 
 pytestmark = pytest.mark.skipif(discover().version == 0, reason="no cgroup memory controller on this machine")
@@ -116,10 +116,10 @@ def test_sampling_rate_and_phases(capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> 
 def test_rlimit_fallback_enforces_memory_and_affinity(in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path) -> None:
     """Where cgroups cannot be written, RLIMIT_AS + sched_setaffinity still limit the run, and say so."""
     from harness.backends.local import LocalBackend
-    from harness.config import load_profile
-    from harness.models import resolve_model
-    from harness.session import Session, plan_session
-    from harness.store import load_runs
+    from harness.core.config import load_profile
+    from harness.models.resolve import resolve_model
+    from harness.run.session import Session, plan_session
+    from harness.store.results import load_runs
 
     profile = load_profile(None, {"MEMORY": "300m", "REPEATS": "1", "CPUS": "1", "RESULTS_DIR": "results"})
     backend = LocalBackend()
@@ -137,7 +137,7 @@ def test_rlimit_fallback_enforces_memory_and_affinity(in_tmp_cwd: Path, tiny_onn
         assert applied["memory_bytes"] is None and applied["address_space_bytes"] == 300 * 1024**2
         assert [line.split(":")[0] for line in applied["unenforced"]] == ["MEMORY"]
     probe = in_tmp_cwd / "affinity.py"
-    probe.write_text("import os\nfrom harness.report_protocol import report\n"
+    probe.write_text("import os\nfrom harness.measure.report_protocol import report\n"
                      "report(cores=len(os.sched_getaffinity(0)))\n")
     plan = plan_session(profile, [resolve_model(str(tiny_onnx), probe)], None, (), "rlimit-affinity", seed=1)
     Session(profile, plan, backend, "test").run()

@@ -6,8 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from harness.config import SET_PREFIX, VARIABLES
-from harness.store import list_sessions, load_runs, load_session_info
+from harness.core.config import SET_PREFIX, VARIABLES
+from harness.store.results import list_sessions, load_runs, load_session_info
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1024**2

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from harness import cgroups
 from harness.backends.local import LocalBackend
 from harness.cli import main
-from harness.report_protocol import MAX_LATENCIES
+from harness.measure import cgroups
+from harness.measure.report_protocol import MAX_LATENCIES
 from tests.conftest import make_matmul_model
 from tests.helpers import profile_json, run_fields, run_spec, session_runs
 
@@ -34,12 +34,12 @@ def shared_cgroup() -> Iterator[cgroups.RunCgroup]:
 
 
 def run_runner_in(group: cgroups.RunCgroup, spec: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
-    """`python -m harness.runner` started inside `group`, as the local backend starts it."""
+    """`python -m harness.measure.runner` started inside `group`, as the local backend starts it."""
     spec_path, out = tmp_path / "spec.json", tmp_path / "result.json"
     spec_path.write_text(json.dumps(spec))
     joins = [arg for procs in group.procs_files for arg in ("--join-cgroup", str(procs))]
-    subprocess.run([sys.executable, "-m", "harness.runner", "--spec", str(spec_path), "--out", str(out), *joins],
-                   check=True)
+    subprocess.run([sys.executable, "-m", "harness.measure.runner", "--spec", str(spec_path), "--out", str(out),
+                    *joins], check=True)
     return json.loads(out.read_text())
 
 
@@ -138,7 +138,7 @@ def test_runner_samples_off_the_pinned_workloads_cores(in_tmp_cwd: Path, tiny_on
     """A CPUS=1 run pinned to the last core: its script runs only there, in the run's cpuset cgroup, and the runner
     (which wakes every 10 ms) runs on the other cores, still inside the run's memory cgroup."""
     probe = in_tmp_cwd / "where.py"
-    probe.write_text("import os\nfrom pathlib import Path\nfrom harness.report_protocol import report\n"
+    probe.write_text("import os\nfrom pathlib import Path\nfrom harness.measure.report_protocol import report\n"
                      "report(cores=','.join(map(str, sorted(os.sched_getaffinity(0)))),\n"
                      "       cgroups=Path('/proc/self/cgroup').read_text())\n")
     run = run_fields(LocalBackend(), run_spec(probe, model=tiny_onnx, cpus=1.0))
@@ -168,8 +168,8 @@ def test_under_a_quota_the_mean_is_the_headline_latency(capsys, in_tmp_cwd: Path
                                                          workloads: Path) -> None:
     """1 ms inferences at CPUS=0.5 over a 100 ms quota period: about 50 run at full speed, then one absorbs a 50 ms
     stall. The median stays at the CPUS=1 figure; the mean doubles. Quota runs say so, and rank on the mean."""
-    from harness.metric_registry import FASTEST_INFERENCE
-    from harness.run_values import run_value
+    from harness.analysis.run_values import run_value
+    from harness.core.metric_registry import FASTEST_INFERENCE
 
     results = in_tmp_cwd / "results"
     capsys.readouterr()

@@ -11,8 +11,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.errors import ModelError
-from harness.model_facts import onnx_facts
+from harness.core.errors import ModelError
+from harness.models.facts import onnx_facts
 from tests.zoo_support import CONV_MODEL_MACS, make_conv_model, zoo_cache  # noqa: F401  (fixture)
 
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import cgroups
 from harness.cli import main
-from harness.config import load_profile
-from harness.models import resolve_model
-from harness.provenance import cpu_model
-from harness.session import plan_session
-from harness.slots import INTERFERENCE_FILE, plan_slots, run_needs
-from harness.store import list_sessions, load_runs, load_session_info
+from harness.core.config import load_profile
+from harness.measure import cgroups
+from harness.measure.provenance import cpu_model
+from harness.models.resolve import resolve_model
+from harness.run.session import plan_session
+from harness.run.slots import INTERFERENCE_FILE, plan_slots, run_needs
+from harness.store.results import list_sessions, load_runs, load_session_info
 from tests.helpers import INTERRUPTED_EXITS, ctrl_c_handled
 
 CORES = sorted(os.sched_getaffinity(0))

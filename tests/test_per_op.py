@@ -12,13 +12,13 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.calibrate import model_facts_table
-from harness.chrome_trace import trace_path
+from harness.analysis.per_op import RAW_DIR, TABLE_CSV, TABLE_JSON, run_dir
+from harness.calibration.calibrate import model_facts_table
 from harness.cli import main
-from harness.model_facts import node_facts
-from harness.per_op import RAW_DIR, TABLE_CSV, TABLE_JSON, run_dir
-from harness.quantize import quantize
-from harness.store import list_sessions
+from harness.models.facts import node_facts
+from harness.report.chrome_trace import trace_path
+from harness.store.results import list_sessions
+from harness.zoo.quantize import quantize
 from tests.conftest import save_checked
 from tests.helpers import profile_json, session_runs
 from tests.test_docker import backend  # noqa: F401 - fixture: an engine and an image of this checkout
@@ -271,7 +271,7 @@ def test_docker_backend_brings_the_profile_out_of_the_container(in_tmp_cwd: Path
 
 def test_coverage_line_names_the_largest_gap() -> None:
     """Below 80% of the headline the line says so and names the gap that explains most of the difference."""
-    from harness.per_op import coverage_of
+    from harness.analysis.per_op import coverage_of
 
     slow_steady = coverage_of(op_sum=6.0, run_ms=6.5, wall=[7.0, 7.0], steady_means=[10.0], steady_medians=[10.0])
     assert slow_steady["coverage"] == pytest.approx(0.6)
@@ -286,8 +286,8 @@ def test_coverage_line_names_the_largest_gap() -> None:
 
 def test_op_deltas_line_up_quantized_types_by_family() -> None:
     """Conv against QLinearConv is one row (family Conv); a type only one side has is a row of its own."""
-    from harness.compare_ops import op_deltas
-    from harness.per_op import OpEvent, RawProfile, build
+    from harness.analysis.op_deltas import op_deltas
+    from harness.analysis.per_op import OpEvent, RawProfile, build
 
     def profile(ops: list[tuple[str, float]]) -> RawProfile:
         events, ts = [], 0.0

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.model_facts import node_facts
-from harness.store import list_sessions, load_runs
+from harness.models.facts import node_facts
+from harness.store.results import list_sessions, load_runs
 from tests.test_docker import backend  # noqa: F401 - the fixture: Docker engine and an image of this checkout
 from tests.test_per_op import check_conv_rows
 from tests.zoo_support import zoo_cache  # noqa: F401 - fixture

@@ -13,9 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.cgroups import discover
 from harness.cli import main
-from harness.store import list_sessions, load_runs, load_session_info
+from harness.measure.cgroups import discover
+from harness.store.results import list_sessions, load_runs, load_session_info
 from tests.helpers import INTERRUPTED_EXITS, ctrl_c_handled, profile_json, session_runs
 
 HARNESS = [sys.executable, "-m", "harness.cli"]
@@ -73,7 +73,7 @@ def test_timeout_kills_the_whole_tree(capsys, in_tmp_cwd: Path, tiny_onnx: Path,
 
 def test_user_script_arguments_and_custom_metrics(capsys, in_tmp_cwd: Path, tiny_onnx: Path) -> None:
     script = in_tmp_cwd / "mine.py"
-    script.write_text("import sys\nfrom harness.report_protocol import report\n"
+    script.write_text("import sys\nfrom harness.measure.report_protocol import report\n"
                       "report(args=' '.join(sys.argv[1:]), score=0.5)\n")
     results = in_tmp_cwd / "results"
     profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--repeats", "1", "--script", str(script),

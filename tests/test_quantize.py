@@ -9,9 +9,9 @@ import onnxruntime as ort
 import pytest
 
 from harness.cli import main
-from harness.errors import ConfigError, ModelError
-from harness.model_facts import onnx_facts
-from harness.quantize import quantize
+from harness.core.errors import ConfigError, ModelError
+from harness.models.facts import onnx_facts
+from harness.zoo.quantize import quantize
 from tests.zoo_support import make_conv_model
 
 

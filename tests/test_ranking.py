@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.cli import main
-from harness.ranking import (
+from harness.analysis.ranking import (
     ALPHA,
     FAILED,
     MIN_RELATIVE_GAP,
@@ -25,7 +24,8 @@ from harness.ranking import (
     smallest_mannwhitney_p,
     tied_exact_p,
 )
-from harness.store import SessionStore
+from harness.cli import main
+from harness.store.results import SessionStore
 from tests.analysis_fixtures import write_session
 
 

@@ -8,18 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from harness import metric_registry
 from harness.backends.local import rlimit_applied
-from harness.records import RunnerInput, RunResult
-from harness.spec import RunSpec, plan_cpu_limits
-from harness.store import SCHEMA_VERSION, list_sessions, load_runs, load_session_info
+from harness.core import metric_registry
+from harness.core.records import RunnerInput, RunResult
+from harness.measure.spec import RunSpec, plan_cpu_limits
+from harness.store.results import SCHEMA_VERSION, list_sessions, load_runs, load_session_info
 from tests.conftest import make_matmul_model
 from tests.helpers import profile_json, session_runs
 
 PACKAGE = Path(__file__).resolve().parent.parent / "harness"
 # Modules that may spell a metric name: the registry itself, and the bench-script protocol whose report keys
 # (latency_ms=[...], load_s=...) are what scripts write, not metrics; and the migrations of old field names.
-DEFINERS = {PACKAGE / "metric_registry.py", PACKAGE / "report_protocol.py", PACKAGE / "store_migrations.py"}
+DEFINERS = {PACKAGE / "core" / "metric_registry.py", PACKAGE / "measure" / "report_protocol.py",
+            PACKAGE / "store" / "migrations.py"}
 
 
 def test_every_metric_name_in_the_code_comes_from_the_registry() -> None:
@@ -122,7 +123,7 @@ def test_a_version_1_session_is_migrated_on_reading(tmp_path: Path) -> None:
 
 
 def test_a_newer_schema_is_refused_with_one_line(tmp_path: Path) -> None:
-    from harness.errors import DataError
+    from harness.core.errors import DataError
 
     session = tmp_path / "new"
     session.mkdir()
@@ -157,7 +158,7 @@ def test_two_models_with_one_file_name_are_never_merged(capsys: pytest.CaptureFi
 
 def test_a_result_from_another_harness_version_is_one_error_naming_the_fix() -> None:
     from harness.backends.docker import runner_result
-    from harness.errors import BackendError
+    from harness.core.errors import BackendError
 
     assert runner_result(json.dumps(RunResult("ok", runtime_s=1.0).to_dict()), "img").runtime_s == 1.0
     with pytest.raises(BackendError, match=r"image img runs another version of the harness .*`make image`"):

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.calibrate import calibrate_runs
+from harness.calibration.calibrate import calibrate_runs
 from harness.cli import main
-from harness.device_data import load_device
-from harness.store import load_runs
+from harness.device.data import load_device
+from harness.store.results import load_runs
 from tests.analysis_fixtures import write_session
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

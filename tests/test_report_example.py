@@ -14,8 +14,8 @@ import pytest
 from matplotlib import image
 
 from harness.cli import main
-from harness.report_figures import FIT_COLOR
-from harness.store import list_sessions
+from harness.report.figures import FIT_COLOR
+from harness.store.results import list_sessions
 from tests.zoo_support import zoo_cache  # noqa: F401  (fixture)
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pixel3_quant_tflite.csv"

@@ -18,9 +18,9 @@ import pytest
 from matplotlib import image
 
 from harness.cli import main
-from harness.models import EXAMPLES_DIR
-from harness.report_figures import PARETO_COLOR
-from harness.store import list_sessions
+from harness.models.resolve import EXAMPLES_DIR
+from harness.report.figures import PARETO_COLOR
+from harness.store.results import list_sessions
 from tests.zoo_support import zoo_cache  # noqa: F401  (fixture)
 
 PIXEL3 = Path(__file__).resolve().parents[1] / "examples" / "pixel3_quant_tflite.csv"

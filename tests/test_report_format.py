@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from harness.report_answer import non_dominated
-from harness.report_figures import log_if_wide
-from harness.report_format import column_label, display_frame, mib, sig, with_interval
+from harness.report.answer import non_dominated
+from harness.report.figures import log_if_wide
+from harness.report.format import column_label, display_frame, mib, sig, with_interval
 
 
 def test_three_significant_digits_without_exponents_where_people_read() -> None:

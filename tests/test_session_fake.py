@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
+from harness.analysis.stats import summarize_runs
 from harness.backends.local import cgroup_applied
-from harness.config import load_profile
-from harness.errors import BackendError
-from harness.models import ModelInfo
-from harness.records import RunnerInput, RunOutcome, RunResult
-from harness.runner import assemble_result, time_weighted_mean
-from harness.session import Session, capped_cpus, plan_session
-from harness.spec import RunSpec, plan_cpu_limits
-from harness.stats import summarize_runs
-from harness.store import load_runs, load_session_info
+from harness.core.config import load_profile
+from harness.core.errors import BackendError
+from harness.core.records import RunnerInput, RunOutcome, RunResult
+from harness.measure.runner import assemble_result, time_weighted_mean
+from harness.measure.spec import RunSpec, plan_cpu_limits
+from harness.models.resolve import ModelInfo
+from harness.run.session import Session, capped_cpus, plan_session
+from harness.store.results import load_runs, load_session_info
 
 
 class FakeBackend:

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.cli import main
-from harness.store import list_sessions, load_runs, load_session_info
+from harness.store.results import list_sessions, load_runs, load_session_info
 from tests.conftest import make_matmul_model
 
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from harness import zoo
-from harness.errors import ModelError
-from harness.model_facts import onnx_facts
+from harness.core.errors import ModelError
+from harness.models.facts import onnx_facts
 from tests.helpers import profile_json, session_runs
 from tests.zoo_support import zoo_cache  # noqa: F401  (fixture)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from dotenv import dotenv_values
 
-from harness.config import load_profile
+from harness.core.config import load_profile
 
 DEVICES = Path(__file__).resolve().parent.parent / "devices"
 PROMISED = ("lg-g6", "galaxy-s8", "jetson-nano", "raspberry-pi-4", "pixel-3")

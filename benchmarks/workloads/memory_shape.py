@@ -5,15 +5,15 @@
 - ramp:   grows linearly from 0 to MIB over SECONDS in 1 MiB steps, then releases it all and exits.
 
 Memory is mapped with MAP_POPULATE, so it is resident when the call returns, and a spike lasts SPIKE_MS
-rather than however long Python takes to touch each page. Stdlib and harness.report_protocol only: it runs in the
-runtime image too.
+rather than however long Python takes to touch each page. Stdlib and harness.measure.report_protocol only: it runs
+in the runtime image too.
 """
 
 import mmap
 import sys
 import time
 
-from harness.report_protocol import report
+from harness.measure.report_protocol import report
 
 MIB = 1024 * 1024
 

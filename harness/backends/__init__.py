@@ -7,8 +7,8 @@ otherwise; the choice and the reason are returned so the summary and every resul
 from __future__ import annotations
 
 from harness.backends.base import Backend
-from harness.config import DeviceProfile
-from harness.errors import BackendError
+from harness.core.config import DeviceProfile
+from harness.core.errors import BackendError
 
 
 def select_backend(profile: DeviceProfile) -> tuple[Backend, str]:

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.models import ModelInfo
-from harness.records import RunOutcome
-from harness.spec import RunSpec
+from harness.core.records import RunOutcome
+from harness.measure.spec import RunSpec
+from harness.models.resolve import ModelInfo
 
 # The script runs with oom_score_adj=1000, so an OOM kill of the runner is the runner's own memory, not the model's:
 # such a run is an `error`, never the model's `oom`.

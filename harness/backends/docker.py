@@ -34,10 +34,10 @@ from harness.backends.base import RUNNER_KILLED, cache_model_file
 from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import SOURCE_LABEL, source_digest
 from harness.backends.engine import connect
-from harness.errors import BackendError
-from harness.models import KINDS, ModelInfo
-from harness.records import Limits, RunOutcome, RunResult
-from harness.spec import CPU_PERIOD_US, RunSpec, parse_cpu_list
+from harness.core.errors import BackendError
+from harness.core.records import Limits, RunOutcome, RunResult
+from harness.measure.spec import CPU_PERIOD_US, RunSpec, parse_cpu_list
+from harness.models.resolve import KINDS, ModelInfo
 
 LABEL = "org.harness.run"  # every run container carries it (value: run id): `docker ps -a --filter label=...`
 NAME_PREFIX = "harness-run-"
@@ -53,7 +53,7 @@ GRACE_S = 15.0  # beyond TIMEOUT_S before the container is killed from outside (
 PIDS_LIMIT = 1024  # ample for thread pools and multiprocessing, bounded against fork bombs
 PING_TIMEOUT_S = 5
 SPEC_PATH, MODEL_DIR, SCRIPT_DIR = "/harness/spec.json", "/harness/model", "/harness/script"
-RUNNER_COMMAND = ["python", "-m", "harness.runner", "--spec", SPEC_PATH]
+RUNNER_COMMAND = ["python", "-m", "harness.measure.runner", "--spec", SPEC_PATH]
 # Every container, runs and probes alike: no network, read-only root, no capabilities, no new privileges,
 # bounded process count, tini as PID 1 (reaps orphans, and the container ends when the runner does).
 HARDENING: dict[str, Any] = {"network_mode": "none", "read_only": True, "cap_drop": ["ALL"],

@@ -16,7 +16,7 @@ from typing import Any
 
 from docker.types import Mount
 
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
 
 RESERVED_TARGETS = ("/harness", "/tmp")  # where the backend mounts the spec, model, script and the tmpfs
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

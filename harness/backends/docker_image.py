@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BackendError
+from harness.core.errors import BackendError
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SOURCE_LABEL = "org.harness.source-digest"

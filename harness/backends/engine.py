@@ -8,7 +8,7 @@ import docker
 import requests
 from docker.errors import DockerException
 
-from harness.errors import BackendError
+from harness.core.errors import BackendError
 
 
 def connect(timeout: float | None = None) -> docker.DockerClient:

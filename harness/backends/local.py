@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness import cgroups
 from harness.backends.base import RUNNER_KILLED, cache_model_file
-from harness.errors import BackendError
-from harness.models import ModelInfo
-from harness.records import Limits, RunnerInput, RunOutcome, RunResult
-from harness.spec import RunSpec, cpu_list, parse_cpu_list
+from harness.core.errors import BackendError
+from harness.core.records import Limits, RunnerInput, RunOutcome, RunResult
+from harness.measure import cgroups
+from harness.measure.spec import RunSpec, cpu_list, parse_cpu_list
+from harness.models.resolve import ModelInfo
 
 GRACE_S = 15.0  # beyond TIMEOUT_S before the backend itself kills a runner that did not stop its script
 PROBE_MEMORY_BYTES = 64 * 1024 * 1024  # limits the probe cgroup is given (it never holds a process)
@@ -100,7 +100,7 @@ class LocalBackend:
     def run(self, spec: RunSpec) -> RunOutcome:
         workdir = Path(tempfile.mkdtemp(prefix="harness-local-"))
         spec_path, out_path, err_path = workdir / "spec.json", workdir / "result.json", workdir / "runner.err"
-        command = [sys.executable, "-m", "harness.runner", "--spec", str(spec_path), "--out", str(out_path)]
+        command = [sys.executable, "-m", "harness.measure.runner", "--spec", str(spec_path), "--out", str(out_path)]
         run_cgroup: cgroups.RunCgroup | None = None
         started = time.monotonic()
         try:

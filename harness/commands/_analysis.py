@@ -13,10 +13,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness import metric_registry
-from harness.console import err_console, out_console
-from harness.run_values import ALL_SESSIONS
-from harness.store import SCHEMA_VERSION
+from harness.analysis.run_values import ALL_SESSIONS
+from harness.core import metric_registry
+from harness.report.console import err_console, out_console
+from harness.store.results import SCHEMA_VERSION
 
 stdout, stderr = out_console, err_console  # the analysis commands print through the shared consoles
 

@@ -2,7 +2,7 @@
 
 Each model's runs come from the newest session that holds it, so `make profile MODEL=x` then
 `make profile MODEL=x_int8_static` compares the latest measurement of each. Medians over repeats with the
-95% CI of the median where there are 6 or more (harness.stats.summarize); a ratio below 1 means B is smaller
+95% CI of the median where there are 6 or more (harness.analysis.stats.summarize); a ratio below 1 means B is smaller
 (faster, lighter).
 """
 
@@ -16,20 +16,21 @@ from typing import Any
 
 from rich.table import Table
 
-from harness import conditions, metric_registry, zoo
+from harness import zoo
+from harness.analysis.run_values import resolve_results_dir
+from harness.analysis.stats import UNSTABLE_RULE, metric_value, summarize
 from harness.commands._analysis import fmt, print_json, stdout, warn
-from harness.errors import ConfigError, DataError
-from harness.models import sha256_of
-from harness.run_values import resolve_results_dir
-from harness.stats import UNSTABLE_RULE, metric_value, summarize
-from harness.store import list_sessions, load_runs
+from harness.core import conditions, metric_registry
+from harness.core.errors import ConfigError, DataError
+from harness.models.resolve import sha256_of
+from harness.store.results import list_sessions, load_runs
 
 # (row label, where in model_facts, scale) for facts read from the graph, the same for every run of a model
 STATIC_ROWS = (("size MiB", "size_mib", 1.0), ("params", "params", 1.0), ("MMACs", "macs", 1e-6),
                ("layers", "layers", 1.0))
 MEASURED = tuple(metric_registry.get(name) for name in metric_registry.COMPARE_METRICS)
 """Measured rows, each summarised over a model's ok runs."""
-# Labels worth a warning when they differ; what must match (harness.conditions) is refused when it differs.
+# Labels worth a warning when they differ; what must match (harness.core.conditions) is refused when it differs.
 CHECKED_SETTINGS = ("device_name",)
 
 
@@ -171,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     for comparison in comparisons:
         _warn_mismatches(comparison)
     if args.per_op:
-        from harness.compare_ops import per_op_deltas
+        from harness.analysis.op_deltas import per_op_deltas
 
         for comparison in comparisons:
             comparison["per_op"] = per_op_deltas(results_dir, *args.models, comparison["cpus"])
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     for comparison in comparisons:
         stdout.print(_table(comparison))
         if args.per_op:
-            from harness.compare_ops import deltas_table
+            from harness.analysis.op_deltas import deltas_table
 
             stdout.print(deltas_table(comparison["per_op"], *args.models, f"cpus={comparison['cpus']:g}"))
     return 0

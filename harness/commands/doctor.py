@@ -7,10 +7,10 @@ import os
 
 from rich.table import Table
 
-from harness import cgroups
 from harness.backends.local import probe_isolation
-from harness.config import load_profile
-from harness.console import out_console
+from harness.core.config import load_profile
+from harness.measure import cgroups
+from harness.report.console import out_console
 
 
 def checks(image: str) -> list[tuple[str, bool, str]]:

@@ -6,8 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from harness.config import load_profile
-from harness.errors import ConfigError
+from harness.core.config import load_profile
+from harness.core.errors import ConfigError
 
 DEFAULT_BASE_IMAGE = "python:3.11-slim"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.analysis.run_values import resolve_results_dir
 from harness.commands._analysis import add_device_option, fmt, stdout, warn
-from harness.device_data import import_device_csv
-from harness.run_values import resolve_results_dir
-from harness.store import iter_all_runs
+from harness.device.data import import_device_csv
+from harness.store.results import iter_all_runs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

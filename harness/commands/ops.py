@@ -15,13 +15,13 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
-from harness import metric_registry
+from harness.analysis.per_op import PerOp, pooled
+from harness.analysis.run_values import resolve_results_dir
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.commands.compare import model_matcher
-from harness.errors import ConfigError, DataError
-from harness.per_op import PerOp, pooled
-from harness.run_values import resolve_results_dir
-from harness.store import list_sessions, load_runs, resolve_session
+from harness.core import metric_registry
+from harness.core.errors import ConfigError, DataError
+from harness.store.results import list_sessions, load_runs, resolve_session
 
 TABLE_HEADINGS = {"node_index": "#", "node": "node", "onnx_node": "ONNX node", "op_type": "op type",
                   "input_shapes": "inputs", "output_shapes": "outputs", "macs": "MMACs", "param_bytes": "param KiB",
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     session_dir, runs = profiled_runs(resolve_results_dir(args.results_dir), args.model, args.session)
     tables = tables_by_cpus(session_dir, runs, args.cpus)
     if args.timeline:
-        from harness.report_ops import timeline_png
+        from harness.report.ops import timeline_png
 
         args.timeline.write_bytes(timeline_png(session_dir, runs[0]))
     if args.json:
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             stdout.print(f"coverage: {coverage['line']}", highlight=False, soft_wrap=True)
     if args.by == "type" and len(tables) > 1:
-        from harness.compare_ops import deltas_table, op_deltas
+        from harness.analysis.op_deltas import deltas_table, op_deltas
 
         (low, first), *rest = tables.items()
         for cpus, per_op in rest:  # what the extra cores sped up, op type by op type

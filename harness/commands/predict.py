@@ -6,12 +6,12 @@ import argparse
 
 from rich.table import Table
 
-from harness.calibrate import calibrate_runs, group_label, predict_models
-from harness.calibration_fits import FIT_NAMES
+from harness.analysis.run_values import resolve_results_dir, select_runs
+from harness.calibration.calibrate import calibrate_runs, group_label, predict_models
+from harness.calibration.fits import FIT_NAMES
 from harness.commands import _analysis as ui
-from harness.device_data import load_device
-from harness.errors import DataError
-from harness.run_values import resolve_results_dir, select_runs
+from harness.core.errors import DataError
+from harness.device.data import load_device
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -13,12 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.backends import Backend, select_backend
-from harness.config import DeviceProfile, environment_values, load_profile
-from harness.console import err_console, print_summary, run_progress
-from harness.errors import ConfigError
-from harness.models import SCRIPT_KIND, ModelInfo, example_models, resolve_model, resolve_script
-from harness.session import Plan, Session, load_plan, plan_session
-from harness.store import ensure_writable_dir, new_session_id, resolve_session
+from harness.core.config import DeviceProfile, environment_values, load_profile
+from harness.core.errors import ConfigError
+from harness.models.resolve import SCRIPT_KIND, ModelInfo, example_models, resolve_model, resolve_script
+from harness.report.console import err_console, print_summary, run_progress
+from harness.run.session import Plan, Session, load_plan, plan_session
+from harness.store.results import ensure_writable_dir, new_session_id, resolve_session
 
 # CLI flag (argparse dest) -> env.template variable it overrides
 FLAG_VARIABLES = {
@@ -166,7 +166,7 @@ def pick_backend(profile: DeviceProfile, args: argparse.Namespace) -> tuple[Back
     """This host's backend, or with --cluster the Dask cluster (each worker then picks its own)."""
     if not args.cluster:
         return select_backend(profile)
-    from harness.cluster import cluster_backend
+    from harness.run.cluster import cluster_backend
 
     return cluster_backend(args.cluster)
 
@@ -175,11 +175,11 @@ def build_session(profile: DeviceProfile, plan: Plan, backend: Backend, reason: 
                   args: argparse.Namespace) -> Session:
     """A serial Session; with --parallel a ParallelSession over this host's slots (its notes join the plan's);
     with --cluster a ClusterSession over the cluster's nodes."""
-    from harness.slots import parse_parallel, plan_slots, run_needs
+    from harness.run.slots import parse_parallel, plan_slots, run_needs
 
     parallel = parse_parallel(args.parallel) if args.parallel else 1
     if args.cluster:
-        from harness.cluster import ClusterSession
+        from harness.run.cluster import ClusterSession
 
         return ClusterSession(profile, plan, backend, reason, parallel=parallel,
                               allow_mixed_hosts=args.allow_mixed_hosts)
@@ -187,7 +187,7 @@ def build_session(profile: DeviceProfile, plan: Plan, backend: Backend, reason: 
         return Session(profile, plan, backend, reason)
     import psutil
 
-    from harness.parallel import ParallelSession
+    from harness.run.parallel import ParallelSession
 
     slots = plan_slots(run_needs(plan.specs), parallel, sorted(os.sched_getaffinity(0)),
                        psutil.virtual_memory().available, Path(profile.results_dir))
@@ -233,7 +233,7 @@ def run_profile(args: argparse.Namespace) -> int:
 
 def write_session_report(session: Session) -> Path:
     """The session's report (report.html and its files); imported here since it loads matplotlib and scipy."""
-    from harness.report import REPORT_DIR, build_report, write_report
+    from harness.report.document import REPORT_DIR, build_report, write_report
 
     out = session.store.path / REPORT_DIR
     write_report(build_report(session.store.path.parent, session.store.path), out)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from harness import zoo
 from harness.commands._analysis import stdout
-from harness.errors import ModelError
-from harness.model_facts import onnx_facts
-from harness.quantize import MODES, quantize
+from harness.core.errors import ModelError
+from harness.models.facts import onnx_facts
+from harness.zoo.quantize import MODES, quantize
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

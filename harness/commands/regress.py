@@ -7,11 +7,11 @@ import argparse
 
 from rich.table import Table
 
-from harness.calibrate import Calibration, calibrate_runs, group_label
-from harness.calibration_fits import FIT_NAMES
+from harness.analysis.run_values import resolve_results_dir, select_runs
+from harness.calibration.calibrate import Calibration, calibrate_runs, group_label
+from harness.calibration.fits import FIT_NAMES
 from harness.commands import _analysis as ui
-from harness.device_data import load_device
-from harness.run_values import resolve_results_dir, select_runs
+from harness.device.data import load_device
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

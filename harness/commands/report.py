@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.analysis.run_values import ALL_SESSIONS, resolve_results_dir
 from harness.commands._analysis import add_results_options, env_default, stdout
-from harness.report import REPORT_DIR, build_report, write_report
-from harness.run_values import ALL_SESSIONS, resolve_results_dir
-from harness.store import ensure_writable_dir, list_sessions, resolve_session
+from harness.report.document import REPORT_DIR, build_report, write_report
+from harness.store.results import ensure_writable_dir, list_sessions, resolve_session
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

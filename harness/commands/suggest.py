@@ -9,13 +9,13 @@ from dataclasses import asdict
 import pandas as pd
 from rich.table import Table
 
-from harness.calibrate import Calibration, calibrate_runs
-from harness.calibration_fits import FIT_NAMES
+from harness.analysis.run_values import resolve_results_dir, select_runs
+from harness.calibration.calibrate import Calibration, calibrate_runs
+from harness.calibration.fits import FIT_NAMES
+from harness.calibration.suggest import relative_widths, suggest
 from harness.commands import _analysis as ui
-from harness.device_data import load_device
-from harness.errors import ConfigError, DataError
-from harness.run_values import resolve_results_dir, select_runs
-from harness.suggest import relative_widths, suggest
+from harness.core.errors import ConfigError, DataError
+from harness.device.data import load_device
 
 DEFAULT_COUNT = 3
 

@@ -6,9 +6,9 @@ import argparse
 import os
 
 from harness.commands.profile import add_profile_options, finish, profile_from_args, start_session, write_session_report
-from harness.config import VARIABLES
-from harness.console import err_console
-from harness.errors import ConfigError
+from harness.core.config import VARIABLES
+from harness.core.errors import ConfigError
+from harness.report.console import err_console
 
 
 def parse_cpus_list(text: str) -> list[float]:

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from harness import zoo
 from harness.commands._analysis import stdout as _console
-from harness.model_facts import onnx_facts
+from harness.models.facts import onnx_facts
 
 _GRAMMAR_NOTE = (
     "A name is <family>[_<values>]; append _int8_dynamic or _int8_static for an onnxruntime int8 variant "

@@ -10,7 +10,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ModelError
+from harness.core.errors import ModelError
 from harness.zoo.cache import cache_dir, cached_files
 from harness.zoo.registry import FAMILIES, ZooSpec, get_family, is_zoo_name, listed_specs, parse
 
@@ -43,7 +43,7 @@ def _exporter() -> Any:
 def _export_quantized(spec: ZooSpec, exporter: Any) -> Path:
     import onnxruntime
 
-    from harness.quantize import RECIPE, quantize
+    from harness.zoo.quantize import RECIPE, quantize
 
     base = exporter.export_float(parse(spec.base_name), "onnx")
     path = exporter.cached_path(spec, "onnx", {"onnxruntime": onnxruntime.__version__, **RECIPE})

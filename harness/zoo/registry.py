@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import ModelError
+from harness.core.errors import ModelError
 
 QUANT_SUFFIXES = {"_int8_dynamic": "dynamic", "_int8_static": "static"}
 _DECIMAL = r"\d+(?:\.\d+)?"

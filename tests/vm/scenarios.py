@@ -13,8 +13,8 @@ from pathlib import Path
 
 from harness.cli import main
 from harness.commands.doctor import checks
-from harness.config import load_profile
-from harness.store import list_sessions, load_runs
+from harness.core.config import load_profile
+from harness.store.results import list_sessions, load_runs
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 SPIKE_MIB, SPIKE_MS = 300, 30

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from harness.cgroups import SUPERVISOR_LEAF, discover
+from harness.measure.cgroups import SUPERVISOR_LEAF, discover
 from tests.vm.scenarios import SPIKE_MIB, SPIKE_MS, WORKLOADS
 
 pytestmark = pytest.mark.skipif(discover().version != 2, reason="the VM did not mount cgroup v2")
@@ -185,7 +185,7 @@ def run_in_cgroup_namespace(container: Scope, tmp: Path, model: Path, script: st
     out.unlink(missing_ok=True)
     os.environ["HIDE_PEAK"] = "1" if hide_peak else "0"
     container.run("unshare", "--cgroup", "--mount", "sh", "-c", IN_NAMESPACE, "sh",
-                  sys.executable, "-m", "harness.runner", "--spec", str(spec_path), "--out", str(out), cwd=tmp)
+                  sys.executable, "-m", "harness.measure.runner", "--spec", str(spec_path), "--out", str(out), cwd=tmp)
     return json.loads(out.read_text())
 
 

@@ -4,7 +4,7 @@ little, and reports how many chunks it made through the protocol."""
 import sys
 import time
 
-from harness.report_protocol import phase, report
+from harness.measure.report_protocol import phase, report
 
 chunks = int(sys.argv[1])
 phase("steady")

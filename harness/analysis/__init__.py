@@ -1,0 +1,2 @@
+"""From stored runs to numbers: summaries and CIs (stats), one value per run and metric (run_values), rankings
+with ties (ranking), per-operator tables (per_op, op_deltas), and which runs belong to a named model (model_runs)."""

@@ -1,0 +1,94 @@
+"""One number per run for each metric that ranking and calibration compare.
+
+Latency is summarised per run by its headline (`latency_ms`): repeats are the independent units, so a run
+contributes one value. The headline is the run's median, which resists the odd scheduler hiccup inside a run,
+except under a CFS quota (fractional CPUS), where it is the mean: there the median shows the unlimited speed of
+the inferences between the quota's stalls (see harness.measure.runner.headline_statistic). The metrics themselves are
+defined in harness.core.metric_registry.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis.stats import metric_value
+from harness.core import conditions, metric_registry
+from harness.core.config import load_profile
+from harness.core.errors import ConfigError, DataError
+from harness.store.results import iter_all_runs, load_runs, resolve_session
+
+ALL_SESSIONS = "all"
+
+
+def check_metric(metric: str, accept: Callable[[metric_registry.Metric], bool] = lambda m: m.lower_is_better) -> str:
+    """The registered name of `metric` (family members such as op_time_ms.Conv accepted) when `accept` takes it
+    (default: what a ranking can order, lower first); else one line naming the choices."""
+    found = metric_registry.lookup(metric)
+    if found is None or not accept(found):
+        raise ConfigError(f"unknown metric {metric!r}; choose one of: {', '.join(metric_registry.names(accept))}")
+    return found.name
+
+
+def run_value(run: dict[str, Any], metric: str, across: str | None = None) -> float | None:
+    """The run's value of `metric` (what the repeats rule `across` takes from it, when given), or None when the
+    run failed or did not report it."""
+    if run.get("status") != "ok":
+        return None
+    return metric_value(run, metric) if across is None else metric_registry.get(metric).repeat_value(run, across)
+
+
+def metric_table(runs: Iterable[dict[str, Any]], metric: str, across: str | None = None) -> pd.DataFrame:
+    """Long table (model_name, cpus, run_id, value, over) of the ok runs that reported `metric`; `over` counts the
+    values `value` is the smallest of (the run's inferences when it is the run's fastest inference, else 1)."""
+    entry = metric_registry.get(metric)
+    rows = [
+        {"model_name": run["model_name"], "cpus": float(run["cpus"]), "run_id": run.get("run_id"), "value": value,
+         "over": entry.repeat_count(run, across)}
+        for run in runs
+        if (value := run_value(run, metric, across)) is not None
+    ]
+    return pd.DataFrame(rows, columns=["model_name", "cpus", "run_id", "value", "over"])
+
+
+def harness_values(runs: Iterable[dict[str, Any]], metric: str, across: str | None = None) -> pd.DataFrame:
+    """Per (model_name, cpus): `metric` over the repeats, as `across` says (metric_registry.ACROSS_REPEATS;
+    default: the registry's rule for the metric), with the number of repeats `n`, the rule in `across`, and for
+    the fastest rules `over`, how many values the minimum was taken over (a minimum falls as they grow)."""
+    how = across or metric_registry.get(metric).across_repeats
+    grouped = metric_table(runs, metric, how).groupby(["model_name", "cpus"])
+    if how == metric_registry.MEDIAN:
+        values = grouped["value"].agg(value="median", n="count").reset_index().assign(over=math.nan)
+    else:
+        values = grouped.agg(value=("value", "min"), n=("value", "count"), over=("over", "sum")).reset_index()
+    return values.assign(across=how)
+
+
+def resolve_results_dir(explicit: str | None) -> Path:
+    """--results-dir, else RESULTS_DIR of the profile (env.template < .env < HARNESS_ENV_FILE)."""
+    if explicit:
+        return Path(explicit)
+    return Path(load_profile(os.environ.get("HARNESS_ENV_FILE") or None).results_dir)
+
+
+def select_runs(results_dir: Path, session: str | None) -> tuple[list[dict[str, Any]], str]:
+    """Runs of one session (default: the newest), or of every session pooled when session == "all"; refused in
+    one line when they hold runs under different conditions (harness.core.conditions), which must not be pooled."""
+    if session == ALL_SESSIONS:
+        runs = list(iter_all_runs(results_dir))
+        if not runs:
+            raise DataError(f"no runs under {results_dir}; run `make profile MODEL=...` first")
+        name = ALL_SESSIONS
+    else:
+        session_dir = resolve_session(results_dir, session)
+        runs, name = load_runs(session_dir), session_dir.name
+    conflict = conditions.pooling_conflict(runs)
+    if conflict:
+        raise DataError(f"--session {name}: {conflict}; such runs are not comparable: pick one session "
+                        "(--session ID, make: SESSION=ID) or profile the models again under one profile")
+    return runs, name

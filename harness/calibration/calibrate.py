@@ -1,0 +1,604 @@
+"""Desktop → device calibration per metric and group: which fit maps the harness's numbers to the device's,
+how far off its predictions are for models the device never ran, and their prediction intervals.
+
+A handful of models measured on the real device teaches the fit; the fit then predicts the device's numbers
+for models only the harness has run. The candidate fits (`ols`, `relative`, `loglog`, `features`) live in
+harness.calibration.fits, the held-out figures and the automatic choice in harness.calibration.choice. Beside
+them, the OLS line is kept as the reference the published experiments use, with its diagnostics:
+
+- ordinary least squares, scipy.stats.linregress; Theil–Sen (Sen 1968, scipy.stats.theilslopes) as a
+  line that a single outlier cannot drag;
+- Spearman ρ and Kendall τ (scipy.stats), and the pairs whose order differs between harness and device;
+- Cook's distance (Cook 1977) with the common 4/n rule for influential points.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from harness.analysis.run_values import check_metric, harness_values
+from harness.analysis.stats import rank_correlations
+from harness.calibration.choice import (
+    AUTO,
+    CHOICE_BAND,
+    CONFIDENCE,
+    HeldOut,
+    available_fits,
+    choose,
+    error_stats,
+    leave_one_out,
+    nested_leave_one_out,
+    tied_with_best,
+)
+from harness.calibration.fits import FACT_NAMES, FIT_FACTS, FIT_NAMES, OP_SPLIT, Design, FittedModel, fit_spec
+from harness.core import metric_registry
+from harness.core.errors import ConfigError, DataError, ModelError
+from harness.device.data import DeviceData
+
+MIN_POINTS = 3
+"""Fewest matched models a fit is trained on: with two, a line passes through both and says nothing."""
+EXACT_FIT_R2 = 1.0 - 1e-12
+"""Above this R² the residuals are rounding noise, and Cook's distance (residual / noise) is set to 0."""
+
+
+def cooks_threshold(n: int) -> float:
+    """Cook's distance above 4/n marks an influential point (Bollen & Jackman 1990 rule of thumb)."""
+    return 4.0 / n
+
+
+@dataclass(frozen=True)
+class LineFit:
+    """An OLS line with its standard errors, plus the Theil–Sen line for the same points."""
+
+    n: int
+    slope: float
+    intercept: float
+    r2: float
+    p_value: float
+    slope_stderr: float
+    intercept_stderr: float
+    residual_std: float
+    x_mean: float
+    sxx: float
+    x_min: float
+    x_max: float
+    theil_slope: float
+    theil_intercept: float
+    theil_slope_low: float
+    theil_slope_high: float
+
+    def predict(self, x: Any) -> np.ndarray:
+        return self.intercept + self.slope * np.asarray(x, dtype=float)
+
+
+def fit_line(x: Any, y: Any) -> LineFit:
+    """OLS and Theil–Sen fits of y on x; needs MIN_POINTS points and at least two distinct x."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if len(x) < MIN_POINTS:
+        raise DataError(f"a calibration line needs at least {MIN_POINTS} matched models, got {len(x)}")
+    if np.ptp(x) == 0:
+        raise DataError("all harness values are identical; the line is undefined: profile models that differ")
+    ols = stats.linregress(x, y)
+    theil = stats.theilslopes(y, x, alpha=CONFIDENCE)
+    residuals = y - (ols.intercept + ols.slope * x)
+    return LineFit(
+        n=len(x),
+        slope=float(ols.slope),
+        intercept=float(ols.intercept),
+        r2=float(ols.rvalue**2),
+        p_value=float(ols.pvalue),
+        slope_stderr=float(ols.stderr),
+        intercept_stderr=float(ols.intercept_stderr),
+        residual_std=float(np.sqrt(np.sum(residuals**2) / (len(x) - 2))),
+        x_mean=float(x.mean()),
+        sxx=float(np.sum((x - x.mean()) ** 2)),
+        x_min=float(x.min()),
+        x_max=float(x.max()),
+        theil_slope=float(theil.slope),
+        theil_intercept=float(theil.intercept),
+        theil_slope_low=float(theil.low_slope),
+        theil_slope_high=float(theil.high_slope),
+    )
+
+
+def leverage(fit: LineFit, x: Any) -> np.ndarray:
+    """Hat values h_ii of a straight-line fit: how far each x sits from the mean, relative to the spread."""
+    return 1.0 / fit.n + (np.asarray(x, dtype=float) - fit.x_mean) ** 2 / fit.sxx
+
+
+def cooks_distance(fit: LineFit, x: Any, y: Any) -> np.ndarray:
+    """Cook's D_i = e_i² / (p s²) · h_ii / (1 − h_ii)², with p = 2 parameters."""
+    x = np.asarray(x, dtype=float)
+    residuals = np.asarray(y, dtype=float) - fit.predict(x)
+    if fit.r2 >= EXACT_FIT_R2 or fit.residual_std == 0:
+        return np.zeros(len(x))
+    h = leverage(fit, x)
+    return residuals**2 / (2 * fit.residual_std**2) * h / (1 - h) ** 2
+
+
+def discordant_pairs(names: list[str], x: Any, y: Any) -> list[tuple[str, str]]:
+    """Pairs (a, b) that the harness orders one way and the device the other (ties flip nothing)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    return [
+        (names[i], names[j])
+        for i, j in itertools.combinations(range(len(names)), 2)
+        if np.sign(x[i] - x[j]) * np.sign(y[i] - y[j]) < 0
+    ]
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: numpy scalars to Python, NaN/inf to None (JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {key: _clean(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(item) for item in value]
+    if isinstance(value, (np.floating, float)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def group_label(group: dict[str, Any]) -> str:
+    """`cpus=2, family=mobilenet_v1`: numbers without a trailing `.0`."""
+    parts = [f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}" for key, value in group.items()]
+    return ", ".join(parts) or "all groups"
+
+
+BEYOND_REACH = "beyond the calibration models' reach (leverage above 3p/n)"
+"""How `regress` and `predict` name a model that a within-reach-only fit (FittedModel.beyond_reach) leaves to
+another fit."""
+
+
+@dataclass
+class Calibration:
+    """One fitted metric × group: the points, the chosen fit, every candidate's held-out figures, and the OLS
+    reference line with its diagnostics."""
+
+    metric: str
+    group: dict[str, Any]
+    fit: LineFit
+    model: FittedModel
+    fact_names: tuple[str, ...]
+    points: pd.DataFrame
+    stats: dict[str, float]
+    comparison: list[dict[str, Any]]
+    choice: dict[str, Any]
+    flipped_pairs: list[tuple[str, str]]
+    threads: str = ""
+    harness_value: str = ""  # how each model's repeats became its harness value (repeats_note)
+    beyond: FittedModel | None = None
+    """The fit for models beyond the chosen fit's reach, when that one is used within reach only."""
+
+    @property
+    def label(self) -> str:
+        return group_label(self.group)
+
+    def design(self, harness: Any, facts: pd.DataFrame | None = None) -> Design:
+        """The fits' input for other models: harness values and, by harness model, the same facts."""
+        harness = np.asarray(harness, dtype=float).reshape(-1)
+        if not self.model.fact_names and self.beyond is None:  # no fit reads facts, nor asks where they lie
+            return Design(harness)
+        return Design(harness, facts[list(self.fact_names)].to_numpy(float), self.fact_names)
+
+    def predictions(self, design: Design) -> list[tuple[str, float, float, float]]:
+        """Per model: the fit that predicts it (the chosen one, or `beyond` for a model beyond its reach), the
+        prediction and its 95% interval."""
+        fits = np.full(len(design), self.model.name, dtype=object)
+        yhat, low, high = self.model.interval(design, CONFIDENCE)
+        if self.beyond is not None:
+            far = np.flatnonzero(self.model.beyond_reach(design))
+            fits[far] = self.beyond.name
+            yhat[far], low[far], high[far] = self.beyond.interval(design.take(far), CONFIDENCE)
+        return list(zip(fits, yhat, low, high, strict=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(
+            {
+                "metric": self.metric,
+                "group": self.group,
+                "threads": self.threads,
+                "harness_value": self.harness_value,
+                "chosen_fit": self.model.name,
+                "equation": self.model.equation,
+                "choice": self.choice,
+                "fits": self.comparison,
+                "ols": vars(self.fit),
+                "stats": self.stats,
+                "flipped_pairs": self.flipped_pairs,
+                "points": self.points.to_dict(orient="records"),
+            }
+        )
+
+
+def _design(points: pd.DataFrame) -> Design:
+    """Harness values plus every static fact that all the points have (positive and finite), and the per-op
+    split when every point has one."""
+    names = tuple(
+        name for name in FACT_NAMES
+        if name in points and np.all(np.isfinite(points[name].to_numpy(float))) and (points[name] > 0).all()
+    )
+    if OP_SPLIT in points and points[OP_SPLIT].between(0, 1).all():
+        names += (OP_SPLIT,)
+    facts = points[list(names)].to_numpy(float) if names else np.empty((len(points), 0))
+    return Design(points["harness"].to_numpy(float), facts, names)
+
+
+def _comparison(reasons: dict[str, str | None], held: dict[str, HeldOut | None], nested: HeldOut | None,
+                chosen: str, y: np.ndarray) -> list[dict[str, Any]]:
+    """One row per candidate (held-out figures, or why there are none), then the nested automatic choice."""
+    rows = []
+    for name in FIT_NAMES:
+        h = held.get(name)
+        note = reasons[name] or ("" if h is not None else "too few models for leave-one-out")
+        rows.append({"fit": name, "what": fit_spec(name).what, **(h.figures(y) if h else {}), "chosen": name == chosen,
+                     "note": note})
+    if nested is not None:
+        picks = ", ".join(f"{name} {count}" for name, count in Counter(nested.picks).most_common())
+        rows.append({"fit": AUTO, "what": "the choice remade inside each fold (nested leave-one-out)",
+                     **nested.figures(y), "chosen": False, "note": f"picked per fold: {picks}"})
+    return rows
+
+
+def _choice_reason(held: dict[str, HeldOut | None], chosen: str, y: np.ndarray) -> str:
+    """Why the automatic choice fell where it did: every fit's share, and the ties broken by MAPE."""
+    figures = {name: h.figures(y) for name, h in held.items() if h}
+    shares = {name: f[f"within_{round(CHOICE_BAND * 100)}pct"] for name, f in figures.items()}
+    best = max(shares.values())
+    others = ", ".join(f"{name} {share:.0%}" for name, share in shares.items() if name != chosen)
+    text = f"most held-out models within ±{CHOICE_BAND:.0%} ({best:.0%}; {others or 'no other fit'})"
+    tied = tied_with_best({name: h.predicted for name, h in held.items() if h}, y)
+    if len(tied) < 2:
+        return text
+    if shares[chosen] < best:
+        text = (f"{shares[chosen]:.0%} of held-out models within ±{CHOICE_BAND:.0%}, within one standard error of "
+                f"the most ({others})")
+    mapes = ", ".join(f"{name} {figures[name]['mape_pct']:.1f}%" for name in tied)
+    return f"{text}; tied within one standard error, so the smallest held-out MAPE decides, then the simpler fit " \
+        f"({mapes})"
+
+
+def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, fit: str = AUTO) -> Calibration:
+    """Fit one group. `points` needs columns model, harness, device (and the FACT_NAMES the `features` fit
+    uses); the rest is carried along. `fit` is `auto` or a fit's name."""
+    points = points.sort_values("harness").reset_index(drop=True)
+    x, y = points["harness"].to_numpy(float), points["device"].to_numpy(float)
+    line = fit_line(x, y)
+    design = _design(points)
+    reasons = available_fits(design, y)
+    if fit != AUTO and reasons[fit_spec(fit).name]:
+        raise DataError(f"--fit {fit}: {metric} {group_label(group)}: {reasons[fit]}; choose another fit")
+    held = {name: leave_one_out(fit_spec(name), design, y) for name, reason in reasons.items() if reason is None}
+    if all(h is None for h in held.values()):
+        raise DataError("leaving one model out leaves identical harness values; profile more distinct models")
+    if fit == AUTO:
+        chosen = choose({name: h.predicted for name, h in held.items() if h is not None}, y)
+        reported = nested_leave_one_out(design, y, FIT_NAMES)
+        choice = {"mode": AUTO, "reason": _choice_reason(held, chosen, y)}
+        if chosen and fit_spec(chosen).within_reach_only:
+            choice["beyond_reach"] = choose({name: h.predicted for name, h in held.items()
+                                             if h is not None and not fit_spec(name).within_reach_only}, y)
+            choice["reason"] += (f"; a model {BEYOND_REACH} is predicted by {choice['beyond_reach']}, the best of "
+                                 f"the others, since {chosen} was tuned among them")
+    else:
+        chosen, reported = fit, held.get(fit)
+        choice = {"mode": "forced", "reason": f"forced with --fit {fit}"}
+    model = fit_spec(chosen).train(design, y) if chosen else None
+    if model is None:
+        raise DataError(f"--fit {fit}: {metric} {group_label(group)}: cannot be trained on these {len(y)} models "
+                        "(identical harness values or collinear facts); choose another fit")
+    fitted = model.predict(design)
+    cooks = cooks_distance(line, x, y)
+    columns = {"fitted": fitted, "error_pct": 100 * (fitted - y) / y}
+    if reported is not None:
+        columns.update(loo_predicted=reported.predicted, loo_low=reported.low, loo_high=reported.high,
+                       loo_error_pct=100 * (reported.predicted - y) / y)
+    columns.update({f"loo_{name}": h.predicted for name, h in held.items() if h is not None})
+    points = points.assign(**columns, cooks_d=cooks, influential=cooks > cooks_threshold(len(x)))
+    fitted_stats = error_stats(y, fitted)
+    summary = {
+        "rmse": fitted_stats["rmse"],
+        "mape_pct": fitted_stats["mape_pct"],
+        **({f"loo_{key}": value for key, value in reported.figures(y).items()} if reported is not None else {}),
+        **rank_correlations(x, y),
+        "cooks_threshold": cooks_threshold(len(x)),
+    }
+    comparison = _comparison(reasons, held, reported if fit == AUTO else None, chosen, y)
+    names = points["model"].astype(str).tolist()
+    beyond_name = choice.get("beyond_reach")
+    return Calibration(metric, group, line, model, design.fact_names, points, summary, comparison,
+                       {**choice, "chosen": chosen}, discordant_pairs(names, x, y),
+                       beyond=fit_spec(beyond_name).train(design, y) if beyond_name else None)
+
+
+@dataclass
+class CalibrationSet:
+    """Every fitted group of one device, what could not be fitted and why, the unmatched models, and the
+    harness models' static facts (for predictions by the `features` fit)."""
+
+    device: str
+    group_by: str
+    calibrations: list[Calibration]
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    unmatched_device_models: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    facts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(FIT_FACTS)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(
+            {
+                "device": self.device,
+                "group_by": self.group_by,
+                "calibrations": [c.to_dict() for c in self.calibrations],
+                "skipped": self.skipped,
+                "unmatched_device_models": self.unmatched_device_models,
+                "notes": self.notes,
+            }
+        )
+
+
+def device_threads(device: DeviceData) -> set[float]:
+    table = device.table
+    return set(table["cpus"].dropna()) if "cpus" in table else set()
+
+
+def device_rows_for_cpus(device: DeviceData, cpus: float, harness_cpus: set[float]) -> pd.DataFrame:
+    """Device rows to pair with harness runs at `cpus`: those run with as many threads. When the device data
+    states no thread count, or a single one at which the harness has no runs (a host with fewer cores than
+    the phone), every harness CPUS value is paired with it: each gets its own fit."""
+    table, threads = device.table, device_threads(device)
+    if not threads:
+        return table
+    if cpus in threads:
+        return table[table["cpus"] == cpus]
+    if len(threads) == 1 and not threads & harness_cpus:
+        return table
+    return table.iloc[0:0]
+
+
+def threads_note(device: DeviceData, cpus: float) -> str:
+    """How the device's thread count met the harness CPUS value of a group, in words."""
+    threads = device_threads(device)
+    if not threads:
+        return f"device data states no thread count; harness CPUS={cpus:g}"
+    if cpus in threads:
+        return f"device threads {cpus:g} matched to harness CPUS={cpus:g}"
+    (only,) = threads
+    return f"device threads {only:g}; no harness runs at CPUS={only:g}, so harness CPUS={cpus:g} is used"
+
+
+def _one_device_row(device: DeviceData, rows: list[pd.Series], harness_model: str, metric: str) -> pd.Series:
+    """The device row that stands for `harness_model`: a harness_model cell settles a tie; two rows without
+    one would put two device numbers at one harness value, and leave-one-out would keep the twin in."""
+    if len(rows) == 1:
+        return rows[0]
+    explicit = [row for row in rows if row.get("harness_model") == harness_model]
+    if len(explicit) == 1:
+        return explicit[0]
+    first, second = (str(row["model"]) for row in rows[:2])
+    raise DataError(
+        f"device {device.name}: rows {first} and {second} both match harness model {harness_model} for {metric}; "
+        f"a harness model takes one device row per metric: write {harness_model} in a harness_model column on "
+        "the row that stands for it, or drop the other row"
+    )
+
+
+def paired_points(device: DeviceData, measured: pd.DataFrame, metric: str, group_by: str) -> pd.DataFrame:
+    """Device values beside the harness values: one row per matched model and harness CPU count."""
+    mapping = device.match(sorted(set(measured["model_name"])))
+    harness_cpus = set(measured["cpus"])
+    rows = []
+    for (harness_model, cpus), entry in measured.set_index(["model_name", "cpus"]).iterrows():
+        candidates = [
+            device_row for _, device_row in device_rows_for_cpus(device, cpus, harness_cpus).iterrows()
+            if mapping.get(device_row["model"]) == harness_model and not pd.isna(device_row.get(metric))
+        ]
+        if not candidates:
+            continue
+        device_row = _one_device_row(device, candidates, harness_model, metric)
+        row = {
+            "model": device_row["model"],
+            "harness_model": harness_model,
+            "cpus": cpus,
+            "harness": entry["value"],
+            "harness_n": int(entry["n"]),
+            "harness_over": entry["over"],
+            "device": float(device_row[metric]),
+            "device_n": int(device_row["n"]),
+        }
+        if group_by != "cpus":
+            tag = device_row.get(group_by)
+            row[group_by] = "unknown" if pd.isna(tag) else str(tag)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def model_facts_table(runs: list[dict[str, Any]]) -> pd.DataFrame:
+    """The facts fits read (FIT_FACTS) per harness model, NaN where unknown: static facts from its newest run's
+    `model_facts`, and the per-op split as the median over its runs that have a per-op profile.
+
+    A fact that runs recorded before the harness computed it is read from the model file when that is an ONNX
+    file still on disk (for sessions profiled by an older version)."""
+    newest = {run["model_name"]: run for run in runs if run.get("model_name")}
+    rows = {}
+    for name, run in newest.items():
+        facts = run.get("model_facts") or {}
+        if any(key not in facts for key in FACT_NAMES) and run.get("model_kind") == "onnx":
+            facts = {**_facts_from_file(run.get("model_path")), **facts}
+        rows[name] = {key: facts.get(key) if isinstance(facts.get(key), (int, float)) else np.nan for key in FACT_NAMES}
+        splits = [run["per_op"][OP_SPLIT] for run in runs if run.get("model_name") == name
+                  and isinstance((run.get("per_op") or {}).get(OP_SPLIT), (int, float))]
+        rows[name][OP_SPLIT] = float(np.median(splits)) if splits else np.nan
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(FIT_FACTS), dtype=float)
+
+
+def _facts_from_file(path: str | None) -> dict[str, Any]:
+    from harness.models.facts import onnx_facts  # onnx loads only for old sessions that lack a fact
+
+    try:
+        return onnx_facts(path) if path else {}
+    except ModelError:
+        return {}
+
+
+def calibrate_device(
+    device: DeviceData, values_by_metric: dict[str, pd.DataFrame], group_by: str = "cpus",
+    facts: pd.DataFrame | None = None, fit: str = AUTO,
+) -> CalibrationSet:
+    """Fit every metric × group with at least MIN_POINTS matched models; raise when none has."""
+    if group_by != "cpus" and group_by not in device.tags:
+        choices = ", ".join(["cpus", *device.tags]) or "cpus"
+        raise ConfigError(f"--group-by {group_by}: device {device.name} has no such column; choose one of: {choices}")
+    if fit != AUTO and fit not in FIT_NAMES:
+        raise ConfigError(f"--fit {fit}: unknown fit; choose {AUTO} or one of: {', '.join(FIT_NAMES)}")
+    facts = facts if facts is not None else pd.DataFrame(columns=list(FIT_FACTS), dtype=float)
+    result = CalibrationSet(device.name, group_by, [], facts=facts)
+    keys = ["cpus"] if group_by == "cpus" else ["cpus", group_by]
+    matched: set[str] = set()
+    for metric, measured in values_by_metric.items():
+        points = paired_points(device, measured, metric, group_by)
+        if points.empty:
+            result.skipped.append({"metric": metric, "group": {}, "n": 0, "reason": _no_match_reason(device, measured)})
+            continue
+        points = points.join(facts, on="harness_model")
+        matched.update(points["model"])
+        for values, group_points in points.groupby(keys, sort=True):
+            group = dict(zip(keys, values, strict=True))
+            models = group_points["model"].tolist()
+            try:
+                calibration = calibrate_points(metric, group, group_points, fit)
+            except DataError as err:
+                reason = f"{len(models)} matched models" if len(models) < MIN_POINTS else str(err)
+                result.skipped.append({"metric": metric, "group": group, "n": len(models), "models": models,
+                                       "reason": reason})
+                continue
+            calibration.threads = threads_note(device, group["cpus"])
+            calibration.harness_value = repeats_note(measured, group_points["harness_n"])
+            result.calibrations.append(calibration)
+    result.unmatched_device_models = sorted(set(device.table["model"]) - matched)
+    if not result.calibrations:
+        detail = "; ".join(
+            f"{s['metric']} {group_label(s['group'])}: {s['reason']}" for s in result.skipped
+        ) or "no metric in common"
+        raise DataError(
+            f"device {device.name}: nothing to fit ({detail}); calibration needs at least {MIN_POINTS} models "
+            "measured both on the device and by the harness: profile more of the device's models, or map names "
+            "with a harness_model column"
+        )
+    return result
+
+
+def repeats_note(values: pd.DataFrame, repeats: pd.Series) -> str:
+    """How the fitted harness values were made from the repeats, for the output: `fastest inference of 5 repeats`."""
+    how = values["across"].iloc[0] if "across" in values and len(values) else metric_registry.MEDIAN
+    low, high = int(repeats.min()), int(repeats.max())
+    count = f"{low}" if low == high else f"{low} to {high}"
+    return f"{how.replace('-', ' ')} of {count} repeats"
+
+
+def _no_match_reason(device: DeviceData, measured: pd.DataFrame) -> str:
+    threads = sorted(device_threads(device))
+    cpus = sorted(measured["cpus"].unique())
+    if len(threads) > 1 and not set(threads) & set(cpus):
+        return (f"the device's thread counts ({', '.join(f'{t:g}' for t in threads)}) never equal the harness's "
+                f"cpus ({', '.join(f'{c:g}' for c in cpus)}); profile with CPUS set to one of them")
+    return "no device model matches a model with ok runs"
+
+
+def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFrame], models: list[str]) -> list[dict]:
+    """Device predictions with 95% prediction intervals for `models`, from every fitted cpus group's chosen fit.
+
+    `out_of_range` marks a harness value outside the calibrated range: the fit is extrapolated there. A model
+    without a fact the group's chosen fit reads (static facts, the per-op split) gets no prediction, and a `note`
+    saying so.
+    """
+    out = []
+    for calibration in cset.calibrations:
+        measured = values_by_metric[calibration.metric]
+        at_cpus = measured[(measured["cpus"] == calibration.group["cpus"]) & measured["model_name"].isin(models)]
+        measured = dict(zip(calibration.points["harness_model"], calibration.points["device"], strict=True))
+        used = list(calibration.model.fact_names)
+        known = at_cpus["model_name"].isin(cset.facts.dropna(subset=used).index) | (not used)
+        x_min, x_max = calibration.fit.x_min, calibration.fit.x_max
+        base = [{"model": name, "metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
+                 "harness": value, "confidence": CONFIDENCE, "out_of_range": not x_min <= value <= x_max,
+                 "calibrated_range": [x_min, x_max], "measured_on_device": measured.get(name),
+                 "counts_note": counts_note(over, calibration.points["harness_over"], across)}
+                for name, value, over, across in zip(at_cpus["model_name"], at_cpus["value"], at_cpus["over"],
+                                                     at_cpus["across"], strict=True)]
+        ready = at_cpus[known.to_numpy()]
+        design = calibration.design(ready["value"], cset.facts.reindex(ready["model_name"]))
+        predicted = dict(zip(ready["model_name"], calibration.predictions(design), strict=True))
+        for row in base:
+            fit, yhat, low, high = predicted.get(row["model"], (calibration.model.name, math.nan, 0.0, 0.0))
+            if math.isfinite(yhat):
+                row.update(predicted=yhat, pi_low=low, pi_high=high, fit=fit)
+                if fit != calibration.model.name:
+                    row["note"] = (f"{BEYOND_REACH}: predicted by {fit}, not by {calibration.model.name}, which was "
+                                   "tuned among them")
+            else:
+                row.update(predicted=None, pi_low=None, pi_high=None, fit=fit,
+                           note=missing_facts_note(calibration.beyond if fit != calibration.model.name
+                                                   else calibration.model))
+            out.append(_clean(row))
+    return out
+
+
+def counts_note(over: float, calibrated: pd.Series, across: str) -> str | None:
+    """Why a minimum over another count than the calibration models' is biased (None when the counts match, or
+    for the median, which does not drift with them)."""
+    low, high = calibrated.min(), calibrated.max()
+    if across == metric_registry.MEDIAN or pd.isna(over) or low <= over <= high:
+        return None
+    unit = "inferences" if across == metric_registry.FASTEST_INFERENCE else "repeats"
+    span = f"{low:g}" if low == high else f"{low:g} to {high:g}"
+    return (f"its harness value is the fastest of {over:g} {unit}, the calibration models' of {span}: a minimum "
+            f"is lower over more values, so profile it with the calibration models' REPEATS and ITERATIONS")
+
+
+def missing_facts_note(model: FittedModel) -> str:
+    """Why a model gets no prediction from `model`: it lacks a fact the fit reads, and how to get it."""
+    if OP_SPLIT in model.fact_names:
+        return f"no per-op profile for the {model.name} fit: profile it with PER_OP=1 (--per-op)"
+    return f"no static facts ({', '.join(model.fact_names)}) for the {model.name} fit"
+
+
+def calibrated_metrics(device: DeviceData, metric: str | None = None) -> list[str]:
+    """The metrics both the device data and the harness have (or the one asked for, checked)."""
+    allowed = metric_registry.calibrated()
+    common = [m.name for m in allowed if m.name in device.metrics]
+    if metric is not None:
+        metric = check_metric(metric, lambda m: m.calibrated)
+        if metric not in device.metrics:
+            raise ConfigError(
+                f"--metric {metric}: device {device.name} has no {metric} column (it has: {', '.join(device.metrics)})"
+            )
+        return [metric]
+    if not common:
+        raise DataError(
+            f"device {device.name} has no column the harness measures ({', '.join(device.metrics)}); "
+            f"name one of: {', '.join(m.name for m in allowed)}"
+        )
+    return common
+
+
+def calibrate_runs(
+    device: DeviceData, runs: list[dict[str, Any]], metric: str | None = None, group_by: str = "cpus",
+    fit: str = AUTO, across: str | None = None,
+) -> tuple[CalibrationSet, dict[str, pd.DataFrame]]:
+    """Calibrate `device` against harness runs; also returns the per-model harness values used (for prediction):
+    each model's repeats summarised as `across` says, by default as the metric's registry entry says."""
+    values = {name: harness_values(runs, name, across) for name in calibrated_metrics(device, metric)}
+    return calibrate_device(device, values, group_by, model_facts_table(runs), fit), values

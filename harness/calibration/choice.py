@@ -1,0 +1,203 @@
+"""Held-out figures of every calibration fit, and the automatic choice between them.
+
+Leave-one-out: each model is predicted, with its 95% prediction interval, by a fit trained on all the
+others, which is the honest error for a model the device has never run. Every fit is retrained from scratch
+in each fold, the `features` fit's ridge strength included.
+
+The automatic choice takes the fit with the largest leave-one-out share within ±10%. A share within one standard
+error of the best (paired, as McNemar's test pairs them) is a tie, since a count of 5 to 20 models moves by a
+model or two on noise; ties go to the smallest leave-one-out MAPE, which weighs every error rather than which
+side of 10% it fell, and then to the simpler fit, in the order of harness.calibration.fits.FITS.
+
+The figures reported for that choice are *nested* (Varma & Simon 2006; Cawley & Talbot 2010): in each outer
+fold the choice is made again from the inner leave-one-out of the remaining models only, and the chosen fit
+then predicts the left-out model. Reporting the winner's own leave-one-out share instead would flatter it,
+since it was picked for being high.
+
+A model beyond the reach of the calibration models (FittedModel.beyond_reach: a leverage above 3p/n in the
+`features` fit) is not predicted by that fit: its ridge strength is chosen by leave-one-out among those models,
+which tests interpolation only, and its fact exponents can be far off beyond them. The choice for such a model
+is made among the other fits, inside each fold as well, from what is known of the model before its device
+value is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from harness.calibration.fits import (
+    FIT_NAMES,
+    FITS,
+    Design,
+    FitSpec,
+    FittedModel,
+    exact_loo,
+    fit_spec,
+    unavailable_reason,
+)
+
+AUTO = "auto"
+CONFIDENCE = 0.95
+WITHIN_BANDS: tuple[float, ...] = (0.10, 0.20)
+"""Held-out relative errors are reported as the share of models within ±10% and ±20% of the device."""
+CHOICE_BAND = WITHIN_BANDS[0]
+ROUNDING = 1e-12
+"""Relative errors this close to a band's edge count as inside it (exact data predicted through rounding)."""
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Leave-one-out predictions and 95% intervals of one fit (or of the nested choice, with its per-fold picks)."""
+
+    name: str
+    predicted: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    picks: tuple[str, ...] = ()
+
+    def figures(self, y: np.ndarray) -> dict[str, float | None]:
+        """Shares within each band, MAPE (%), RMSE, Kendall τ (held-out prediction vs device) and the share of
+        models inside their interval (None when no fold could give one)."""
+        out = error_stats(y, self.predicted)
+        finite = np.isfinite(self.low) & np.isfinite(self.high)
+        inside = (self.low <= y) & (y <= self.high)
+        out["coverage"] = float(np.mean(inside[finite])) if finite.any() else None
+        tau = stats.kendalltau(self.predicted, y).statistic if len(y) > 1 else np.nan
+        out["kendall_tau"] = float(tau)
+        return out
+
+
+def error_stats(actual: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    """RMSE, MAPE (%) and the share of predictions within each WITHIN_BANDS relative error."""
+    actual = np.asarray(actual, dtype=float)
+    predicted = np.asarray(predicted, dtype=float)
+    relative = _relative_errors(predicted, actual)
+    out = {"rmse": float(np.sqrt(np.mean((predicted - actual) ** 2))), "mape_pct": float(100 * np.mean(relative))}
+    for band in WITHIN_BANDS:
+        out[f"within_{round(band * 100)}pct"] = float(np.mean(_within(relative, band)))
+    return out
+
+
+def _relative_errors(predicted: np.ndarray, actual: np.ndarray) -> np.ndarray:
+    """|predicted − actual| / |actual| per model (inf or nan where the device value is 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.abs(predicted - actual) / np.abs(actual)
+
+
+def _within(relative: np.ndarray, band: float) -> np.ndarray:
+    """Which relative errors fall within ±band, exact predictions that land on its edge through rounding included."""
+    return relative <= band + ROUNDING
+
+
+def available_fits(design: Design, y: np.ndarray) -> dict[str, str | None]:
+    """Every fit's name → why it cannot be used on these models (None: it can)."""
+    return {spec.name: unavailable_reason(spec, design, y) for spec in FITS}
+
+
+def loo_predictions(spec: FitSpec, design: Design, y: np.ndarray) -> np.ndarray | None:
+    """Leave-one-out point predictions only (what the choice needs): the exact shortcut for a plain least-squares
+    fit, a retrain per fold for a tuned one."""
+    if not spec.tuned:
+        model = spec.train(design, y)
+        return None if model is None else exact_loo(model, design, y)
+    held = leave_one_out(spec, design, y, intervals=False)
+    return None if held is None else held.predicted
+
+
+def leave_one_out(spec: FitSpec, design: Design, y: np.ndarray, intervals: bool = True) -> HeldOut | None:
+    """`spec` retrained without each model in turn; None when some fold cannot be fitted (too few models,
+    or the rest all share one harness value)."""
+    n = len(y)
+    predicted, low, high = np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
+        keep = np.arange(n) != i
+        model = spec.train(design.take(keep), y[keep])
+        if model is None:
+            return None
+        left_out = design.take(np.array([i]))
+        if intervals:
+            predicted[i], low[i], high[i] = (v[0] for v in model.interval(left_out, CONFIDENCE))
+        else:
+            predicted[i], low[i], high[i] = model.predict(left_out)[0], np.nan, np.nan
+    return HeldOut(spec.name, predicted, low, high)
+
+
+def _mape(predicted: np.ndarray, y: np.ndarray) -> float:
+    """Held-out MAPE as a fraction, rounded so that fits exact to rounding tie (inf when a prediction is not finite)."""
+    relative = _relative_errors(predicted, y)
+    return round(float(np.mean(relative)), 9) if np.all(np.isfinite(relative)) else np.inf
+
+
+def tied_with_best(predicted: dict[str, np.ndarray | None], y: np.ndarray) -> list[str]:
+    """The fits (in FITS order) whose count within ±10% falls short of the best count by at most one standard
+    error of the paired difference: b − c ≤ √(b + c), b and c the models only one of the two has within ±10%
+    (McNemar's z ≤ 1). Counts of 5 to 20 models differ by a model or two on noise alone."""
+    order = {name: index for index, name in enumerate(FIT_NAMES)}
+    within = {name: _within(_relative_errors(p, y), CHOICE_BAND) for name, p in predicted.items() if p is not None}
+    if not within:
+        return []
+    best = within[max(within, key=lambda name: (within[name].sum(), -order[name]))]
+    return [name for name in FIT_NAMES if name in within
+            and best.sum() - within[name].sum() <= np.sqrt(np.sum(best != within[name]))]
+
+
+def choose(predicted: dict[str, np.ndarray | None], y: np.ndarray) -> str | None:
+    """Of the fits tied with the best count within ±10% (tied_with_best), the one with the smallest held-out MAPE;
+    equal MAPEs go to the earlier (simpler) fit in FITS."""
+    tied = tied_with_best(predicted, y)
+    return min(tied, key=lambda name: _mape(predicted[name], y)) if tied else None
+
+
+def _usable(design: Design, y: np.ndarray, names: tuple[str, ...]) -> list[FitSpec]:
+    reasons = available_fits(design, y)
+    return [fit_spec(name) for name in names if reasons[name] is None]
+
+
+def simplest_trainable(design: Design, y: np.ndarray, names: tuple[str, ...]) -> FittedModel | None:
+    """The first fit in FITS order that trains: the choice when there are too few models to compare fits."""
+    for spec in _usable(design, y, names):
+        model = spec.train(design, y)
+        if model is not None:
+            return model
+    return None
+
+
+def _reaches(spec: FitSpec, design: Design, y: np.ndarray, query: Design | None) -> bool:
+    """Whether `spec` may predict `query`: False only for a within-reach-only fit that, trained on `design`, finds
+    `query` beyond its reach."""
+    if query is None or not spec.within_reach_only:
+        return True
+    model = spec.train(design, y)
+    return model is None or not model.beyond_reach(query).any()
+
+
+def select(design: Design, y: np.ndarray, names: tuple[str, ...], query: Design | None = None) -> str | None:
+    """The automatic choice on these models (by their leave-one-out) for predicting `query`, or None when no fit
+    trains."""
+    specs = [spec for spec in _usable(design, y, names) if _reaches(spec, design, y, query)]
+    chosen = choose({spec.name: loo_predictions(spec, design, y) for spec in specs}, y)
+    if chosen is None:
+        fallback = simplest_trainable(design, y, tuple(spec.name for spec in specs))
+        chosen = None if fallback is None else fallback.name
+    return chosen
+
+
+def nested_leave_one_out(design: Design, y: np.ndarray, names: tuple[str, ...]) -> HeldOut | None:
+    """The automatic choice, remade without each model in turn and then predicting it."""
+    n = len(y)
+    predicted, low, high, picks = np.empty(n), np.empty(n), np.empty(n), []
+    for i in range(n):
+        keep = np.arange(n) != i
+        rest, rest_y = design.take(keep), y[keep]
+        chosen = select(rest, rest_y, names, query=design.take(np.array([i])))
+        if chosen is None:
+            return None
+        model = fit_spec(chosen).train(rest, rest_y)
+        if model is None:
+            return None
+        picks.append(chosen)
+        predicted[i], low[i], high[i] = (v[0] for v in model.interval(design.take(np.array([i])), CONFIDENCE))
+    return HeldOut(AUTO, predicted, low, high, tuple(picks))

@@ -1,0 +1,349 @@
+"""The calibration fits: four ways to map a harness number to the device's, each one (weighted, possibly
+penalised) linear least-squares problem in its own space.
+
+- `ols`: device = a + b · harness by ordinary least squares, the straight line of the published
+  experiments. It minimises absolute error, so the largest models set it.
+- `relative`: the same line by weighted least squares with weights 1/device², i.e. the line minimising the
+  squared relative errors Σ((y − ŷ)/y)²: users ask "how many percent off will it be?".
+- `loglog`: a power law, log device = a + b · log harness. Log error ≈ relative error, and the curve
+  follows a device that scales differently with model size than the harness does.
+- `ops`: device = b_dw · (harness time in depthwise convolutions) + b_rest · (the rest of it), by weighted
+  least squares with weights 1/device² like `relative`. The split comes from each model's per-op profile
+  (PER_OP=1): engines differ most on depthwise convolutions, which move many bytes per multiply (on Pixel 3
+  data TFLite runs them at about the harness's ORT speed and everything else 1.8× slower), so one factor for
+  the whole latency mispredicts families whose share of depthwise time differs.
+- `features`: log device = a + b · log harness + Σ c_k · log fact_k over static model facts (MACs,
+  parameters, activation size), ridge-penalised on the facts only, the strength chosen by leave-one-out
+  inside the training points. An infinite strength gives back `loglog`; zero strength represents a
+  multiplicative law exactly.
+
+Prediction intervals are computed in each fit's own space (Montgomery, Peck & Vining, "Introduction to
+Linear Regression Analysis", §2.4; §5.5 for weights): ŷ₀ ± t(df) · s · √(1/w₀ + z₀ᵀ C z₀), where C is the
+unscaled covariance of the coefficients (A⁻¹ ZᵀWZ A⁻¹ with A = ZᵀWZ + penalty, which is (ZᵀWZ)⁻¹ unpenalised),
+w₀ the new point's weight (1/ŷ₀² for `relative`) and df = n − trace(hat matrix). Log-space intervals are
+exponentiated, so in device units they are asymmetric and scale with the prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from harness.core.errors import DataError
+
+FACT_NAMES: tuple[str, ...] = ("macs", "params", "activation_mib")
+"""Static model facts the `features` fit may use (from the ONNX graph, see harness.models.facts): compute,
+weights, and the activations one inference writes (a proxy for memory traffic)."""
+OP_SPLIT = "depthwise_share"
+"""A measured fact the `ops` fit reads: the share of a model's operator time in depthwise convolutions
+(harness.analysis.per_op.PerOp.depthwise_share)."""
+FIT_FACTS: tuple[str, ...] = (*FACT_NAMES, OP_SPLIT)
+"""Every per-model fact some fit reads."""
+RIDGE_ALPHAS: tuple[float, ...] = (0.0, *np.logspace(-3, 3, 13).tolist(), math.inf)
+"""Penalty strengths tried on standardised log facts; inf drops the facts (the `loglog` fit). On equal
+leave-one-out error the stronger penalty wins: the simpler model."""
+RANK_TOLERANCE = 1e-10
+"""A design whose smallest singular value is below this share of its largest is singular (collinear facts)."""
+
+
+@dataclass(frozen=True)
+class Design:
+    """What a fit may use for each model: its harness value and its static facts (one column per name)."""
+
+    harness: np.ndarray
+    facts: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
+    fact_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "harness", np.asarray(self.harness, dtype=float).reshape(-1))
+        facts = np.asarray(self.facts, dtype=float)
+        object.__setattr__(self, "facts", facts.reshape(len(self.harness), len(self.fact_names)))
+
+    def __len__(self) -> int:
+        return len(self.harness)
+
+    def take(self, index: np.ndarray) -> Design:
+        return Design(self.harness[index], self.facts[index], self.fact_names)
+
+    def select(self, names: tuple[str, ...]) -> np.ndarray:
+        """The facts' columns of these names, in that order."""
+        return self.facts[:, [self.fact_names.index(name) for name in names]]
+
+    @property
+    def static_names(self) -> tuple[str, ...]:
+        return tuple(name for name in self.fact_names if name in FACT_NAMES)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """Coefficients of one penalised weighted least-squares problem and what its intervals need."""
+
+    coef: np.ndarray
+    cov_unscaled: np.ndarray
+    a_inv: np.ndarray
+    s2: float
+    df: float
+    hat: np.ndarray
+
+
+def solve(z: np.ndarray, t: np.ndarray, w: np.ndarray, penalty: np.ndarray) -> Solution | None:
+    """argmin Σ wᵢ(tᵢ − zᵢβ)² + βᵀ penalty β, or None when the problem is singular. With no residual degrees
+    of freedom left (as many coefficients as points) s² is NaN: the fit predicts but has no interval."""
+    zw = z * w[:, None]
+    gram = z.T @ zw
+    a = gram + penalty
+    singular = np.linalg.svd(a, compute_uv=False)
+    if singular[-1] <= RANK_TOLERANCE * singular[0]:
+        return None
+    a_inv = np.linalg.inv(a)
+    coef = a_inv @ (zw.T @ t)
+    hat = np.einsum("ij,jk,ik->i", z, a_inv, zw)
+    df = len(t) - float(hat.sum())
+    residual = t - z @ coef
+    s2 = float(np.sum(w * residual**2) / df) if df > 1e-9 else math.nan
+    return Solution(coef, a_inv @ gram @ a_inv, a_inv, s2, df, hat)
+
+
+@dataclass(frozen=True)
+class FittedModel:
+    """One fit trained on some models: predicts, and gives prediction intervals, for others."""
+
+    name: str
+    solution: Solution
+    log_space: bool
+    weighted: bool
+    rows: Callable[[Design], np.ndarray]
+    alpha: float | None = None
+    fact_names: tuple[str, ...] = ()
+    equation: str = ""
+
+    def predict(self, design: Design) -> np.ndarray:
+        t = self.rows(design) @ self.solution.coef
+        return np.exp(t) if self.log_space else t
+
+    def variance_terms(self, design: Design) -> tuple[np.ndarray, np.ndarray]:
+        """(1/w₀, z₀ᵀ C z₀) per model: the new observation's own scatter and the fitted value's uncertainty,
+        both in units of s² in the fit's space."""
+        z = self.rows(design)
+        own = self.predict(design) ** 2 if self.weighted else np.ones(len(design))
+        return own, np.einsum("ij,jk,ik->i", z, self.solution.cov_unscaled, z)
+
+    def beyond_reach(self, design: Design) -> np.ndarray:
+        """Per model: True when its leverage z₀ᵀ A⁻¹ z₀ exceeds 3p/n, p the fit's effective number of
+        coefficients (trace of the hat matrix) and n its models: the warning leverage of the Williams plot, the
+        usual applicability-domain limit of QSAR models (Gramatica 2007, QSAR Comb. Sci. 26:694). Beyond it the
+        prediction rests on extrapolating every coefficient, not on models like it."""
+        z = self.rows(design)
+        leverage = np.einsum("ij,jk,ik->i", z, self.solution.a_inv, z)
+        return leverage > 3 * float(self.solution.hat.sum()) / len(self.solution.hat)
+
+    def interval(self, design: Design, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(prediction, low, high) in device units for new models."""
+        own, fitted = self.variance_terms(design)
+        half = stats.t.ppf(0.5 + confidence / 2, self.solution.df) * np.sqrt(self.solution.s2 * (own + fitted))
+        t = self.rows(design) @ self.solution.coef
+        if self.log_space:
+            return np.exp(t), np.exp(t - half), np.exp(t + half)
+        return t, t - half, t + half
+
+
+def _line_rows(design: Design) -> np.ndarray:
+    return np.column_stack([np.ones(len(design)), design.harness])
+
+
+def _log_line_rows(design: Design) -> np.ndarray:
+    return np.column_stack([np.ones(len(design)), np.log(design.harness)])
+
+
+def _signed(value: float) -> str:
+    return f"{'+' if value >= 0 else '−'} {abs(value):.4g}"
+
+
+def fit_ols(design: Design, y: np.ndarray) -> FittedModel | None:
+    solution = solve(_line_rows(design), y, np.ones(len(y)), np.zeros((2, 2)))
+    if solution is None:
+        return None
+    a, b = solution.coef
+    return FittedModel("ols", solution, False, False, _line_rows, equation=f"device = {b:.4g} · harness {_signed(a)}")
+
+
+def fit_relative(design: Design, y: np.ndarray) -> FittedModel | None:
+    solution = solve(_line_rows(design), y, 1.0 / y**2, np.zeros((2, 2)))
+    if solution is None:
+        return None
+    a, b = solution.coef
+    return FittedModel("relative", solution, False, True, _line_rows,
+                       equation=f"device = {b:.4g} · harness {_signed(a)}")
+
+
+def fit_loglog(design: Design, y: np.ndarray) -> FittedModel | None:
+    solution = solve(_log_line_rows(design), np.log(y), np.ones(len(y)), np.zeros((2, 2)))
+    if solution is None:
+        return None
+    a, b = solution.coef
+    return FittedModel("loglog", solution, True, False, _log_line_rows,
+                       equation=f"device = {math.exp(a):.4g} · harness^{b:.4g}")
+
+
+@dataclass(frozen=True)
+class _Standardiser:
+    """Log facts centred and scaled on the training models (so one penalty weighs every fact alike); a fact
+    that does not vary among them is left out."""
+
+    columns: tuple[str, ...]
+    center: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def learn(cls, design: Design) -> _Standardiser:
+        names = design.static_names
+        logs = np.log(design.select(names))
+        scale = logs.std(axis=0)
+        varying = [int(i) for i in np.flatnonzero(scale > 1e-12 * np.maximum(1.0, np.abs(logs).max(axis=0)))]
+        return cls(tuple(names[i] for i in varying), logs[:, varying].mean(axis=0), scale[varying])
+
+    def rows(self, design: Design) -> np.ndarray:
+        facts = (np.log(design.select(self.columns)) - self.center) / self.scale
+        return np.column_stack([_log_line_rows(design), facts])
+
+
+def ridge_loo_errors(design: Design, y: np.ndarray, scaler: _Standardiser) -> np.ndarray:
+    """Mean squared leave-one-out residual in log space for every RIDGE_ALPHAS strength (inf where undefined).
+
+    The residual of a left-out model is e_i / (1 − h_ii), exact for a fixed penalty. Only the facts are
+    penalised, so (Frisch–Waugh–Lovell) the hat matrix is that of [1, log harness] plus the ridge hat of the
+    facts with that line projected out, U diag(s²/(s² + α)) Uᵀ from the SVD U S Vᵀ of the projected facts:
+    one decomposition serves every α."""
+    t = np.log(y)
+    q, _ = np.linalg.qr(_log_line_rows(design))
+    facts = scaler.rows(design)[:, 2:]
+    projected_t, projected = t - q @ (q.T @ t), facts - q @ (q.T @ facts)
+    u, s, _ = np.linalg.svd(projected, full_matrices=False)
+    alphas = np.array(RIDGE_ALPHAS)
+    kept = s > RANK_TOLERANCE * max(s.max(initial=0.0), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shrink = np.where(kept, s**2 / (s**2 + alphas[:, None]), 0.0)  # (alphas, facts); inf → 0
+    hat = np.sum(q**2, axis=1)[:, None] + (u**2) @ shrink.T  # (models, alphas)
+    residual = projected_t[:, None] - u @ (shrink * (u.T @ projected_t)).T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        errors = np.mean((residual / (1 - hat)) ** 2, axis=0)
+    errors[np.any(hat >= 1 - 1e-9, axis=0)] = math.inf
+    if not kept.all():  # zero penalty on collinear facts is singular
+        errors[alphas == 0] = math.inf
+    return errors
+
+
+def fit_features(design: Design, y: np.ndarray) -> FittedModel | None:
+    """Ridge on the log facts at the penalty of least leave-one-out error. When that penalty is infinite (the
+    facts add nothing) it is the `loglog` fit, named `features`."""
+    if not design.static_names:
+        return None
+    scaler = _Standardiser.learn(design)
+    errors = ridge_loo_errors(design, y, scaler) if scaler.columns else np.array([math.inf])
+    best = errors.min()
+    # The strongest penalty within rounding of the best error: equal evidence goes to the simpler model.
+    alpha = max((a for a, e in zip(RIDGE_ALPHAS, errors, strict=False) if e <= best * (1 + 1e-9) + 1e-24),
+                default=math.inf)
+    if math.isinf(alpha):
+        loglog = fit_loglog(design, y)
+        return None if loglog is None else FittedModel(
+            "features", loglog.solution, True, False, _log_line_rows, math.inf, (), loglog.equation + " (facts unused)"
+        )
+    penalty = np.diag([0.0, 0.0] + [alpha] * len(scaler.columns))
+    solution = solve(scaler.rows(design), np.log(y), np.ones(len(y)), penalty)
+    if solution is None:
+        return None
+    names = scaler.columns
+    # Back to the facts' own units: log device = a' + b · log harness + Σ (c_k / scale_k) · log fact_k.
+    exponents = solution.coef[2:] / scaler.scale
+    a = solution.coef[0] - float(np.sum(exponents * scaler.center))
+    terms = " · ".join(f"{name}^{e:.3g}" for name, e in zip(names, exponents, strict=True))
+    equation = f"device = {math.exp(a):.4g} · harness^{solution.coef[1]:.4g} · {terms} (ridge α = {alpha:.3g})"
+    return FittedModel("features", solution, True, False, scaler.rows, alpha, names, equation)
+
+
+def _op_split_rows(design: Design) -> np.ndarray:
+    share = design.select((OP_SPLIT,))[:, 0]
+    return np.column_stack([design.harness * share, design.harness * (1 - share)])
+
+
+def fit_ops(design: Design, y: np.ndarray) -> FittedModel | None:
+    """Two factors, one for the harness time in depthwise convolutions and one for the rest. Models that all
+    share one split make the two columns collinear: no fit."""
+    if OP_SPLIT not in design.fact_names:
+        return None
+    solution = solve(_op_split_rows(design), y, 1.0 / y**2, np.zeros((2, 2)))
+    if solution is None:
+        return None
+    depthwise, rest = solution.coef
+    return FittedModel("ops", solution, False, True, _op_split_rows, fact_names=(OP_SPLIT,),
+                       equation=f"device = {depthwise:.4g} · harness in depthwise convs + {rest:.4g} · the rest")
+
+
+def exact_loo(model: FittedModel, design: Design, y: np.ndarray) -> np.ndarray | None:
+    """Leave-one-out predictions of a least-squares fit without refitting: t_i − e_i / (1 − h_ii) in the fit's
+    space (exact for fixed weights and penalty). None when a model carries all the weight of a coefficient."""
+    h = model.solution.hat
+    if np.any(h >= 1 - 1e-9):
+        return None
+    t = np.log(y) if model.log_space else y
+    residual = t - model.rows(design) @ model.solution.coef
+    predicted = t - residual / (1 - h)
+    return np.exp(predicted) if model.log_space else predicted
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    """One candidate fit: its name, what it minimises, and what it needs of the data."""
+
+    name: str
+    what: str
+    train: Callable[[Design, np.ndarray], FittedModel | None]
+    positive: bool
+    needs_facts: bool = False
+    needs_op_split: bool = False
+    tuned: bool = False
+    """True when training chooses a setting from the data (the ridge strength): leave-one-out must then
+    retrain in every fold, and cannot take the shortcut of exact_loo."""
+    within_reach_only: bool = False
+    """True for a fit whose extra coefficients are chosen by leave-one-out among the calibration models: that tests
+    interpolation only, so a model beyond their reach (FittedModel.beyond_reach) is predicted by another fit."""
+
+
+FITS: tuple[FitSpec, ...] = (
+    FitSpec("ols", "straight line, least squared error", fit_ols, positive=False),
+    FitSpec("ops", "harness time split by the per-op profile: depthwise convolutions and the rest, a factor each "
+            "(WLS, weights 1/device²)", fit_ops, positive=True, needs_op_split=True),
+    FitSpec("relative", "straight line, least squared relative error (WLS, weights 1/device²)", fit_relative,
+            positive=True),
+    FitSpec("loglog", "power law, least squared log error", fit_loglog, positive=True),
+    FitSpec("features", "log-linear in harness and static facts, ridge strength by inner leave-one-out",
+            fit_features, positive=True, needs_facts=True, tuned=True, within_reach_only=True),
+)
+"""In order of simplicity: on equal held-out figures the earlier fit is chosen. `ols` is the reference line;
+`ops` is a sum of proportional parts (no intercept), `relative` a line with a fixed cost, `loglog` bends, all
+three with two coefficients; `features` adds a parameter per fact. Without per-op profiles `ops` is not a
+candidate and the order is ols, relative, loglog, features."""
+FIT_NAMES: tuple[str, ...] = tuple(spec.name for spec in FITS)
+
+
+def fit_spec(name: str) -> FitSpec:
+    for spec in FITS:
+        if spec.name == name:
+            return spec
+    raise DataError(f"unknown fit {name!r}; choose auto or one of: {', '.join(FIT_NAMES)}")
+
+
+def unavailable_reason(spec: FitSpec, design: Design, y: np.ndarray) -> str | None:
+    """Why `spec` cannot be fitted to these models at all, or None."""
+    if spec.positive and (np.any(design.harness <= 0) or np.any(y <= 0)):
+        return "needs positive harness and device values"
+    if spec.needs_facts and not design.static_names:
+        return f"needs static facts ({', '.join(FACT_NAMES)}) of every model: profile ONNX models"
+    if spec.needs_op_split and OP_SPLIT not in design.fact_names:
+        return "needs a per-op profile of every model: profile with PER_OP=1 (--per-op)"
+    return None

@@ -1,0 +1,54 @@
+"""The bench-script side of the reporting protocol: one call per fact, stdlib only.
+
+The runner sets HARNESS_METRICS to a file path; a script appends JSON lines to it:
+    from harness.measure.report_protocol import phase, report
+    phase("load"); ...; report(load_s=0.41); phase("steady"); ...; report(latency_ms=[...])
+Phase marks carry the system-wide monotonic clock, so the runner can split its memory samples by phase.
+Outside the harness (HARNESS_METRICS unset) every call is a no-op, so the same script runs bare.
+
+Long latency series go to a binary file instead (`report_latencies`, which harness.measure.benchloop uses):
+HARNESS_LATENCIES names it, 8 bytes per inference (native float64, milliseconds), so the script's and the runner's
+memory inside the measured cgroup stays small and bounded at any ITERATIONS. At most MAX_LATENCIES values are kept
+per run. The metrics these values become are defined in harness.core.metric_registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from array import array
+from typing import Any
+
+ENV_VAR = "HARNESS_METRICS"
+LATENCIES_KEY = "latency_ms"  # a list of per-inference latencies in ms, when not written to HARNESS_LATENCIES
+LOAD_KEY = "load_s"  # seconds the script spent loading the model
+BATCH_SIZE_KEY = "batch_size"  # inputs per inference, when the script chose its own
+LATENCIES_ENV_VAR = "HARNESS_LATENCIES"
+MAX_LATENCIES = 100_000  # per run: 800 KB binary; longer runs keep a uniform sample of this size
+# With PER_OP=1 the runner names a directory here for the per-op phase's files (see harness.measure.benchloop)
+PROFILE_DIR_ENV = "HARNESS_PROFILE_DIR"
+
+
+def report(**values: Any) -> None:
+    """Append one JSON line of metrics (e.g. load_s=0.4, latency_ms=[...], or any custom key)."""
+    path = os.environ.get(ENV_VAR)
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(values) + "\n")
+
+
+def phase(name: str) -> None:
+    """Mark the start of a phase (load, warmup, steady, ...) at this instant."""
+    report(phase=name, t=time.monotonic())
+
+
+def report_latencies(latencies_ms: array) -> None:
+    """Per-inference latencies (ms, array('d')) to the HARNESS_LATENCIES file; a JSON line where it is unset."""
+    path = os.environ.get(LATENCIES_ENV_VAR)
+    if not path:
+        report(**{LATENCIES_KEY: latencies_ms.tolist()})
+        return
+    with open(path, "ab") as handle:
+        latencies_ms.tofile(handle)

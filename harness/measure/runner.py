@@ -1,0 +1,470 @@
+"""The in-environment measurement: the only module that measures, used unchanged by every backend.
+
+    python -m harness.measure.runner --spec spec.json [--out result.json] [--join-cgroup .../cgroup.procs ...]
+
+It spawns the bench script, times it from spawn to exit on the monotonic clock, samples the cgroup's
+working set every SAMPLE_INTERVAL_MS (pread on open fds), and at the end reads the kernel's exact
+high-water mark. Stdlib only, so it stays small in memory and starts fast. It writes one JSON RunResult.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import gzip
+import json
+import math
+import os
+import random
+import resource
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+from harness.core.records import STDERR_TAIL_CHARS, RunnerInput, RunResult
+from harness.measure import cgroups
+from harness.measure.report_protocol import (
+    BATCH_SIZE_KEY,
+    LATENCIES_ENV_VAR,
+    LATENCIES_KEY,
+    LOAD_KEY,
+    MAX_LATENCIES,
+    PROFILE_DIR_ENV,
+)
+from harness.measure.report_protocol import ENV_VAR as METRICS_ENV
+
+MIB = 1024 * 1024
+MAX_CATCH_UP = 10  # samples owed after a stall (a suspended VM, say) beyond which the schedule restarts
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+MAX_METRICS_LINE_CHARS = 8 * MIB  # a longer line (a huge JSON latency list) is skipped, not parsed into memory
+
+
+
+def child_command(spec: RunnerInput) -> list[str]:
+    """Python scripts run with this interpreter; anything else is executed directly. Model path first, when the
+    run has a model (a script profiled as a whole has none)."""
+    head = [sys.executable, spec.script] if spec.script.endswith(".py") else [spec.script]
+    return [*head, *([spec.model] if spec.model else []), *spec.script_args]
+
+
+def child_env(spec: RunnerInput, metrics_path: str, latencies_path: str,
+              profile_dir: Path | None = None) -> dict[str, str]:
+    """What a bench script needs to know, plus thread caps so frameworks don't oversubscribe."""
+    env = dict(os.environ)
+    threads = str(spec.threads)
+    env.update({name: threads for name in THREAD_ENV_VARS})
+    env.update({
+        METRICS_ENV: metrics_path,
+        LATENCIES_ENV_VAR: latencies_path,
+        "HARNESS_MODEL": spec.model,
+        "HARNESS_THREADS": threads,
+        "HARNESS_CPUS": str(spec.cpus),
+        "HARNESS_CPU_MODE": spec.cpu_mode,
+        "HARNESS_ITERATIONS": str(spec.iterations),
+        "HARNESS_WARMUP": str(spec.warmup),
+        "HARNESS_BATCH_SIZE": str(spec.batch_size),
+    })
+    if spec.cpu_mode == "quota":
+        # OpenMP threads (torch's intra-op pool) sleep at once instead of spinning through the quota.
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if profile_dir is not None:
+        env[PROFILE_DIR_ENV] = str(profile_dir)
+    return env
+
+
+def pack_profile(directory: Path) -> dict[str, str]:
+    """The per-op phase's files (raw framework trace, meta), gzip + base64, to travel inside the RunResult:
+    out of a container they can only leave on the runner's stdout. Read after the kernel's peak, so packing is
+    never charged to the run; the directory is removed."""
+    packed = {path.name: base64.b64encode(gzip.compress(path.read_bytes())).decode("ascii")
+              for path in sorted(directory.iterdir()) if path.is_file()}
+    shutil.rmtree(directory, ignore_errors=True)
+    return packed
+
+
+def _prepare_child(spec: RunnerInput) -> None:
+    """Runs in the child between fork and exec (the runner is single-threaded at that point)."""
+    # The OOM killer must pick the workload, never the runner that records what happened.
+    with contextlib.suppress(OSError):
+        Path("/proc/self/oom_score_adj").write_text("1000")
+    if spec.rlimit_as_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (spec.rlimit_as_bytes, spec.rlimit_as_bytes))
+    if spec.affinity:
+        os.sched_setaffinity(0, spec.affinity)
+    # The workload's own cgroups (the pinned cores), which the runner itself stays out of: see place_runner().
+    for procs in spec.workload_cgroup_procs:
+        Path(procs).write_text(str(os.getpid()))
+
+
+def place_runner(spec: RunnerInput) -> list[int]:
+    """Move the runner onto the cores the backend set aside for it (off a pinned workload's cores); its cores."""
+    if spec.runner_affinity:
+        os.sched_setaffinity(0, spec.runner_affinity)
+    return sorted(os.sched_getaffinity(0))
+
+
+class ProcessTree:
+    """Memory of the script's whole process tree from /proc, where the run has no cgroup of its own (rlimit mode).
+
+    Sums the resident set (statm) of the script and every descendant found through /proc/<pid>/task/*/children. RSS
+    counts a page that two processes share (libraries, a forked worker's copy-on-write pages) once per process; PSS
+    would not, but /proc/<pid>/smaps_rollup walks page tables and costs milliseconds per sample for a large process.
+    A descendant whose parent died is re-parented away from the tree and no longer counted."""
+
+    def __init__(self, pid: int) -> None:
+        self.root = pid
+        self._page = os.sysconf("SC_PAGE_SIZE")
+
+    def pids(self) -> list[int]:
+        found, queue = [], [self.root]
+        while queue:
+            pid = queue.pop()
+            found.append(pid)
+            with contextlib.suppress(OSError):
+                for task in os.scandir(f"/proc/{pid}/task"):
+                    with contextlib.suppress(OSError), open(f"{task.path}/children", "rb") as handle:
+                        queue.extend(int(child) for child in handle.read().split())
+        return found
+
+    def working_set_bytes(self) -> int:
+        pages = 0
+        for pid in self.pids():
+            with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{pid}/statm", "rb") as handle:
+                pages += int(handle.read().split()[1])
+        return pages * self._page
+
+
+def time_weighted_mean(times: array, values: array, start: float, end: float) -> float | None:
+    """Mean of a step function (each sample holds until the next) over [start, end]."""
+    total = weight = 0.0
+    for i, (t, v) in enumerate(zip(times, values, strict=True)):
+        t_next = times[i + 1] if i + 1 < len(times) else end
+        lo, hi = max(t, start), min(t_next, end)
+        if hi > lo:
+            total += v * (hi - lo)
+            weight += hi - lo
+    return total / weight if weight > 0 else None
+
+
+def read_metrics(path: Path) -> tuple[list[tuple[str, float]], dict[str, Any], list[str]]:
+    """Phase marks, reported values and notes. A torn or foreign line is skipped, never fatal; a line longer than
+    MAX_METRICS_LINE_CHARS is skipped unread, so a script cannot make the runner grow inside the measured memory."""
+    phases: list[tuple[str, float]] = []
+    values: dict[str, Any] = {}
+    notes: list[str] = []
+    if not path.exists():
+        return phases, values, notes
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        while line := handle.readline(MAX_METRICS_LINE_CHARS):
+            if not line.endswith("\n") and len(line) == MAX_METRICS_LINE_CHARS:
+                while (rest := handle.readline(MAX_METRICS_LINE_CHARS)) and not rest.endswith("\n"):
+                    pass
+                notes.append(f"a metrics line longer than {MAX_METRICS_LINE_CHARS // MIB} MiB was skipped; report "
+                             "long latency series with harness.measure.report_protocol.report_latencies "
+                             "(binary) instead")
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(item, dict):
+                continue
+            if "phase" in item and "t" in item:
+                phases.append((str(item["phase"]), float(item["t"])))
+            else:
+                values.update(item)
+    return phases, values, notes
+
+
+def read_latencies(path: Path, reported: dict[str, Any]) -> tuple[array, int]:
+    """The per-inference latencies (ms): the binary file if the script wrote one, else a reported JSON list.
+
+    At most MAX_LATENCIES are kept (the binary file's first ones; a uniform seeded sample of a longer JSON list), so
+    the runner's footprint is bounded. Returns them and how many the script reported in all."""
+    listed = reported.pop(LATENCIES_KEY, None)
+    latencies = array("d")
+    if path.exists() and path.stat().st_size:
+        count = path.stat().st_size // latencies.itemsize
+        with open(path, "rb") as handle:
+            latencies.fromfile(handle, min(count, MAX_LATENCIES))
+        return latencies, count
+    if not isinstance(listed, list):
+        return latencies, 0
+    numbers = [float(x) for x in listed if isinstance(x, (int, float)) and math.isfinite(x)]
+    if len(numbers) > MAX_LATENCIES:
+        keep = sorted(random.Random(0).sample(range(len(numbers)), MAX_LATENCIES))
+        numbers = [numbers[i] for i in keep]
+    latencies.extend(numbers)
+    return latencies, len(listed)
+
+
+def latency_summary(latencies_ms: array, exact: dict[str, Any] | None = None) -> dict[str, float] | None:
+    """p50/p90/p99/mean/std/min/max/n. `exact` (the bench loop's `latency_all`) replaces n, mean, min and max with the
+    figures over every call when the latencies are a sample of a longer run."""
+    if not latencies_ms:
+        return None
+    ordered = sorted(latencies_ms)
+    cuts = statistics.quantiles(ordered, n=100, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 99
+    summary = {
+        "p50": statistics.median(ordered), "p90": cuts[89], "p99": cuts[98],
+        "mean": statistics.fmean(ordered), "std": statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
+        "min": ordered[0], "max": ordered[-1], "n": len(ordered),
+    }
+    if isinstance(exact, dict):
+        summary.update({key: exact[key] for key in ("n", "mean", "min", "max") if isinstance(exact.get(key),
+                                                                                              (int, float))})
+    return summary
+
+
+def _status(timed_out: bool, returncode: int, oom_kills: int, stderr_tail: str, rlimited: bool) -> str:
+    """A non-zero exit after an OOM kill in the run is `oom` even when the killed process was a grandchild and the
+    script exited with an error of its own."""
+    if timed_out:
+        return "timeout"
+    if returncode != 0 and oom_kills > 0:
+        return "oom"
+    if returncode != 0 and rlimited and "MemoryError" in stderr_tail:
+        return "oom"
+    return "ok" if returncode == 0 else "error"
+
+
+def read_tail(path: Path, size: int) -> bytes:
+    """The last `size` bytes of a file, without reading the rest into memory."""
+    with open(path, "rb") as handle:
+        handle.seek(max(handle.seek(0, os.SEEK_END) - size, 0))
+        return handle.read()
+
+
+def measure(spec: RunnerInput) -> RunResult:
+    """Run the script once under whatever limits this process already sits in; return the RunResult.
+
+    With a cgroup of the run's own (local cgroup backend, container) memory comes from that cgroup. In rlimit mode
+    the runner shares the harness's cgroup, whose usage and high-water mark are not the run's: memory then comes
+    from the script's process tree (ProcessTree, and the kernel's RSS high-water mark of its largest process)."""
+    tree_mode = spec.isolation == "rlimit"
+    cgroup = cgroups.OwnCgroup(0, {}) if tree_mode else cgroups.discover()
+    probe = cgroups.MemoryProbe(cgroup) if cgroup.version else None
+    runner_cores = place_runner(spec)
+    oom_before = probe.oom_kills() if probe else 0
+    cpu_before = probe.cpu_stat() if probe else {}
+    workdir = Path(tempfile.mkdtemp(prefix="harness-run-"))
+    metrics_path, stderr_path = workdir / "metrics.jsonl", workdir / "stderr.txt"
+    latencies_path = workdir / "latencies.f64"
+    profile_dir = workdir / "profile" if spec.per_op else None
+    if profile_dir is not None:
+        profile_dir.mkdir()
+    interval = spec.sample_interval_ms / 1000.0
+    times, values = array("d"), array("d")  # 16 bytes a sample: a 600 s run at 100 Hz adds under 1 MiB
+    self_before = resource.getrusage(resource.RUSAGE_SELF)
+    with open(stderr_path, "wb") as stderr_file:
+        t0 = time.monotonic()
+        child = subprocess.Popen(
+            child_command(spec), env=child_env(spec, str(metrics_path), str(latencies_path), profile_dir),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr_file, start_new_session=True,
+            preexec_fn=lambda: _prepare_child(spec),  # noqa: PLW1509 - single-threaded here
+        )
+    sampler = probe or ProcessTree(child.pid)
+    pidfd = os.pidfd_open(child.pid)
+    poller = select.epoll()
+    poller.register(pidfd, select.EPOLLIN)
+    deadline, next_sample, timed_out = t0 + spec.timeout_s, t0, False
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            break
+        if now >= next_sample:
+            with contextlib.suppress(OSError, ValueError):
+                values.append(float(sampler.working_set_bytes()))
+                times.append(now)
+            # A fixed schedule, caught up after a late wake-up, keeps the mean rate at 1/interval.
+            next_sample += interval
+            if now - next_sample > MAX_CATCH_UP * interval:
+                next_sample = now
+            continue
+        if poller.poll(min(next_sample, deadline) - now):
+            break
+    t_exit = time.monotonic()
+    _, wait_status, usage = os.wait4(child.pid, 0)
+    self_after = resource.getrusage(resource.RUSAGE_SELF)
+    poller.close()
+    os.close(pidfd)
+    returncode = os.waitstatus_to_exitcode(wait_status)
+    peak = probe.peak_bytes() if probe else None
+    oom_kills = (probe.oom_kills() - oom_before) if probe else 0
+    cpu_after = probe.cpu_stat() if probe else {}
+    if probe:
+        probe.close()
+    stderr_tail = read_tail(stderr_path, STDERR_TAIL_CHARS).decode(errors="replace")
+    phases, reported, notes = read_metrics(metrics_path)
+    latencies, reported_count = read_latencies(latencies_path, reported)
+    for path in (metrics_path, stderr_path, latencies_path):
+        path.unlink(missing_ok=True)
+    profile_files = pack_profile(profile_dir) if profile_dir is not None else None
+    workdir.rmdir()
+    result = assemble_result(
+        spec=spec, t0=t0, t_exit=t_exit, times=times, values=values, phases=phases, reported=reported,
+        latencies=latencies, reported_count=reported_count, notes=notes,
+        peak_bytes=peak, usage=usage, returncode=returncode, timed_out=timed_out, oom_kills=oom_kills,
+        stderr_tail=stderr_tail, cgroup_version=cgroup.version, tree_mode=tree_mode, runner_cores=runner_cores,
+        cpu_delta={k: cpu_after.get(k, 0) - cpu_before.get(k, 0) for k in cpu_after},
+        runner_cpu_s=(self_after.ru_utime + self_after.ru_stime) - (self_before.ru_utime + self_before.ru_stime),
+    )
+    if profile_files is not None:
+        result.per_op_files = profile_files
+        result.phases_s = [[name, round(t - t0, 6)] for name, t in phases]
+    return result
+
+
+def peak_figures(peak_bytes: int | None, sampled_peak: float | None, maxrss_bytes: int,
+                 tree_mode: bool) -> tuple[float, str]:
+    """(peak_memory_mib, peak_source). `kernel`: the run cgroup's high-water mark. `sampled`: its largest working-set
+    sample (no peak file). `process-tree`: rlimit mode, the larger of the largest summed-RSS sample of the script's
+    process tree and the kernel's RSS high-water mark of its largest single process (both can miss a short spike
+    of a tree of several processes)."""
+    if peak_bytes is not None:
+        return peak_bytes / MIB, "kernel"
+    if tree_mode:
+        return max(sampled_peak or 0.0, float(maxrss_bytes)) / MIB, "process-tree"
+    return (sampled_peak or 0.0) / MIB, "sampled"
+
+
+def quota_notes(spec: RunnerInput, summary: dict[str, float] | None) -> list[str]:
+    """Under a fractional CFS quota, inferences shorter than the quota's run window mostly run at full speed, and a
+    few absorb each period's stall: p50 then shows the unlimited figure, and only the mean, p99 and throughput show
+    the limit. The run window is the wall time ceil(CPUS) busy threads take to spend one period's quota."""
+    cpus = spec.cpus
+    if spec.cpu_mode != "quota" or not summary or not spec.cpu_period_us or cpus.is_integer():
+        return []
+    period_ms = spec.cpu_period_us / 1000.0
+    window_ms = cpus * period_ms / math.ceil(cpus)
+    if summary["p50"] >= window_ms:
+        return []
+    return [f"CFS quota: the median inference ({summary['p50']:.3g} ms) is shorter than the quota's run window "
+            f"({window_ms:.3g} ms of every {period_ms:g} ms period at CPUS={cpus:g}), so most inferences run at full "
+            "speed and a few absorb the stall: p50 shows the unlimited speed; the mean (the headline latency of "
+            "quota runs) and throughput show the limit"]
+
+
+def headline_statistic(spec: RunnerInput) -> str:
+    """The per-run latency that ranking and calibration use: the median, or under a CFS quota the mean. A quota
+    stalls the process once per period; the inferences between stalls run at full speed, so whenever an inference
+    is shorter than the quota's run window the median shows the unlimited speed, while the mean carries the stalls
+    in proportion (the throughput the limit allows). One rule per CPU mode keeps every model at one CPUS value on
+    the same statistic."""
+    return "mean" if spec.cpu_mode == "quota" else "p50"
+
+
+def assemble_result(
+    *, spec: RunnerInput, t0: float, t_exit: float, times: array, values: array,
+    phases: list[tuple[str, float]], reported: dict[str, Any], latencies: array, reported_count: int, notes: list[str],
+    peak_bytes: int | None, usage: resource.struct_rusage, returncode: int, timed_out: bool, oom_kills: int,
+    stderr_tail: str, cgroup_version: int, tree_mode: bool, runner_cores: list[int], cpu_delta: dict[str, int],
+    runner_cpu_s: float,
+) -> RunResult:
+    """Turn raw observations into the RunResult (units in every name)."""
+    runtime_s = t_exit - t0
+    summary = latency_summary(latencies, reported.pop("latency_all", None))
+    if summary and summary["n"] > len(latencies):
+        notes = [*notes, f"latency percentiles from a uniform sample of {len(latencies)} of {summary['n']} "
+                         f"inferences (at most {MAX_LATENCIES} are kept per run); n, mean, min and max cover all"]
+    elif reported_count > len(latencies):
+        notes = [*notes, f"latencies: the first {len(latencies)} of {reported_count} kept (at most {MAX_LATENCIES} "
+                         "per run)"]
+    quota_warning = quota_notes(spec, summary)
+    notes = [*notes, *quota_warning]
+    headline = headline_statistic(spec)
+    if summary:
+        summary["headline"] = summary[headline]
+    batch = int(reported.pop(BATCH_SIZE_KEY, spec.batch_size))
+    bounds = [("startup", t0), *phases]
+    by_phase: dict[str, float] = {}
+    for i, (name, start) in enumerate(bounds):
+        end = bounds[i + 1][1] if i + 1 < len(bounds) else t_exit
+        mean = time_weighted_mean(times, values, start, end)
+        if mean is not None:
+            by_phase[name] = mean / MIB
+    avg = time_weighted_mean(times, values, t0, t_exit)
+    sampled_peak = max(values) if values else None
+    peak_mib, peak_source = peak_figures(peak_bytes, sampled_peak, usage.ru_maxrss * 1024, tree_mode)
+    periods = cpu_delta.get("nr_periods", 0)
+    status = _status(timed_out, returncode, oom_kills, stderr_tail, bool(spec.rlimit_as_bytes))
+    load_s = reported.pop(LOAD_KEY, None)
+    return RunResult(
+        status=status,
+        exit_code=returncode if returncode >= 0 else None,
+        signal=-returncode if returncode < 0 else None,
+        stderr_tail=stderr_tail if status != "ok" else "",
+        runtime_s=runtime_s,
+        load_s=load_s,
+        latency_stats_ms=summary,
+        latency_headline=headline if summary else None,
+        shorter_than_quota_window=bool(quota_warning),
+        latencies_ms=latencies.tolist(),
+        batch_size=batch,
+        throughput_ips=batch * 1000.0 / summary["mean"] if summary and summary["mean"] > 0 else None,
+        peak_memory_mib=peak_mib,
+        peak_source=peak_source,
+        peak_rss_mib=usage.ru_maxrss / 1024.0,
+        avg_memory_mib=avg / MIB if avg is not None else None,
+        avg_memory_mib_by_phase=by_phase,
+        sampled_peak_mib=sampled_peak / MIB if sampled_peak is not None else None,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        cpu_nr_periods=periods,
+        cpu_nr_throttled=cpu_delta.get("nr_throttled", 0),
+        cpu_throttled_s=cpu_delta.get("throttled_ns", 0) / 1e9,
+        samples=len(values),
+        sample_rate_hz=(len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0,
+        runner_cpu_s=runner_cpu_s,
+        runner_cores=runner_cores,
+        oom_kills=oom_kills,
+        cgroup_version=cgroup_version,
+        notes=notes,
+        memory_samples={"t_s": [round(t - t0, 4) for t in times], "mib": [round(v / MIB, 3) for v in values]}
+        if spec.keep_samples else None,
+        metrics={k: v for k, v in reported.items() if isinstance(v, (int, float, str, bool)) and not (
+            isinstance(v, float) and not math.isfinite(v))},
+    )
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m harness.measure.runner")
+    parser.add_argument("--spec", required=True, help="JSON file with the run's spec")
+    parser.add_argument("--out", help="where to write the RunResult JSON (default: stdout)")
+    parser.add_argument("--join-cgroup", action="append", default=[], help="cgroup.procs file to enter first")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    if args.join_cgroup:
+        # Enter the run's cgroup, then exec a fresh interpreter so all of the runner's memory is charged there.
+        for procs in args.join_cgroup:
+            Path(procs).write_text(str(os.getpid()))
+        rest = ["--spec", args.spec, *(["--out", args.out] if args.out else [])]
+        os.execv(sys.executable, [sys.executable, "-m", "harness.measure.runner", *rest])
+    spec = RunnerInput.from_dict(json.loads(Path(args.spec).read_text()))
+    result = measure(spec)
+    text = json.dumps(result.to_dict())
+    if args.out:
+        tmp = Path(args.out + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, args.out)
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

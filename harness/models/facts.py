@@ -1,0 +1,197 @@
+"""Static facts about an ONNX model, read from its graph after shape inference (onnx only, no runtime).
+
+MACs are multiply-accumulates of one sample (symbolic dimensions such as the batch count as 1), counted
+for the layers that dominate CNN and transformer cost; elementwise ops, pooling and normalisation are
+left out, as in the published counts (MobileNetV1 1.0/224: 569M; ResNet-18: 1.82G). FLOPs = 2 x MACs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import onnx
+from onnx import helper, shape_inference
+
+from harness.core.errors import ModelError
+
+Shape = list[int]
+MIB = 2**20
+# Nodes counted as layers: those that carry learned weights and do the arithmetic.
+WEIGHTED_OPS = frozenset(
+    {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul"}
+)
+_CONV_OPS = frozenset({"Conv", "ConvInteger", "QLinearConv"})
+# Where the weight / second operand sits among a node's inputs (QLinear ops put scales in between).
+_WEIGHT_INPUT = {"QLinearConv": 3, "QLinearMatMul": 3}
+
+
+def _dims(value_info: onnx.ValueInfoProto) -> Shape | None:
+    """Static dims of a tensor; a symbolic or unknown dim counts as 1 (one sample); None if rank unknown."""
+    tensor_type = value_info.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in tensor_type.shape.dim]
+
+
+def _conv_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
+    """Each output element costs (input channels per group) x kernel volume MACs; depthwise is groups = C."""
+    weight = shapes.get(node.input[_WEIGHT_INPUT.get(node.op_type, 1)])
+    out = shapes.get(node.output[0])
+    if weight is None or out is None:
+        return 0
+    return math.prod(out) * math.prod(weight[1:])
+
+
+def _conv_transpose_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
+    """Each input element is scattered through (output channels per group) x kernel volume MACs."""
+    x, weight = shapes.get(node.input[0]), shapes.get(node.input[1])
+    if x is None or weight is None:
+        return 0
+    return math.prod(x) * math.prod(weight[1:])
+
+
+def _matmul_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
+    """Output elements x the contracted dimension (the last dim of A), broadcast batch dims included."""
+    a, out = shapes.get(node.input[0]), shapes.get(node.output[0])
+    if a is None or out is None or not a:
+        return 0
+    return math.prod(out) * a[-1]
+
+
+def _is_depthwise(node: onnx.NodeProto, shapes: dict[str, Shape]) -> bool:
+    """A convolution whose groups equal its input channels (each channel filtered alone): the layer kind whose
+    speed differs most between engines, since it does little arithmetic per byte it moves."""
+    if node.op_type not in _CONV_OPS:
+        return False
+    group = next((attr.i for attr in node.attribute if attr.name == "group"), 1)
+    x = shapes.get(node.input[0])
+    return group > 1 and x is not None and len(x) > 1 and x[1] == group
+
+
+def _gemm_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
+    a, out = shapes.get(node.input[0]), shapes.get(node.output[0])
+    if a is None or out is None or len(a) != 2:
+        return 0
+    trans_a = next((attr.i for attr in node.attribute if attr.name == "transA"), 0)
+    return math.prod(out) * (a[0] if trans_a else a[1])
+
+
+_MACS: dict[str, Callable[[onnx.NodeProto, dict[str, Shape]], int]] = {
+    "Conv": _conv_macs,
+    "ConvInteger": _conv_macs,
+    "QLinearConv": _conv_macs,
+    "ConvTranspose": _conv_transpose_macs,
+    "Gemm": _gemm_macs,
+    "MatMul": _matmul_macs,
+    "MatMulInteger": _matmul_macs,
+    "QLinearMatMul": _matmul_macs,
+}
+
+
+def _load(path: Path) -> onnx.ModelProto:
+    if not path.is_file():
+        raise ModelError(f"model file {path} does not exist; give the path of an .onnx file or a zoo name")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as err:  # onnx raises DecodeError, ValueError, ... for a file that is not ONNX
+        raise ModelError(f"{path} is not a readable ONNX model ({type(err).__name__}); re-export it") from err
+    try:
+        return shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as err:
+        raise ModelError(f"{path}: ONNX shape inference failed ({err}); check the model with onnx.checker") from err
+
+
+def _shapes(graph: onnx.GraphProto) -> dict[str, Shape]:
+    shapes = {init.name: list(init.dims) for init in graph.initializer}
+    for info in (*graph.input, *graph.value_info, *graph.output):
+        dims = _dims(info)
+        if dims is not None:
+            shapes.setdefault(info.name, dims)
+    return shapes
+
+
+def _written_bytes(graph: onnx.GraphProto) -> int:
+    """Bytes of the tensors the nodes write for one sample (symbolic dims as 1), by their inferred shapes and
+    element types: the activations one inference streams through memory, a proxy for its memory traffic.
+    Tensors whose shape or type inference could not tell are left out."""
+    sizes = {}
+    for info in (*graph.value_info, *graph.output):
+        dims, elem_type = _dims(info), info.type.tensor_type.elem_type
+        if dims is not None and elem_type:
+            sizes[info.name] = math.prod(dims) * helper.tensor_dtype_to_np_dtype(elem_type).itemsize
+    return sum(sizes.get(output, 0) for node in graph.node for output in node.output)
+
+
+def _file_size(path: Path, model: onnx.ModelProto) -> int:
+    """The .onnx file plus any external-data files it points to."""
+    external = {
+        entry.value
+        for init in model.graph.initializer
+        if init.data_location == onnx.TensorProto.EXTERNAL
+        for entry in init.external_data
+        if entry.key == "location"
+    }
+    return path.stat().st_size + sum((path.parent / name).stat().st_size for name in external)
+
+
+def _inputs(graph: onnx.GraphProto) -> list[dict[str, Any]]:
+    """Graph inputs that are not initializers: the data a caller feeds."""
+    weights = {init.name for init in graph.initializer}
+    inputs = []
+    for info in graph.input:
+        if info.name in weights:
+            continue
+        tensor_type = info.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim]
+        dtype = helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name if tensor_type.elem_type else None
+        inputs.append({"name": info.name, "shape": shape, "dtype": dtype})
+    return inputs
+
+
+def onnx_facts(path: str | Path) -> dict[str, Any]:
+    """size_mib, params, macs, flops (= 2 x macs), activation_mib, layers, nodes, inputs and opset of an ONNX model.
+
+    params counts the elements of every initializer (weights and biases as exported, BatchNorm usually
+    folded in); activation_mib the tensors the nodes write (see _written_bytes); layers counts the weighted
+    nodes (WEIGHTED_OPS)."""
+    path = Path(path)
+    model = _load(path)
+    graph = model.graph
+    shapes = _shapes(graph)
+    weighted = [node for node in graph.node if node.op_type in WEIGHTED_OPS]
+    macs = sum(_MACS[node.op_type](node, shapes) for node in weighted)
+    opset = next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), None)
+    return {
+        "size_mib": _file_size(path, model) / MIB,
+        "params": sum(math.prod(init.dims) for init in graph.initializer),
+        "macs": macs,
+        "flops": 2 * macs,
+        "activation_mib": _written_bytes(graph) / MIB,
+        "layers": len(weighted),
+        "nodes": len(graph.node),
+        "inputs": _inputs(graph),
+        "opset": opset,
+    }
+
+
+def node_facts(path: str | Path) -> list[dict[str, Any]]:
+    """One entry per graph node: index, name, op type, input/output names and shapes, MACs (as onnx_facts
+    counts them, 0 for unweighted ops), the bytes of the initializers it reads (its parameters) and whether it
+    is a depthwise convolution."""
+    model = _load(Path(path))
+    graph = model.graph
+    shapes = _shapes(graph)
+    weight_bytes = {init.name: math.prod(init.dims) * helper.tensor_dtype_to_np_dtype(init.data_type).itemsize
+                    for init in graph.initializer}
+    return [{
+        "index": index, "name": node.name, "op_type": node.op_type,
+        "inputs": list(node.input), "outputs": list(node.output),
+        "input_shapes": [shapes.get(name) for name in node.input if name],
+        "output_shapes": [shapes.get(name) for name in node.output if name],
+        "macs": _MACS[node.op_type](node, shapes) if node.op_type in _MACS else 0,
+        "param_bytes": sum(weight_bytes.get(name, 0) for name in node.input),
+        "depthwise": _is_depthwise(node, shapes),
+    } for index, node in enumerate(graph.node)]

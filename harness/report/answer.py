@@ -1,0 +1,159 @@
+"""The report's first section: the answer, before any detail.
+
+Under this profile: the ranking (ties marked), which models no other model beats on latency, peak memory and
+size at once (the Pareto set, with its chart), and for each imported device the predicted device numbers with
+their 95% prediction intervals. Scripts profiled as a whole have no latency: they are ranked by runtime.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.ranking import MIN_RELATIVE_GAP, RankEntry, rank_runs
+from harness.analysis.run_values import harness_values
+from harness.calibration.calibrate import calibrate_runs, group_label, predict_models
+from harness.core import metric_registry
+from harness.core.errors import DataError
+from harness.device.data import load_device
+from harness.report.figures import pareto_chart
+from harness.report.format import mib, sig, with_interval
+
+TIE = "="
+"""Appended to a shared rank: `1=` reads "first, tied"."""
+PEAK = metric_registry.get(metric_registry.PEAK_MEMORY)
+
+
+def primary_metric(runs: list[dict[str, Any]]) -> str:
+    """Latency when any run reported it; otherwise (scripts profiled as a whole) the runtime."""
+    latency = metric_registry.get(metric_registry.LATENCY)
+    has_latency = any(run.get("status") == "ok" and latency.value(run) is not None for run in runs)
+    return latency.name if has_latency else metric_registry.RUNTIME
+
+
+def model_sizes(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Model file size per model; none for scripts profiled as a whole (a script's size is no model size)."""
+    return {run["model_name"]: run["model_size_mib"] for run in runs
+            if run.get("model_size_mib") is not None and run.get("model_kind") != "script"}
+
+
+def non_dominated(values: pd.DataFrame, tolerance: float = MIN_RELATIVE_GAP) -> pd.Series:
+    """True where no other row dominates: is within `tolerance` of it or better in every column, and better by
+    more than `tolerance` in one (lower is better). Gaps under the ranking's minimum factor are noise, so a model
+    0.1% lighter but twice as slow as another is not kept on the frontier for that 0.1%."""
+    array = values.to_numpy(float)
+    flags = []
+    for row in array:
+        no_worse = np.all(array <= row * (1 + tolerance), axis=1)
+        better = np.any(array * (1 + tolerance) < row, axis=1)
+        flags.append(not np.any(no_worse & better))
+    return pd.Series(flags, index=values.index)
+
+
+def pareto_points(runs: list[dict[str, Any]], metric: str, cpus: float) -> pd.DataFrame:
+    """Per model at `cpus`: median `metric` (x), median peak memory (y), size, and the non-dominated flag."""
+    x = harness_values(runs, metric, metric_registry.MEDIAN)
+    y = harness_values(runs, PEAK.name, metric_registry.MEDIAN)
+    points = x[x["cpus"] == cpus].merge(y[y["cpus"] == cpus], on=["model_name", "cpus"], suffixes=("_x", "_y"))
+    points = points.rename(columns={"model_name": "model", "value_x": "x", "value_y": "y"})[["model", "x", "y"]]
+    sizes = model_sizes(runs)
+    points["size_mib"] = points["model"].map(sizes).astype(float)
+    criteria = ["x", "y"] + (["size_mib"] if points["size_mib"].notna().all() else [])
+    points["non_dominated"] = non_dominated(points[criteria]) if len(points) else []
+    return points.sort_values("x").reset_index(drop=True)
+
+
+def ranking_table(rankings: dict[float, list[RankEntry]], metric: str, points: dict[float, pd.DataFrame],
+                  sizes: dict[str, float]) -> pd.DataFrame:
+    """One row per model and CPU count, best first, at full precision: rank, tie, median with CI, peak, size."""
+    rows = []
+    for cpus, entries in rankings.items():
+        frame = points[cpus].set_index("model")
+        for e in entries:
+            tied = e.rank is not None and sum(o.rank == e.rank for o in entries) > 1
+            rows.append({"rank": e.rank, "status": e.status, "tied": tied, "model": e.model,
+                         "cpus": cpus, f"{metric}_median": e.median, f"{metric}_ci95_low": e.ci95_low,
+                         f"{metric}_ci95_high": e.ci95_high,
+                         f"{PEAK.name}_median": frame["y"].get(e.model), "size_mib": sizes.get(e.model),
+                         "non_dominated": bool(frame["non_dominated"].get(e.model, False))})
+    return pd.DataFrame(rows)
+
+
+def ranking_display(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The ranking as read: `1=` for a shared rank, the median with its CI in one cell, units in the labels."""
+    shown = pd.DataFrame({"rank": [f"{int(r)}{TIE if t else ''}" if pd.notna(r) else f"— ({status})"
+                                   for r, t, status in zip(table["rank"], table["tied"], table["status"], strict=True)],
+                          "model": table["model"]})
+    if table["cpus"].nunique() > 1:
+        shown["cpus"] = [f"{c:g}" for c in table["cpus"]]
+    shown[metric_registry.get(metric).label_with_unit + " [95% CI]"] = [with_interval(*v) for v in zip(
+        table[f"{metric}_median"], table[f"{metric}_ci95_low"], table[f"{metric}_ci95_high"], strict=True)]
+    shown[PEAK.label_with_unit] = table[f"{PEAK.name}_median"].map(sig)
+    if table["size_mib"].notna().any():
+        shown["size (MiB)"] = table["size_mib"].map(sig)
+    shown["Pareto"] = ["✓" if flag else "" for flag in table["non_dominated"]]
+    return shown
+
+
+def answer_sentence(rankings: dict[float, list[RankEntry]], metric: str, points: pd.DataFrame, cpus: float,
+                    profile: dict[str, Any]) -> str:
+    """The answer in words: who is best, who is tied with it, and which models are worth a look at all."""
+    best = [e for e in rankings[cpus] if e.rank == 1]
+    unit = metric_registry.get(metric).unit
+    what = "fastest" if metric == metric_registry.LATENCY else "quickest to finish"
+    names = ", ".join(f"{e.model} ({sig(e.median)} {unit})" for e in best)
+    lead = f"{what.capitalize()}, tied (not significantly different): {names}" if len(best) > 1 else \
+        f"{what.capitalize()}: {names}"
+    frontier = ", ".join(points.loc[points["non_dominated"], "model"])
+    criteria = "latency, peak memory" + (" and size" if points["size_mib"].notna().all() else "")
+    limits = f"cpus={cpus:g}, memory {mib(int(profile['MEMORY']))}" if str(profile.get("MEMORY", "")).isdigit() \
+        else f"cpus={cpus:g}"
+    return (f"Under this profile ({profile.get('DEVICE_NAME', 'generic')}: {limits}). {lead}. "
+            f"Non-dominated (no other model is as good on {criteria} and over {MIN_RELATIVE_GAP:.0%} better on "
+            f"one): {frontier}.")
+
+
+def device_predictions(results_dir: Path, device_name: str,
+                       runs: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame] | str:
+    """Predicted device values with 95% prediction intervals for every profiled model (full precision, and as
+    read), or the reason there are none."""
+    try:
+        cset, measured = calibrate_runs(load_device(results_dir, device_name), runs)
+    except DataError as err:
+        return f"{device_name}: no predictions yet. {err}"
+    models = sorted({run["model_name"] for run in runs if "model_name" in run})
+    predicted = pd.DataFrame(predict_models(cset, measured, models))
+    if predicted.empty:
+        return f"{device_name}: no predictions yet; no metric could be fitted (see its calibration section)"
+    predicted["group"] = predicted["group"].map(group_label)
+    predicted = predicted.drop(columns=["calibrated_range"])
+    shown = pd.DataFrame({
+        "model": predicted["model"], "metric": predicted["metric"], "group": predicted["group"],
+        "device, predicted [95% PI]": [with_interval(*v) + (" (extrapolated)" if out else "") for *v, out in zip(
+            predicted["predicted"], predicted["pi_low"], predicted["pi_high"], predicted["out_of_range"],
+            strict=True)],
+        "device, measured": predicted["measured_on_device"].map(sig),
+    })
+    return predicted, shown
+
+
+def answer_parts(results_dir: Path, runs: list[dict[str, Any]], info: dict[str, Any],
+                 devices: list[str]) -> dict[str, Any]:
+    """Everything the answer section shows: sentence, ranking table, Pareto chart, device predictions."""
+    metric = primary_metric(runs)
+    rankings = rank_runs(runs, metric)
+    cpus = max(rankings)  # a sweep answers at its largest CPU count; the details have every count
+    points = {c: pareto_points(runs, metric, c) for c in rankings}
+    x = metric_registry.get(metric)
+    chart = pareto_chart(points[cpus], f"{x.label}, median ({x.unit})", f"{PEAK.label}, median ({PEAK.unit})",
+                         f"Pareto chart at cpus={cpus:g}")
+    ranking = ranking_table(rankings, metric, points, model_sizes(runs))
+    return {
+        "metric": metric, "cpus": cpus, "chart": chart,
+        "sentence": answer_sentence(rankings, metric, points[cpus], cpus, info.get("profile") or {}),
+        "ranking": ranking, "ranking_shown": ranking_display(ranking, metric),
+        "devices": {name: device_predictions(results_dir, name, runs) for name in devices},
+    }

@@ -1,0 +1,355 @@
+"""Session reports. One result structure (sections of tables and figures) feeds every output:
+report.md, a self-contained report.html (figures embedded as base64 PNG), figures/*.png and
+tables/*.csv + tables/*.json, all under RESULTS_DIR/<session>/report/ unless told otherwise."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, rank_runs, ranking_rows
+from harness.analysis.stats import UNSTABLE_RULE, summarize_runs
+from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label, predict_models
+from harness.core import metric_registry
+from harness.core.errors import DataError
+from harness.device.data import list_devices, load_device
+from harness.report.answer import answer_parts
+from harness.report.figures import (
+    calibration_residuals,
+    calibration_scatter,
+    equation,
+    ranking_chart,
+    scaling_chart,
+)
+from harness.report.format import display_frame, mib, with_interval
+from harness.store.results import atomic_write_text, load_runs, load_session_info
+
+REPORT_DIR = "report"
+FOLD_COLUMNS = 10
+"""Tables wider than this are raw detail: folded (<details>) so they never push the reading order sideways."""
+BYTE_SETTINGS = ("MEMORY", "SWAP")
+"""Profile settings stored in bytes; shown in MiB/GiB."""
+
+
+@dataclass
+class ReportTable:
+    """`frame` is written to CSV/JSON at full precision; `display` (when given) is what people read instead."""
+
+    name: str
+    title: str
+    frame: pd.DataFrame
+    display: pd.DataFrame | None = None
+
+    @property
+    def shown(self) -> pd.DataFrame:
+        return self.display if self.display is not None else display_frame(self.frame)
+
+    @property
+    def folded(self) -> bool:
+        return len(self.shown.columns) > FOLD_COLUMNS
+
+
+@dataclass
+class ReportFigure:
+    name: str
+    title: str
+    png: bytes
+
+
+@dataclass
+class Section:
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[ReportTable] = field(default_factory=list)
+    figures: list[ReportFigure] = field(default_factory=list)
+    figures_first: bool = False  # the answer: its chart beside its table, both on the first screen
+    after: list[ReportTable | str] = field(default_factory=list)  # tables and notes below the figure row
+
+
+@dataclass
+class Report:
+    session_id: str
+    sections: list[Section]
+
+    @property
+    def title(self) -> str:
+        return f"Profiling report: session {self.session_id}"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", text).strip("_").lower()
+
+
+def session_section(info: dict[str, Any], runs: list[dict[str, Any]]) -> Section:
+    profile = info.get("profile") or {}
+    statuses = pd.Series([run.get("status", "error") for run in runs]).value_counts().to_dict()
+    frame = pd.DataFrame([{"setting": key, "value": mib(int(value)) if key in BYTE_SETTINGS and str(value).isdigit()
+                           else str(value)} for key, value in profile.items()])
+    return Section(
+        "Session",
+        [f"{len(runs)} runs ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items())) or 'none'}) of "
+         f"{len(info.get('models') or [])} models at CPUS {info.get('cpus_values')}, seed {info.get('seed')}."],
+        [ReportTable("profile", "Device profile", frame)],
+    )
+
+
+def summary_section(runs: list[dict[str, Any]]) -> Section:
+    rows = []
+    for entry in summarize_runs(runs):
+        row: dict[str, Any] = {"model": entry["model_name"], "cpus": entry["cpus"],
+                               "ok_runs": f"{entry['n_ok']}/{entry['n_runs']}"}
+        for name in metric_registry.REPORT_SUMMARY_METRICS:
+            summary = entry["metrics"].get(name, {})
+            row[f"{name}_median"] = summary.get("median")
+            if name == metric_registry.REPORT_SUMMARY_METRICS[0]:
+                row.update({f"{name}_ci95_low": summary.get("ci95_low"), f"{name}_ci95_high": summary.get("ci95_high")})
+        row["unstable_metrics"] = ", ".join(entry["unstable_metrics"])
+        rows.append(row)
+    frame = pd.DataFrame(rows).sort_values(["cpus", "model"]) if rows else pd.DataFrame()
+    section = Section("Summary", ["Medians over the ok repeats of each model; latency is the per-run p50, with the "
+                                  "95% CI of its median (order statistics; none below 6 repeats). Unstable metrics "
+                                  f"have {UNSTABLE_RULE}."],
+                      [ReportTable("summary", "Per-model summary", frame, summary_display(frame))])
+    if rows and frame["cpus"].nunique() > 1:
+        for column in (f"{name}_median" for name in metric_registry.SCALING_METRICS):
+            title = f"{column} against CPUS"
+            section.figures.append(ReportFigure(f"scaling_{column}", title, scaling_chart(frame, column, title)))
+    return section
+
+
+def summary_display(frame: pd.DataFrame) -> pd.DataFrame | None:
+    """The summary as read: latency with its CI in one cell, the other medians beside it, units in the labels."""
+    if frame.empty:
+        return None
+    shown = display_frame(frame[["model", "cpus", "ok_runs"]])
+    first, *others = metric_registry.REPORT_SUMMARY_METRICS
+    label = metric_registry.get(first).label_with_unit
+    shown[f"{label} [95% CI]"] = [with_interval(*values) for values in zip(
+        frame[f"{first}_median"], frame[f"{first}_ci95_low"], frame[f"{first}_ci95_high"], strict=True)]
+    rest = display_frame(frame[[f"{name}_median" for name in others]])
+    rest.columns = [c.replace(" median", "") for c in rest.columns]
+    shown = pd.concat([shown.reset_index(drop=True), rest.reset_index(drop=True)], axis=1)
+    shown["unstable"] = frame["unstable_metrics"].to_numpy()
+    return shown
+
+
+def answer_section(results_dir: Path, runs: list[dict[str, Any]], info: dict[str, Any], devices: list[str]) -> Section:
+    """The answer first: ranking with ties marked, the Pareto chart, the predicted device numbers."""
+    try:
+        parts = answer_parts(results_dir, runs, info, devices)
+    except DataError as err:
+        return Section("Answer", [f"No answer yet: {err}"])
+    cpus = parts["cpus"]
+    section = Section("Answer", [parts["sentence"]], figures_first=True)
+    word = metric_registry.get(parts["metric"]).label
+    section.figures.append(ReportFigure(f"pareto_cpus{cpus:g}", f"Pareto chart: {word} against peak memory; "
+                                        "non-dominated models in green and named", parts["chart"]))
+    title = f"Ranking by {word} (1= : tied, no significant difference; ✓ : non-dominated)"
+    section.tables.append(ReportTable("answer_ranking", title, parts["ranking"], parts["ranking_shown"]))
+    for device, predicted in parts["devices"].items():
+        if isinstance(predicted, str):
+            section.after.append(predicted)
+            continue
+        section.after.append(ReportTable(f"answer_predictions_{slug(device)}", f"{device}: predicted device numbers "
+                                         "(95% prediction interval; see its calibration section)", *predicted))
+    return section
+
+
+def ranking_section(runs: list[dict[str, Any]]) -> Section:
+    section = Section("Ranking", [
+        f"Lower is better. Two models rank apart only when Mann–Whitney U, Holm-corrected over every pair, separates "
+        f"them at α = {ALPHA} and their medians differ by {MIN_RELATIVE_GAP:.0%} or more; a model that no cut "
+        "can separate from the one above shares its rank (`reason` says why, `repeats_needed` how many repeats "
+        "per model could separate them). Models with a failed run are listed without a rank. Stability is the "
+        "share of bootstrap resamples that keep a model inside its rank's span of positions."
+    ])
+    for metric in (m.name for m in metric_registry.ranked()):
+        try:
+            rankings = rank_runs(runs, metric)
+        except DataError:
+            continue
+        frame = pd.DataFrame(ranking_rows(rankings, metric)).drop(columns=["metric"])
+        section.tables.append(ReportTable(f"ranking_{metric}", f"Ranking by {metric}", frame))
+        for cpus, entries in rankings.items():
+            if all(e.median is None for e in entries):
+                continue  # every model failed at this CPU count: the table says so, a chart would be empty
+            title = f"{metric} ranking at cpus={cpus:g}"
+            section.figures.append(ReportFigure(f"ranking_{metric}_cpus{cpus:g}", title,
+                                                ranking_chart(entries, metric, title)))
+    if not section.tables:
+        section.paragraphs.append("No ok runs to rank.")
+    return section
+
+
+def calibration_tables(cset: CalibrationSet) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Every candidate fit's held-out figures per group; one row per group (chosen fit, OLS reference, every
+    statistic); and every point with its held-out prediction."""
+    comparison, fits, points = [], [], []
+    for c in cset.calibrations:
+        comparison += [{"metric": c.metric, "group": c.label, **row} for row in c.comparison]
+        influential = c.points.loc[c.points["influential"], "model"].tolist()
+        fits.append({
+            "metric": c.metric, "group": c.label, "threads": c.threads, "harness_value": c.harness_value,
+            "fit": c.model.name,
+            "equation": c.model.equation, "why": c.choice["reason"],
+            **{f"ols_{k}": v for k, v in vars(c.fit).items()}, **c.stats,
+            "flipped_pairs": "; ".join(f"{a} ↔ {b}" for a, b in c.flipped_pairs),
+            "influential": ", ".join(influential),
+        })
+        points.append(c.points.assign(metric=c.metric, group=c.label))
+    return pd.DataFrame(comparison), pd.DataFrame(fits), pd.concat(points, ignore_index=True)
+
+
+def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str, Any]], group_by: str) -> Section:
+    section = Section(f"Calibration: {device_name}")
+    device = load_device(results_dir, device_name)
+    source = "; ".join(device.info.get("comments") or []) or device.info.get("source_name", "")
+    section.paragraphs.append(f"Device data: {source}")
+    try:
+        cset, measured = calibrate_runs(device, runs, group_by=group_by)
+    except DataError as err:
+        section.paragraphs.append(f"Not calibrated: {err}")
+        return section
+    comparison, fits, points = calibration_tables(cset)
+    key = slug(device_name)
+    section.tables += [
+        ReportTable(f"calibration_{key}_comparison",
+                    "Fit comparison: held-out (leave-one-out) figures; `auto` is the nested choice", comparison),
+        ReportTable(f"calibration_{key}_fits", "Chosen fits, the OLS reference, rank agreement", fits),
+        ReportTable(f"calibration_{key}_points", "Matched models", points),
+    ]
+    profiled = sorted({run["model_name"] for run in runs if "model_name" in run})
+    unmeasured = sorted(set(profiled) - set(points["harness_model"]))
+    if unmeasured and group_by == "cpus":  # a tag group needs the tag, which only device rows have
+        predictions = pd.DataFrame(predict_models(cset, measured, unmeasured))
+        if not predictions.empty:
+            predictions["group"] = predictions["group"].map(group_label)
+            predictions = predictions.drop(columns=["calibrated_range", "measured_on_device"])
+            section.tables.append(ReportTable(f"calibration_{key}_predictions",
+                                              "Predictions for models not measured on the device", predictions))
+    for c in cset.calibrations:
+        name = f"calibration_{key}_{slug(c.metric + '_' + c.label)}"
+        section.paragraphs.append(f"{c.metric}, {c.label}: {equation(c)}")
+        section.figures += [
+            ReportFigure(f"{name}_fit", f"{c.metric}, {c.label}: fit", calibration_scatter(c, device_name)),
+            ReportFigure(f"{name}_residuals", f"{c.metric}, {c.label}: residuals",
+                         calibration_residuals(c, device_name)),
+        ]
+    section.paragraphs += [f"Not fitted: {s['metric']} {group_label(s['group'])}: {s['reason']}" for s in cset.skipped]
+    if cset.unmatched_device_models:
+        section.paragraphs.append("Device models without harness runs: " + ", ".join(cset.unmatched_device_models))
+    return section
+
+
+def build_report(
+    results_dir: Path, session_dir: Path, devices: list[str] | None = None, group_by: str = "cpus"
+) -> Report:
+    """Everything the report shows, computed once from the session's runs and the imported device data."""
+    runs = load_runs(session_dir)
+    if not runs:
+        raise DataError(f"session {session_dir.name} has no runs yet; profile first (make profile MODEL=...)")
+    info = load_session_info(session_dir)
+    devices = devices or list_devices(results_dir)
+    sections = [answer_section(results_dir, runs, info, devices), session_section(info, runs), summary_section(runs),
+                ranking_section(runs)]
+    for name in devices:
+        sections.append(calibration_section(results_dir, name, runs, group_by))
+    from harness.report.ops import ops_sections  # imports this module's Section types
+
+    sections += ops_sections(session_dir, runs)
+    return Report(session_dir.name, sections)
+
+
+def _markdown_table(table: ReportTable) -> list[str]:
+    body = [table.shown.to_markdown(index=False, disable_numparse=True), "",
+            f"(full precision: tables/{table.name}.csv, .json)"]
+    if table.folded:  # GitHub and most viewers render <details> in Markdown too
+        return [f"<details><summary>{table.title} ({len(table.shown.columns)} columns)</summary>", "", *body, "",
+                "</details>", ""]
+    return [f"### {table.title}", "", *body, ""]
+
+
+def to_markdown(report: Report) -> str:
+    lines = [f"# {report.title}", ""]
+    for section in report.sections:
+        lines += [f"## {section.title}", ""]
+        for paragraph in section.paragraphs:
+            lines += [paragraph, ""]
+        figures = [f"![{figure.title}](figures/{figure.name}.png)\n" for figure in section.figures]
+        tables = [line for table in section.tables for line in _markdown_table(table)]
+        lines += [*figures, *tables] if section.figures_first else [*tables, *figures]
+        for item in section.after:
+            lines += [item, ""] if isinstance(item, str) else _markdown_table(item)
+    return "\n".join(lines)
+
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:1em auto;max-width:1180px;padding:0 1em;color:#222}
+h1{font-size:1.35em;margin:0.2em 0}h2{border-bottom:1px solid #ddd;margin-top:1.4em}h3{font-size:1em}
+table{border-collapse:collapse;font-size:13px;max-width:100%;margin:0.3em 0 1.2em}
+th,td{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}th{background:#f2f2f2}
+details td,details th{overflow-wrap:anywhere}img{max-width:100%;display:block;margin:0.3em 0}
+figure{margin:0 0 1em}figcaption{font-size:12px;color:#555}details{margin:0.5em 0 1em}
+summary{cursor:pointer;font-weight:600}.row{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}
+.row>figure{flex:0 1 520px}.row>div{flex:1 1 400px;min-width:0}#answer>p{font-size:15px}"""
+
+
+def _html_table(table: ReportTable) -> str:
+    rendered = table.shown.to_html(index=False, border=0, na_rep="—")
+    if table.folded:
+        return (f"<details><summary>{html.escape(table.title)} ({len(table.shown.columns)} columns; full precision "
+                f"in tables/{table.name}.csv)</summary>{rendered}</details>")
+    return f"<h3>{html.escape(table.title)}</h3>{rendered}"
+
+
+def _html_figure(figure: ReportFigure) -> str:
+    data = base64.b64encode(figure.png).decode("ascii")
+    return (f"<figure id='{slug(figure.name)}'><img alt='{html.escape(figure.title)}' "
+            f"src='data:image/png;base64,{data}'><figcaption>{html.escape(figure.title)}</figcaption></figure>")
+
+
+def to_html(report: Report) -> str:
+    """One file, no external requests: figures are data: URIs, the style sheet is inline. Tables wrap rather than
+    scroll; wide raw ones are folded. The answer section puts its chart beside its table."""
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(report.title)}</title>"
+             f"<style>{STYLE}</style></head><body><h1>{html.escape(report.title)}</h1>"]
+    for section in report.sections:
+        parts.append(f"<section id='{slug(section.title)}'><h2>{html.escape(section.title)}</h2>")
+        parts += [f"<p>{html.escape(p)}</p>" for p in section.paragraphs]
+        tables = "".join(_html_table(table) for table in section.tables)
+        figures = "".join(_html_figure(figure) for figure in section.figures)
+        if section.figures_first:
+            parts.append(f"<div class='row'>{figures}<div>{tables}</div></div>")
+        else:
+            parts += [tables, figures]
+        parts += [_html_table(item) if isinstance(item, ReportTable) else f"<p>{html.escape(item)}</p>"
+                  for item in section.after]
+        parts.append("</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(report: Report, out_dir: Path) -> list[Path]:
+    """Write every output (text files atomically) and return their paths."""
+    written = []
+    for section in report.sections:
+        for table in section.tables + [item for item in section.after if isinstance(item, ReportTable)]:
+            as_json = table.frame.to_json(orient="records", indent=2, force_ascii=False, double_precision=15)
+            for suffix, text in ((".csv", table.frame.to_csv(index=False, lineterminator="\n")), (".json", as_json)):
+                path = out_dir / "tables" / f"{table.name}{suffix}"
+                atomic_write_text(path, text)
+                written.append(path)
+        for figure in section.figures:
+            path = out_dir / "figures" / f"{figure.name}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(figure.png)
+            written.append(path)
+    for name, text in (("report.md", to_markdown(report)), ("report.html", to_html(report))):
+        atomic_write_text(out_dir / name, text)
+        written.append(out_dir / name)
+    return written

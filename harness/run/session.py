@@ -1,0 +1,235 @@
+"""A session: plan every run up front, run them interleaved, store each one the moment it ends.
+
+Repeats are fresh processes. With several models (or CPUS values) every round runs each combination
+once, in an order shuffled with a recorded seed, so slow drift of the machine (thermal, background load)
+spreads over all models instead of biasing the one that happened to run last.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.analysis.stats import group_key, ordered_entries, summarize_group, summary_rows
+from harness.backends import Backend
+from harness.core.conditions import run_conditions
+from harness.core.config import DeviceProfile, host_cpu_count
+from harness.core.errors import BackendError, DataError
+from harness.core.records import RunOutcome, RunRecord
+from harness.measure.provenance import collect_metadata
+from harness.measure.spec import RunSpec, plan_cpu_limits
+from harness.models.resolve import ModelInfo
+from harness.store.results import SCHEMA_VERSION, SessionStore, load_session_info
+
+OnRun = Callable[[RunSpec, dict[str, Any] | None], None]
+
+
+@dataclass
+class Plan:
+    session_id: str
+    seed: int
+    specs: list[RunSpec]
+    models: list[ModelInfo]
+    cpus_values: list[float]
+    notes: list[str] = field(default_factory=list)
+
+
+def capped_cpus(values: Sequence[float], allowed: int) -> tuple[list[float], list[str]]:
+    """CPUS above this host's cores cannot be honoured: cap them, and say so."""
+    capped, notes = [], []
+    for value in values:
+        if value > allowed:
+            notes.append(f"CPUS={value:g} exceeds this host's {allowed} usable cores: measured at CPUS={allowed}")
+            value = float(allowed)
+        if value not in capped:
+            capped.append(value)
+    return capped, notes
+
+
+def distinct_models(models: Sequence[ModelInfo]) -> tuple[list[ModelInfo], list[str]]:
+    """A model is its name plus its content: the same file given twice is profiled once, and different files
+    that share a name (a/model.onnx, b/model.onnx) get the first 8 hex digits of their sha256 appended, so
+    their runs are never merged under one name."""
+    unique: list[ModelInfo] = []
+    notes: list[str] = []
+    for model in models:
+        if any(m.name == model.name and m.sha256 == model.sha256 for m in unique):
+            notes.append(f"{model.path} is given more than once (same name and content): profiled once")
+        else:
+            unique.append(model)
+    hashes: dict[str, set[str]] = {}
+    for model in unique:
+        hashes.setdefault(model.name, set()).add(model.sha256)
+    renamed = []
+    for model in unique:
+        if len(hashes[model.name]) > 1:
+            new_name = f"{model.name}@{model.sha256[:8]}"
+            notes.append(f"{model.path} is named {new_name}: another model of this session is also "
+                         f"called {model.name}")
+            model = replace(model, name=new_name)
+        renamed.append(model)
+    return renamed, notes
+
+
+def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: Sequence[float] | None,
+                 script_args: Sequence[str], session_id: str, seed: int | None = None,
+                 keep_samples: bool = False) -> Plan:
+    seed = random.SystemRandom().randrange(2**31) if seed is None else seed
+    allowed = sorted(os.sched_getaffinity(0))
+    models, model_notes = distinct_models(models)
+    cpus_list, notes = capped_cpus(cpus_values or [profile.cpus], host_cpu_count())
+    notes = model_notes + notes
+    rng = random.Random(seed)
+    combos = [(model, cpus) for model in models for cpus in cpus_list]
+    specs: list[RunSpec] = []
+    for round_index in range(profile.repeats):
+        order = combos[:]
+        rng.shuffle(order)
+        for model, cpus in order:
+            specs.append(RunSpec(
+                run_id=f"{session_id}-r{round_index:03d}-{len(specs):04d}", session_id=session_id,
+                round=round_index, repeat=round_index, model_name=model.name, model=model.run_model,
+                script=str(model.script), script_args=tuple(script_args),
+                cpu=plan_cpu_limits(cpus, profile.cpu_pinning, allowed), memory_bytes=profile.memory_bytes,
+                swap_bytes=profile.swap_bytes, iterations=profile.iterations, warmup=profile.warmup,
+                batch_size=profile.batch_size, sample_interval_ms=profile.sample_interval_ms,
+                timeout_s=profile.timeout_s, image=profile.image, keep_samples=keep_samples, per_op=profile.per_op,
+            ))
+    return Plan(session_id, seed, specs, models, cpus_list, notes)
+
+
+class Session:
+    """Runs a plan on a backend; results reach disk one by one, so a crash or Ctrl-C loses nothing done."""
+
+    def __init__(self, profile: DeviceProfile, plan: Plan, backend: Backend, backend_reason: str) -> None:
+        self.profile, self.plan, self.backend, self.backend_reason = profile, plan, backend, backend_reason
+        self.store = SessionStore(Path(profile.results_dir), plan.session_id)
+        self.metadata = collect_metadata()
+        self.backend_info = backend.describe()
+        self._models = {m.name: m for m in plan.models}
+        # The runs on disk, read once (a resumed session has some) and then kept in step with every append,
+        # so the summary after each run does not re-read a runs.jsonl that grows with the session.
+        self.runs: list[dict[str, Any]] = self.store.runs()
+        # Summary entries per group; after a run only its own group is summarised again.
+        self._groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for run in self.runs:
+            self._groups.setdefault(group_key(run), []).append(run)
+        self._entries = {key: summarize_group(members) for key, members in self._groups.items()}
+        self._graph_facts: dict[str, list[dict[str, Any]] | None] = {}  # per model, for the per-op join
+
+    def _session_info(self, state: str) -> dict[str, Any]:
+        return {
+            "session_id": self.plan.session_id, "state": state, "profile": self.profile.as_variables(),
+            "profile_sources": dict(self.profile.sources), "models": [m.provenance() for m in self.plan.models],
+            "cpus_values": self.plan.cpus_values, "seed": self.plan.seed, "notes": self.plan.notes,
+            "backend": self.backend_info, "backend_reason": self.backend_reason, "provenance": self.metadata,
+            "plan": [spec.to_dict() for spec in self.plan.specs],
+        }
+
+    def _record(self, spec: RunSpec, outcome: RunOutcome, started_at: str, concurrent_runs: int = 1,
+                node: dict[str, Any] | None = None, location: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One runs.jsonl line. `concurrent_runs`: the most runs that were in flight on its host during it (itself
+        included); `node`: where it ran, when not here ({"metadata": ..., "backend": ...} of a cluster node), and
+        `location` the worker that ran it."""
+        model = self._models[spec.model_name]
+        info = node["backend"] if node else self.backend_info
+        metadata = node["metadata"] if node else self.metadata
+        return RunRecord(
+            session_id=spec.session_id, run_id=spec.run_id, device_name=self.profile.device_name,
+            model=model.provenance(), round=spec.round, repeat=spec.repeat, cpus=spec.cpu.cpus,
+            memory_mib=spec.memory_bytes / 1024**2, swap_mib=spec.swap_bytes / 1024**2, iterations=spec.iterations,
+            warmup=spec.warmup, script=spec.script, script_args=list(spec.script_args), threads=spec.threads,
+            backend=info.get("backend"), isolation=info.get("isolation"), started_at=started_at,
+            limits_requested=spec.limits_requested(), outcome=outcome,
+            conditions=run_conditions(
+                model_sha256=model.sha256, cpus=spec.cpu.cpus, cpu_mode=spec.cpu.mode,
+                memory_bytes=spec.memory_bytes, swap_bytes=spec.swap_bytes, iterations=spec.iterations,
+                warmup=spec.warmup, batch_size=spec.batch_size, threads=spec.threads, backend_info=info,
+                host_cpu_model=metadata.get("host_cpu_model")),
+            provenance={**metadata, "backend": info, "seed": self.plan.seed},
+            concurrent_runs=concurrent_runs, node=location,
+        ).to_dict()
+
+    def _keep_per_op(self, result: dict[str, Any]) -> None:
+        """The per-op phase's raw files and table go under runs/<run_id>/; the record keeps their summary."""
+        from harness.analysis.per_op import keep_run_profile, model_facts_for
+
+        name = result["model_name"]
+        if name not in self._graph_facts:
+            self._graph_facts[name] = model_facts_for(result["model_path"])
+        keep_run_profile(self.store.path, result, self._graph_facts[name])
+
+    def _add(self, result: dict[str, Any]) -> None:
+        run = {"schema_version": SCHEMA_VERSION, **result}
+        self.runs.append(run)
+        key = group_key(run)
+        self._groups.setdefault(key, []).append(run)
+        self._entries[key] = summarize_group(self._groups[key])
+
+    def write_summary(self) -> dict[str, Any]:
+        entries = ordered_entries(dict(entry) for entry in self._entries.values())
+        summary = {
+            "session_id": self.plan.session_id, "device_name": self.profile.device_name,
+            "backend": self.backend_info.get("backend"), "isolation": self.backend_info.get("isolation"),
+            "backend_reason": self.backend_reason, "memory_mib": self.profile.memory_mib,
+            "results_dir": str(self.store.path), "models": entries,
+        }
+        self.store.write_summary(summary, summary_rows(entries))
+        return summary
+
+    def run(self, on_start: Callable[[RunSpec], None] | None = None, on_done: OnRun | None = None) -> dict[str, Any]:
+        done = {run["run_id"] for run in self.runs}
+        self.backend.check(self.plan.models)  # what would fail every run fails once, before the first
+        self.store.write_session(self._session_info("running"))
+        try:
+            for spec in self.plan.specs:
+                if spec.run_id in done:
+                    continue
+                if on_start:
+                    on_start(spec)
+                started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                self._keep(spec, self._record(spec, self.backend.run(spec), started_at), on_done)
+        except BaseException as err:
+            self._interrupted(err)
+            raise
+        finally:
+            self.backend.close()
+        self.store.write_session(self._session_info("complete"))
+        return self.write_summary()
+
+    def _keep(self, spec: RunSpec, record: dict[str, Any], on_done: OnRun | None) -> None:
+        """A finished run reaches disk (per-op files first), then the summary, then the caller."""
+        if record.get("per_op_files") is not None:
+            self._keep_per_op(record)  # moves the files out of the record
+        record.pop("per_op_files", None)
+        self.store.append_run(record)
+        self._add(record)
+        self.write_summary()
+        if spec.per_op:
+            from harness.report.chrome_trace import write_session_trace  # pandas and onnx: only with PER_OP
+
+            write_session_trace(self.store.path, self.runs, spec.model_name, spec.cpu.cpus)
+        if on_done:
+            on_done(spec, record)
+
+    def _interrupted(self, err: BaseException) -> None:
+        """Mark the session interrupted; a backend fault becomes one line saying what is kept and how to go on."""
+        self.store.write_session(self._session_info("interrupted"))
+        if isinstance(err, BackendError):
+            kept = len(self.runs)
+            raise BackendError(f"{err} ({kept} finished runs kept in {self.store.path}; continue with "
+                               f"`harness profile --resume {self.plan.session_id}`)") from None
+
+
+def load_plan(session_dir: Path) -> tuple[dict[str, Any], list[RunSpec]]:
+    """The stored plan of an earlier session, for --resume."""
+    info = load_session_info(session_dir)
+    if "plan" not in info:
+        raise DataError(f"{session_dir}: session.json holds no plan; it cannot be resumed")
+    return info, [RunSpec.from_dict(item) for item in info["plan"]]
+

@@ -1,0 +1,188 @@
+"""Crash-safe result store.
+
+Layout: RESULTS_DIR/<session_id>/
+  runs.jsonl     one RunResult per line, appended, flushed and fsynced the moment a run ends
+  session.json   the plan: profile, models, seed, provenance (written atomically before the first run)
+  summary.json / summary.csv   per-model statistics (rewritten atomically after every run)
+
+Every file carries `schema_version`; a newer one is refused with a clear message rather than misread, and
+an older one is migrated on reading, one version at a time (asv's habit; steps in store_migrations.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import secrets
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import ConfigError, DataError
+from harness.store.migrations import RUN_MIGRATIONS, SESSION_MIGRATIONS, Migration
+
+SCHEMA_VERSION = 2
+RUNS_FILE = "runs.jsonl"
+SESSION_FILE = "session.json"
+SUMMARY_JSON = "summary.json"
+SUMMARY_CSV = "summary.csv"
+
+
+def new_session_id() -> str:
+    """Sortable by start time (to the millisecond), unique across parallel sessions."""
+    now = time.time()
+    return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"{int(now % 1 * 1000):03d}-{secrets.token_hex(2)}"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temp file in the same directory + fsync + rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def atomic_write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Rows may have different keys; the header is their ordered union."""
+    fields: list[str] = []
+    for row in rows:
+        fields.extend(key for key in row if key not in fields)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(path, buffer.getvalue())
+
+
+def ensure_writable_dir(path: Path, what: str) -> Path:
+    """Create `path` if needed and prove a file can be written there, before any work whose output it holds:
+    an unusable directory is one line naming it and the reason, never a traceback after the runs."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        if isinstance(err, FileExistsError) or (path.exists() and not path.is_dir()):
+            reason = "it exists and is not a directory"
+        raise ConfigError(f"{what} {path} cannot be used: {reason}; pick a writable directory") from None
+    return path
+
+
+def check_schema(obj: dict[str, Any], where: str) -> None:
+    version = obj.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise DataError(
+            f"{where}: schema_version {version!r} is not one this harness reads (<= {SCHEMA_VERSION}); "
+            "upgrade the harness to read it"
+        )
+
+
+def migrate(obj: dict[str, Any], steps: dict[int, Migration], where: str) -> dict[str, Any]:
+    """`obj` brought to SCHEMA_VERSION one step at a time; a newer version is refused."""
+    check_schema(obj, where)
+    while obj["schema_version"] < SCHEMA_VERSION:
+        version = obj["schema_version"]
+        obj = {**steps[version](obj), "schema_version": version + 1}
+    return obj
+
+
+class SessionStore:
+    """One session directory. `append_run` is the only way a run reaches disk."""
+
+    def __init__(self, results_dir: Path, session_id: str | None = None) -> None:
+        self.session_id = session_id or new_session_id()
+        self.path = Path(results_dir) / self.session_id
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def runs_path(self) -> Path:
+        return self.path / RUNS_FILE
+
+    def append_run(self, result: dict[str, Any]) -> None:
+        line = json.dumps({"schema_version": SCHEMA_VERSION, **result}, default=str)
+        with open(self.runs_path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def write_session(self, info: dict[str, Any]) -> None:
+        atomic_write_json(self.path / SESSION_FILE, {"schema_version": SCHEMA_VERSION, **info})
+
+    def write_summary(self, summary: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+        atomic_write_json(self.path / SUMMARY_JSON, {"schema_version": SCHEMA_VERSION, **summary})
+        atomic_write_csv(self.path / SUMMARY_CSV, rows)
+
+    def runs(self) -> list[dict[str, Any]]:
+        return load_runs(self.path)
+
+
+def load_runs(session_dir: Path) -> list[dict[str, Any]]:
+    """All complete runs of a session. A torn last line (power cut mid-write) is skipped, not fatal."""
+    path = Path(session_dir) / RUNS_FILE
+    if not path.exists():
+        return []
+    runs: list[dict[str, Any]] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            run = json.loads(line)
+        except json.JSONDecodeError as err:
+            if number == len(lines):
+                continue
+            raise DataError(f"{path}:{number}: not valid JSON ({err.msg}); remove or repair that line") from err
+        runs.append(migrate(run, RUN_MIGRATIONS, f"{path}:{number}"))
+    return runs
+
+
+def load_session_info(session_dir: Path) -> dict[str, Any]:
+    path = Path(session_dir) / SESSION_FILE
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as err:
+        raise DataError(f"{session_dir}: no {SESSION_FILE}; is this a session directory?") from err
+    return migrate(info, SESSION_MIGRATIONS, str(path))
+
+
+def list_sessions(results_dir: Path) -> list[Path]:
+    """Session directories, oldest first (ids sort by start time)."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if (p / SESSION_FILE).exists())
+
+
+def resolve_session(results_dir: Path, session: str | None) -> Path:
+    """A session by id or path, or the newest one under results_dir."""
+    if session:
+        candidate = Path(session)
+        for path in (candidate, Path(results_dir) / session):
+            if (path / SESSION_FILE).exists():
+                return path
+        raise DataError(f"session {session!r} not found under {results_dir}; see `ls {results_dir}`")
+    sessions = list_sessions(results_dir)
+    if not sessions:
+        raise DataError(f"no sessions under {results_dir}; run `make profile MODEL=...` first")
+    return sessions[-1]
+
+
+def iter_all_runs(results_dir: Path) -> Iterable[dict[str, Any]]:
+    for session_dir in list_sessions(results_dir):
+        yield from load_runs(session_dir)
