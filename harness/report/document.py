@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import base64
 import html
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,62 +26,13 @@ from harness.report.figures import (
     scaling_chart,
 )
 from harness.report.format import display_frame, mib, with_interval
+from harness.report.ops import ops_sections
+from harness.report.sections import Report, ReportFigure, ReportTable, Section, slug
 from harness.store.results import atomic_write_text, load_runs, load_session_info
 
 REPORT_DIR = "report"
-FOLD_COLUMNS = 10
-"""Tables wider than this are raw detail: folded (<details>) so they never push the reading order sideways."""
 BYTE_SETTINGS = ("MEMORY", "SWAP")
 """Profile settings stored in bytes; shown in MiB/GiB."""
-
-
-@dataclass
-class ReportTable:
-    """`frame` is written to CSV/JSON at full precision; `display` (when given) is what people read instead."""
-
-    name: str
-    title: str
-    frame: pd.DataFrame
-    display: pd.DataFrame | None = None
-
-    @property
-    def shown(self) -> pd.DataFrame:
-        return self.display if self.display is not None else display_frame(self.frame)
-
-    @property
-    def folded(self) -> bool:
-        return len(self.shown.columns) > FOLD_COLUMNS
-
-
-@dataclass
-class ReportFigure:
-    name: str
-    title: str
-    png: bytes
-
-
-@dataclass
-class Section:
-    title: str
-    paragraphs: list[str] = field(default_factory=list)
-    tables: list[ReportTable] = field(default_factory=list)
-    figures: list[ReportFigure] = field(default_factory=list)
-    figures_first: bool = False  # the answer: its chart beside its table, both on the first screen
-    after: list[ReportTable | str] = field(default_factory=list)  # tables and notes below the figure row
-
-
-@dataclass
-class Report:
-    session_id: str
-    sections: list[Section]
-
-    @property
-    def title(self) -> str:
-        return f"Profiling report: session {self.session_id}"
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.-]+", "_", text).strip("_").lower()
 
 
 def session_section(info: dict[str, Any], runs: list[dict[str, Any]]) -> Section:
@@ -260,8 +209,6 @@ def build_report(
                 ranking_section(runs)]
     for name in devices:
         sections.append(calibration_section(results_dir, name, runs, group_by))
-    from harness.report.ops import ops_sections  # imports this module's Section types
-
     sections += ops_sections(session_dir, runs)
     return Report(session_dir.name, sections)
 

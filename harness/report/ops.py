@@ -18,7 +18,7 @@ from matplotlib.patches import Patch
 from harness.analysis.per_op import RAW_DIR, PerOp, load_raw, pooled, run_dir
 from harness.core import metric_registry
 from harness.core.errors import DataError
-from harness.report.document import ReportFigure, ReportTable, Section, slug
+from harness.report.sections import ReportFigure, ReportTable, Section, slug
 
 TOP_N = 15
 DPI = 110
