@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
+from harness.analysis.model_runs import profiled_runs
 from harness.analysis.per_op import BETWEEN_OPS, OUTSIDE_RUN, PerOp, pooled
-from harness.commands.ops import profiled_runs
 from harness.core.errors import DataError
 
 FAMILY_PREFIXES = ("QLinear", "Q", "Fused", "Dynamic")

@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from harness import zoo
+from harness.analysis.model_runs import model_matcher
 from harness.analysis.run_values import resolve_results_dir
 from harness.analysis.stats import UNSTABLE_RULE, metric_value, summarize
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.core import conditions, metric_registry
 from harness.core.errors import ConfigError, DataError
-from harness.models.resolve import sha256_of
 from harness.store.results import list_sessions, load_runs
 
 # (row label, where in model_facts, scale) for facts read from the graph, the same for every run of a model
@@ -47,17 +45,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also time per op type, B against A (both profiled with --per-op; see `harness ops`)")
     parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
     parser.set_defaults(func=run)
-
-
-def model_matcher(arg: str) -> Callable[[dict[str, Any]], bool]:
-    """Which runs belong to `arg`: for a file, runs of those exact bytes (sha256), wherever it was profiled
-    from; otherwise runs whose model_name is `arg` as typed or, for a zoo name, its canonical spelling."""
-    path = Path(arg).expanduser()
-    if path.is_file():
-        digest = sha256_of(path)
-        return lambda run: run.get("model_sha256") == digest
-    names = {arg, zoo.parse(arg).name} if zoo.is_zoo_name(arg) else {arg}
-    return lambda run: run.get("model_name") in names
 
 
 def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[dict[str, Any]]]:

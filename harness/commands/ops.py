@@ -15,13 +15,11 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
+from harness.analysis.model_runs import profiled_runs
 from harness.analysis.per_op import PerOp, pooled
 from harness.analysis.run_values import resolve_results_dir
 from harness.commands._analysis import fmt, print_json, stdout, warn
-from harness.commands.compare import model_matcher
-from harness.core import metric_registry
-from harness.core.errors import ConfigError, DataError
-from harness.store.results import list_sessions, load_runs, resolve_session
+from harness.core.errors import ConfigError
 
 TABLE_HEADINGS = {"node_index": "#", "node": "node", "onnx_node": "ONNX node", "op_type": "op type",
                   "input_shapes": "inputs", "output_shapes": "outputs", "macs": "MMACs", "param_bytes": "param KiB",
@@ -42,20 +40,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
     parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
     parser.set_defaults(func=run)
-
-
-def profiled_runs(results_dir: Path, model: str, session: str | None) -> tuple[Path, list[dict[str, Any]]]:
-    """(session dir, ok runs of MODEL that carry a per-op table): of SESSION, or of the newest that has them."""
-    belongs = model_matcher(model)
-    candidates = [resolve_session(results_dir, session)] if session else list(reversed(list_sessions(results_dir)))
-    for session_dir in candidates:
-        runs = [r for r in load_runs(session_dir)
-                if belongs(r) and r.get("status") == "ok" and r.get(metric_registry.OP_TIME)]
-        if runs:
-            return session_dir, runs
-    where = f"session {session}" if session else results_dir
-    raise DataError(f"no per-op profile of {model!r} in {where}; run `harness profile {model} --per-op` "
-                    "(or PER_OP=1 in the env file) first")
 
 
 def tables_by_cpus(session_dir: Path, runs: list[dict[str, Any]], cpus: float | None) -> dict[float, PerOp]:
