@@ -15,7 +15,8 @@ from _common import ROOT, Goal, print_table, profile_runs, write_report
 from goals import VERDICTS
 
 from harness.analysis.run_values import harness_values, metric_table
-from harness.calibration.calibrate import Calibration, calibrate_device, model_facts_table
+from harness.calibration.calibrate import Calibration, calibrate_device
+from harness.calibration.points import model_facts_table
 from harness.core.metric_registry import ACROSS_REPEATS, FASTEST_INFERENCE
 from harness.device.data import DeviceData, parse_device_csv
 from harness.store.results import load_runs

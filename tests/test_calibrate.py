@@ -14,7 +14,7 @@ from scipy import stats
 from sklearn.model_selection import LeaveOneOut
 from statsmodels.stats.outliers_influence import OLSInfluence
 
-from harness.calibration.calibrate import calibrate_points, cooks_distance, discordant_pairs, fit_line
+from harness.calibration.calibrate import calibrate_points
 from harness.calibration.choice import CONFIDENCE, choose, leave_one_out, tied_with_best
 from harness.calibration.fits import (
     RIDGE_ALPHAS,
@@ -28,6 +28,7 @@ from harness.calibration.fits import (
     fit_spec,
     ridge_loo_errors,
 )
+from harness.calibration.line import cooks_distance, discordant_pairs, fit_line
 from harness.core.errors import DataError
 
 SLOPE, INTERCEPT = 2.5, 0.75

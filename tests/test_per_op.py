@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.analysis.per_op import RAW_DIR, TABLE_CSV, TABLE_JSON, run_dir
-from harness.calibration.calibrate import model_facts_table
+from harness.calibration.points import model_facts_table
 from harness.cli import main
 from harness.models.facts import node_facts
 from harness.report.chrome_trace import trace_path

@@ -3,18 +3,13 @@ how far off its predictions are for models the device never ran, and their predi
 
 A handful of models measured on the real device teaches the fit; the fit then predicts the device's numbers
 for models only the harness has run. The candidate fits (`ols`, `relative`, `loglog`, `features`) live in
-harness.calibration.fits, the held-out figures and the automatic choice in harness.calibration.choice. Beside
-them, the OLS line is kept as the reference the published experiments use, with its diagnostics:
-
-- ordinary least squares, scipy.stats.linregress; Theil–Sen (Sen 1968, scipy.stats.theilslopes) as a
-  line that a single outlier cannot drag;
-- Spearman ρ and Kendall τ (scipy.stats), and the pairs whose order differs between harness and device;
-- Cook's distance (Cook 1977) with the common 4/n rule for influential points.
+harness.calibration.fits, the held-out figures and the automatic choice in harness.calibration.choice, the
+paired points in harness.calibration.points. Beside them, the OLS line (harness.calibration.line) is kept as the
+reference the published experiments use, with its diagnostics, and Spearman ρ and Kendall τ.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from harness.analysis.run_values import check_metric, harness_values
 from harness.analysis.stats import rank_correlations
@@ -39,101 +33,18 @@ from harness.calibration.choice import (
     tied_with_best,
 )
 from harness.calibration.fits import FACT_NAMES, FIT_FACTS, FIT_NAMES, OP_SPLIT, Design, FittedModel, fit_spec
+from harness.calibration.line import MIN_POINTS, LineFit, cooks_distance, cooks_threshold, discordant_pairs, fit_line
+from harness.calibration.points import (
+    counts_note,
+    model_facts_table,
+    no_match_reason,
+    paired_points,
+    repeats_note,
+    threads_note,
+)
 from harness.core import metric_registry
-from harness.core.errors import ConfigError, DataError, ModelError
+from harness.core.errors import ConfigError, DataError
 from harness.device.data import DeviceData
-
-MIN_POINTS = 3
-"""Fewest matched models a fit is trained on: with two, a line passes through both and says nothing."""
-EXACT_FIT_R2 = 1.0 - 1e-12
-"""Above this R² the residuals are rounding noise, and Cook's distance (residual / noise) is set to 0."""
-
-
-def cooks_threshold(n: int) -> float:
-    """Cook's distance above 4/n marks an influential point (Bollen & Jackman 1990 rule of thumb)."""
-    return 4.0 / n
-
-
-@dataclass(frozen=True)
-class LineFit:
-    """An OLS line with its standard errors, plus the Theil–Sen line for the same points."""
-
-    n: int
-    slope: float
-    intercept: float
-    r2: float
-    p_value: float
-    slope_stderr: float
-    intercept_stderr: float
-    residual_std: float
-    x_mean: float
-    sxx: float
-    x_min: float
-    x_max: float
-    theil_slope: float
-    theil_intercept: float
-    theil_slope_low: float
-    theil_slope_high: float
-
-    def predict(self, x: Any) -> np.ndarray:
-        return self.intercept + self.slope * np.asarray(x, dtype=float)
-
-
-def fit_line(x: Any, y: Any) -> LineFit:
-    """OLS and Theil–Sen fits of y on x; needs MIN_POINTS points and at least two distinct x."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if len(x) < MIN_POINTS:
-        raise DataError(f"a calibration line needs at least {MIN_POINTS} matched models, got {len(x)}")
-    if np.ptp(x) == 0:
-        raise DataError("all harness values are identical; the line is undefined: profile models that differ")
-    ols = stats.linregress(x, y)
-    theil = stats.theilslopes(y, x, alpha=CONFIDENCE)
-    residuals = y - (ols.intercept + ols.slope * x)
-    return LineFit(
-        n=len(x),
-        slope=float(ols.slope),
-        intercept=float(ols.intercept),
-        r2=float(ols.rvalue**2),
-        p_value=float(ols.pvalue),
-        slope_stderr=float(ols.stderr),
-        intercept_stderr=float(ols.intercept_stderr),
-        residual_std=float(np.sqrt(np.sum(residuals**2) / (len(x) - 2))),
-        x_mean=float(x.mean()),
-        sxx=float(np.sum((x - x.mean()) ** 2)),
-        x_min=float(x.min()),
-        x_max=float(x.max()),
-        theil_slope=float(theil.slope),
-        theil_intercept=float(theil.intercept),
-        theil_slope_low=float(theil.low_slope),
-        theil_slope_high=float(theil.high_slope),
-    )
-
-
-def leverage(fit: LineFit, x: Any) -> np.ndarray:
-    """Hat values h_ii of a straight-line fit: how far each x sits from the mean, relative to the spread."""
-    return 1.0 / fit.n + (np.asarray(x, dtype=float) - fit.x_mean) ** 2 / fit.sxx
-
-
-def cooks_distance(fit: LineFit, x: Any, y: Any) -> np.ndarray:
-    """Cook's D_i = e_i² / (p s²) · h_ii / (1 − h_ii)², with p = 2 parameters."""
-    x = np.asarray(x, dtype=float)
-    residuals = np.asarray(y, dtype=float) - fit.predict(x)
-    if fit.r2 >= EXACT_FIT_R2 or fit.residual_std == 0:
-        return np.zeros(len(x))
-    h = leverage(fit, x)
-    return residuals**2 / (2 * fit.residual_std**2) * h / (1 - h) ** 2
-
-
-def discordant_pairs(names: list[str], x: Any, y: Any) -> list[tuple[str, str]]:
-    """Pairs (a, b) that the harness orders one way and the device the other (ties flip nothing)."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    return [
-        (names[i], names[j])
-        for i, j in itertools.combinations(range(len(names)), 2)
-        if np.sign(x[i] - x[j]) * np.sign(y[i] - y[j]) < 0
-    ]
 
 
 def _clean(value: Any) -> Any:
@@ -349,110 +260,6 @@ class CalibrationSet:
         )
 
 
-def device_threads(device: DeviceData) -> set[float]:
-    table = device.table
-    return set(table["cpus"].dropna()) if "cpus" in table else set()
-
-
-def device_rows_for_cpus(device: DeviceData, cpus: float, harness_cpus: set[float]) -> pd.DataFrame:
-    """Device rows to pair with harness runs at `cpus`: those run with as many threads. When the device data
-    states no thread count, or a single one at which the harness has no runs (a host with fewer cores than
-    the phone), every harness CPUS value is paired with it: each gets its own fit."""
-    table, threads = device.table, device_threads(device)
-    if not threads:
-        return table
-    if cpus in threads:
-        return table[table["cpus"] == cpus]
-    if len(threads) == 1 and not threads & harness_cpus:
-        return table
-    return table.iloc[0:0]
-
-
-def threads_note(device: DeviceData, cpus: float) -> str:
-    """How the device's thread count met the harness CPUS value of a group, in words."""
-    threads = device_threads(device)
-    if not threads:
-        return f"device data states no thread count; harness CPUS={cpus:g}"
-    if cpus in threads:
-        return f"device threads {cpus:g} matched to harness CPUS={cpus:g}"
-    (only,) = threads
-    return f"device threads {only:g}; no harness runs at CPUS={only:g}, so harness CPUS={cpus:g} is used"
-
-
-def _one_device_row(device: DeviceData, rows: list[pd.Series], harness_model: str, metric: str) -> pd.Series:
-    """The device row that stands for `harness_model`: a harness_model cell settles a tie; two rows without
-    one would put two device numbers at one harness value, and leave-one-out would keep the twin in."""
-    if len(rows) == 1:
-        return rows[0]
-    explicit = [row for row in rows if row.get("harness_model") == harness_model]
-    if len(explicit) == 1:
-        return explicit[0]
-    first, second = (str(row["model"]) for row in rows[:2])
-    raise DataError(
-        f"device {device.name}: rows {first} and {second} both match harness model {harness_model} for {metric}; "
-        f"a harness model takes one device row per metric: write {harness_model} in a harness_model column on "
-        "the row that stands for it, or drop the other row"
-    )
-
-
-def paired_points(device: DeviceData, measured: pd.DataFrame, metric: str, group_by: str) -> pd.DataFrame:
-    """Device values beside the harness values: one row per matched model and harness CPU count."""
-    mapping = device.match(sorted(set(measured["model_name"])))
-    harness_cpus = set(measured["cpus"])
-    rows = []
-    for (harness_model, cpus), entry in measured.set_index(["model_name", "cpus"]).iterrows():
-        candidates = [
-            device_row for _, device_row in device_rows_for_cpus(device, cpus, harness_cpus).iterrows()
-            if mapping.get(device_row["model"]) == harness_model and not pd.isna(device_row.get(metric))
-        ]
-        if not candidates:
-            continue
-        device_row = _one_device_row(device, candidates, harness_model, metric)
-        row = {
-            "model": device_row["model"],
-            "harness_model": harness_model,
-            "cpus": cpus,
-            "harness": entry["value"],
-            "harness_n": int(entry["n"]),
-            "harness_over": entry["over"],
-            "device": float(device_row[metric]),
-            "device_n": int(device_row["n"]),
-        }
-        if group_by != "cpus":
-            tag = device_row.get(group_by)
-            row[group_by] = "unknown" if pd.isna(tag) else str(tag)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def model_facts_table(runs: list[dict[str, Any]]) -> pd.DataFrame:
-    """The facts fits read (FIT_FACTS) per harness model, NaN where unknown: static facts from its newest run's
-    `model_facts`, and the per-op split as the median over its runs that have a per-op profile.
-
-    A fact that runs recorded before the harness computed it is read from the model file when that is an ONNX
-    file still on disk (for sessions profiled by an older version)."""
-    newest = {run["model_name"]: run for run in runs if run.get("model_name")}
-    rows = {}
-    for name, run in newest.items():
-        facts = run.get("model_facts") or {}
-        if any(key not in facts for key in FACT_NAMES) and run.get("model_kind") == "onnx":
-            facts = {**_facts_from_file(run.get("model_path")), **facts}
-        rows[name] = {key: facts.get(key) if isinstance(facts.get(key), (int, float)) else np.nan for key in FACT_NAMES}
-        splits = [run["per_op"][OP_SPLIT] for run in runs if run.get("model_name") == name
-                  and isinstance((run.get("per_op") or {}).get(OP_SPLIT), (int, float))]
-        rows[name][OP_SPLIT] = float(np.median(splits)) if splits else np.nan
-    return pd.DataFrame.from_dict(rows, orient="index", columns=list(FIT_FACTS), dtype=float)
-
-
-def _facts_from_file(path: str | None) -> dict[str, Any]:
-    from harness.models.facts import onnx_facts  # onnx loads only for old sessions that lack a fact
-
-    try:
-        return onnx_facts(path) if path else {}
-    except ModelError:
-        return {}
-
-
 def calibrate_device(
     device: DeviceData, values_by_metric: dict[str, pd.DataFrame], group_by: str = "cpus",
     facts: pd.DataFrame | None = None, fit: str = AUTO,
@@ -470,7 +277,7 @@ def calibrate_device(
     for metric, measured in values_by_metric.items():
         points = paired_points(device, measured, metric, group_by)
         if points.empty:
-            result.skipped.append({"metric": metric, "group": {}, "n": 0, "reason": _no_match_reason(device, measured)})
+            result.skipped.append({"metric": metric, "group": {}, "n": 0, "reason": no_match_reason(device, measured)})
             continue
         points = points.join(facts, on="harness_model")
         matched.update(points["model"])
@@ -498,23 +305,6 @@ def calibrate_device(
             "with a harness_model column"
         )
     return result
-
-
-def repeats_note(values: pd.DataFrame, repeats: pd.Series) -> str:
-    """How the fitted harness values were made from the repeats, for the output: `fastest inference of 5 repeats`."""
-    how = values["across"].iloc[0] if "across" in values and len(values) else metric_registry.MEDIAN
-    low, high = int(repeats.min()), int(repeats.max())
-    count = f"{low}" if low == high else f"{low} to {high}"
-    return f"{how.replace('-', ' ')} of {count} repeats"
-
-
-def _no_match_reason(device: DeviceData, measured: pd.DataFrame) -> str:
-    threads = sorted(device_threads(device))
-    cpus = sorted(measured["cpus"].unique())
-    if len(threads) > 1 and not set(threads) & set(cpus):
-        return (f"the device's thread counts ({', '.join(f'{t:g}' for t in threads)}) never equal the harness's "
-                f"cpus ({', '.join(f'{c:g}' for c in cpus)}); profile with CPUS set to one of them")
-    return "no device model matches a model with ok runs"
 
 
 def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFrame], models: list[str]) -> list[dict]:
@@ -554,18 +344,6 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
                                                    else calibration.model))
             out.append(_clean(row))
     return out
-
-
-def counts_note(over: float, calibrated: pd.Series, across: str) -> str | None:
-    """Why a minimum over another count than the calibration models' is biased (None when the counts match, or
-    for the median, which does not drift with them)."""
-    low, high = calibrated.min(), calibrated.max()
-    if across == metric_registry.MEDIAN or pd.isna(over) or low <= over <= high:
-        return None
-    unit = "inferences" if across == metric_registry.FASTEST_INFERENCE else "repeats"
-    span = f"{low:g}" if low == high else f"{low:g} to {high:g}"
-    return (f"its harness value is the fastest of {over:g} {unit}, the calibration models' of {span}: a minimum "
-            f"is lower over more values, so profile it with the calibration models' REPEATS and ITERATIONS")
 
 
 def missing_facts_note(model: FittedModel) -> str:
