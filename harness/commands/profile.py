@@ -62,8 +62,8 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
                         help="run up to N runs at once on disjoint cores of this host (auto: as many as the cores, "
                              "memory and measured interference allow; default: one at a time)")
     parser.add_argument("--cluster", metavar="ADDRESS", default=os.environ.get("HARNESS_CLUSTER") or None,
-                        help="run on a Ray cluster, e.g. 10.0.0.5:6379 (see docs/scaling.md); --parallel then "
-                             "applies on each node")
+                        help="run on a Dask distributed cluster's workers, e.g. tcp://10.0.0.5:8786 (see "
+                             "docs/scaling.md); --parallel then applies on each worker")
     parser.add_argument("--allow-mixed-hosts", action="store_true",
                         help="with --cluster: accept nodes whose CPU models differ (the summary groups by host)")
 
