@@ -1,0 +1,139 @@
+"""The package's shape: folders by stage, each importing only from the folders below it, no import circles, and
+no module over MAX_LINES. Every import counts, those inside functions too: a lazy import is still a dependency."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "harness"
+MAX_LINES = 500
+LAYERS = ("core", "measure", "zoo", "models", "backends", "store", "device", "analysis", "calibration", "report", "run",
+          "commands")
+"""Lowest first: a module may import from its own folder and from folders listed before it."""
+ALIASES = ("harness.report_protocol", "harness.metrics", "harness.benchloop")
+"""Former names that bench scripts import; the package itself never does."""
+TOP = ("harness.cli",)
+"""Above every folder: the command line's entry point."""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported(name: str, path: Path, known: set[str]) -> set[str]:
+    """The harness modules `path` imports: `from a import b` counts as a.b where a.b is a module, else as a."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])])
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        found.update(target for target in targets if target in known and target != name)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    return {name: imported(name, path, set(found)) for name, path in found.items()}
+
+
+def rank(module: str) -> float:
+    """The layer of a module: its folder's index; the package root is below everything, the CLI above."""
+    if module == "harness":
+        return -1
+    if module in TOP or module in ALIASES:
+        return len(LAYERS)
+    folder = module.split(".")[1]
+    assert folder in LAYERS, f"{module}: a module outside the stage folders; put it in one of {', '.join(LAYERS)}"
+    return LAYERS.index(folder)
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), each one import circle or several."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(edges[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circles() -> None:
+    assert cycles(graph()) == []
+
+
+def test_cycle_finder_finds_a_planted_circle() -> None:
+    edges = {**graph(), "harness.core.errors": {"harness.analysis.run_values"}}
+    assert any({"harness.core.errors", "harness.analysis.run_values"} <= set(group) for group in cycles(edges))
+
+
+def test_lower_folders_never_import_higher_ones() -> None:
+    upward = [f"{source} imports {target}" for source, targets in graph().items() for target in targets
+              if rank(target) > rank(source)]
+    assert upward == []
+
+
+def test_aliases_are_the_real_modules() -> None:
+    import harness.benchloop
+    import harness.measure.benchloop
+    import harness.measure.report_protocol
+    import harness.metrics
+    import harness.report_protocol
+
+    assert harness.report_protocol is harness.measure.report_protocol
+    assert harness.metrics is harness.measure.report_protocol
+    assert harness.benchloop is harness.measure.benchloop
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_module_size(name: str) -> None:
+    lines = len(modules()[name].read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by what its parts are for"
+
+
+def test_readme_architecture_names_every_folder_in_order() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    named = [folder for folder in re.findall(r"harness/(\w+)/", section) if folder in LAYERS]
+    assert list(dict.fromkeys(named)) == list(LAYERS)
