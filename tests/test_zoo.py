@@ -21,8 +21,8 @@ from tests.zoo_support import zoo_cache  # noqa: F401  (fixture)
 ROOT = Path(__file__).resolve().parent.parent
 # The smallest published variant of every family but the two Inceptions (5 and 1.5 GMACs: slow tests), exported
 # and run in every `make test`.
-SMALLEST = ["mobilenet_v1_0.25_128", "mobilenet_v2_0.25_96", "squeezenet1_1", "shufflenet_v2_x0_5", "resnet18",
-            "squeezenet3d_1.1", "shufflenet_v2_3d_0.25", "mobilenet_v2_3d_0.2"]
+SMALLEST = ["mobilenet_v1_0.25_128", "mobilenet_v2_0.25_96", "mnasnet_1.0_96", "squeezenet1_1", "shufflenet_v2_x0_5",
+            "resnet18", "squeezenet3d_1.1", "shufflenet_v2_3d_0.25", "mobilenet_v2_3d_0.2"]
 OTHERS = [m["name"] for m in zoo.list_models() if m["name"] not in SMALLEST]
 
 

@@ -22,6 +22,8 @@ def _torchvision(spec: ZooSpec) -> nn.Module:
     params, classes = spec.params, spec.num_classes
     if spec.family == "mobilenet_v2":
         return tvm.mobilenet_v2(weights=None, width_mult=float(params["alpha"]), num_classes=classes)
+    if spec.family == "mnasnet":
+        return tvm.MNASNet(float(params["alpha"]), num_classes=classes)
     if spec.family in INCEPTIONS:
         # No auxiliary heads: they are dropped in eval mode anyway and would only bloat the export.
         return INCEPTIONS[spec.family](weights=None, aux_logits=False, init_weights=True, num_classes=classes)

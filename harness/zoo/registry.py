@@ -17,7 +17,7 @@ from harness.core.errors import ModelError
 
 QUANT_SUFFIXES = {"_int8_dynamic": "dynamic", "_int8_static": "static"}
 _DECIMAL = r"\d+(?:\.\d+)?"
-# Resolutions the MobileNets accept: their stride is 32 and torchvision pools adaptively.
+# Resolutions the MobileNets and MnasNet accept: their stride is 32 and torchvision pools adaptively.
 _RES_MIN, _RES_MAX, _RES_STEP = 32, 640, 32
 IMAGENET_CLASSES = 1000
 KINETICS_CLASSES = 600  # Efficient-3DCNNs' default head (Kinetics-600).
@@ -123,6 +123,16 @@ FAMILIES: tuple[Family, ...] = (
         description="MobileNetV2, width multiplier alpha, input res x res",
     ),
     Family(
+        key="mnasnet",
+        template="mnasnet_{alpha}_{res}",
+        source=_TORCHVISION,
+        choices={"alpha": ("0.5", "0.75", "1.0", "1.3")},
+        # The variants TFLite's hosted models publish latencies for.
+        listed=(*_grid(alpha=("0.5", "0.75"), res=("224",)),
+                *_grid(alpha=("1.0",), res=("96", "128", "160", "192", "224")), {"alpha": "1.3", "res": "224"}),
+        description="MnasNet (B1, as torchvision builds it), depth multiplier alpha, input res x res",
+    ),
+    Family(
         key="squeezenet",
         template="squeezenet{version}",
         source=_TORCHVISION,
@@ -211,8 +221,14 @@ def is_zoo_name(name: str) -> bool:
     return _match(name) is not None
 
 
+def family_key(name: str) -> str | None:
+    """The family of a name in the zoo's grammar (its values unchecked), or None for any other name."""
+    found = _match(name)
+    return None if found is None else found[0].key
+
+
 def _input_shape(family: Family, params: dict[str, str]) -> tuple[int, ...]:
-    if family.key in ("mobilenet_v1", "mobilenet_v2"):
+    if family.key in ("mobilenet_v1", "mobilenet_v2", "mnasnet"):
         res = int(params["res"])
         return (1, 3, res, res)
     if family.key == "inception_v3":
