@@ -140,7 +140,9 @@ def test_predict_gives_intervals_and_warns_out_of_range(tmp_path: Path, capsys: 
     assert code == 0, err
     predictions = {p["model"]: p for p in json.loads(out)["predictions"]}
     assert predictions["big_net"]["out_of_range"] and not predictions["mid_net"]["out_of_range"]
-    assert "big_net" in err and "outside the calibrated range" in err and "mid_net" not in err
+    assert predictions["big_net"]["outside"][0].startswith("harness value 20 outside")
+    assert not predictions["mid_net"]["outside"]
+    assert "big_net" in err and "outside the calibration models' reach" in err and "mid_net" not in err
     for model, harness in (("big_net", 20.0), ("mid_net", 5.0)):  # their fastest repeats
         p = predictions[model]
         assert p["harness"] == harness
@@ -384,3 +386,48 @@ def test_the_ops_fit_predicts_from_the_per_op_split(tmp_path: Path, capsys: pyte
     assert predictions["new_net"]["predicted"] == pytest.approx(law["new_net"], rel=1e-9)
     assert predictions["no_split_net"]["predicted"] is None
     assert "no_split_net latency_ms cpus=2: not predicted: no per-op profile for the ops fit" in err
+
+
+def test_suggest_before_any_device_data_spreads_the_first_picks(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    sizes = {"mobilenet_v1_0.25_128": 1.0, "mobilenet_v1_0.5_160": 2.5, "mobilenet_v1_0.75_192": 5.0,
+             "mobilenet_v1_1.0_224": 9.0, "squeezenet1_0": 6.0, "inception_v3": 60.0}
+    write_session(results, {model: [value] * 3 for model, value in sizes.items()})
+    code, out, err = run_cli(capsys, "suggest", "--device", "phone", "-n", "3", "--results-dir", str(results),
+                             "--json")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["first_picks"] and answer["reason"] == "no device data imported yet"
+    (group,) = answer["suggestions"]
+    picks = [pick["model"] for pick in group["picks"]]
+    assert len(set(picks)) == 3 and group["candidates"] == len(sizes)
+    assert "inception_v3" in picks  # the far end of the harness values pins the fit's slope
+    # With two models measured (too few to fit), the picks leave them out and say why.
+    rows = ["mobilenet_v1_0.25_128,2,2.0,x", "inception_v3,2,120.0,x"]
+    run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "phone",
+            "--results-dir", str(results))
+    code, text, err = run_cli(capsys, "suggest", "--device", "phone", "-n", "2", "--results-dir", str(results))
+    assert code == 0, err
+    assert "fewer than 3 of its models" in err and "measure these first" in text
+    assert "inception_v3" not in text and "mobilenet_v1_0.25_128 " not in text
+
+
+def test_regress_reports_held_out_figures_per_family(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    harness = {f"mobilenet_v1_{a}_{r}": 0.5 * float(i + 1) for i, (a, r) in enumerate(
+        [("0.25", 128), ("0.25", 224), ("0.5", 128), ("0.5", 192), ("0.75", 160), ("0.75", 224), ("1.0", 224)])}
+    harness.update({"squeezenet1_0": 2.2, "squeezenet1_1": 1.3})
+    write_session(results, {model: [value] * 3 for model, value in harness.items()})
+    rows = [f"{m},2,{3.0 * v * (1.25 if m.startswith('squeeze') else 1.0)!r},x" for m, v in harness.items()]
+    run_cli(capsys, "import-device", str(write_device_csv(tmp_path / "d.csv", rows)), "--device", "d",
+            "--results-dir", str(results))
+    code, out, err = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results), "--json")
+    assert code == 0, err
+    (calibration,) = json.loads(out)["calibrations"]
+    families = {row["family"]: row for row in calibration["families"]}
+    assert families["mobilenet_v1"]["n"] == 7 and families["squeezenet"]["n"] == 2
+    assert families["across families"]["n"] == 9
+    assert families["mobilenet_v1"]["within_10pct"] > families["squeezenet"]["within_10pct"]
+    code, text, _ = run_cli(capsys, "regress", "--device", "d", "--results-dir", str(results))
+    assert "held-out by family" in text and "across families" in text

@@ -119,3 +119,23 @@ def test_report_groups_calibration_by_a_tag(tmp_path: Path, capsys: pytest.Captu
     assert fits["ols_n"].tolist() == [4, 3]
     assert main(["report", "--results-dir", str(results), "--group-by", "os"]) == 2
     assert "--group-by os" in capsys.readouterr().err
+
+
+def test_the_calibration_section_has_a_learning_curve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With enough device models, the report shows how the held-out share grows with the models measured."""
+    results = tmp_path / "results"
+    harness = {f"net_{i}": [1.0 + 1.7 * i, 1.1 + 1.7 * i] for i in range(9)}
+    write_session(results, harness, cpus=2.0)
+    rows = [f"net_{i},2,{3.0 * (1.0 + 1.7 * i) * (1.04 if i % 3 else 0.97)!r},x" for i in range(9)]
+    (tmp_path / "phone.csv").write_text("model,threads,latency_ms,family\n" + "\n".join(rows) + "\n")
+    assert main(["import-device", str(tmp_path / "phone.csv"), "--device", "phone", "--results-dir", str(results)]) == 0
+    assert main(["report", "--results-dir", str(results)]) == 0
+    capsys.readouterr()
+    out = sorted(results.glob("*"))[0] / "report"
+    name = "calibration_phone_latency_ms_cpus_2_learning"
+    assert (out / "figures" / f"{name}.png").read_bytes().startswith(PNG_MAGIC)
+    curve = pd.read_csv(out / "tables" / f"{name}.csv")
+    assert set(curve["k"]) == {3, 5} and set(curve["how"]) == {"suggest", "random"}  # k = 8 leaves 1 model
+    assert curve["within_10pct"].between(0, 1).all() and curve["coverage"].between(0, 1).all()
+    # Calibrated on all nine, the same law holds: five of them predict the other four within 10%.
+    assert curve.loc[(curve["k"] == 5) & (curve["how"] == "suggest"), "within_10pct"].item() == 1.0

@@ -42,9 +42,11 @@ from harness.calibration.points import (
     repeats_note,
     threads_note,
 )
+from harness.calibration.reach import Reach, widen
 from harness.core import metric_registry
 from harness.core.errors import ConfigError, DataError
 from harness.device.data import DeviceData
+from harness.models.families import model_family
 
 
 def _clean(value: Any) -> Any:
@@ -68,6 +70,12 @@ def group_label(group: dict[str, Any]) -> str:
     return ", ".join(parts) or "all groups"
 
 
+class NothingToFit(DataError):
+    """No metric and group of a device has MIN_POINTS models measured on both sides."""
+
+
+ACROSS_FAMILIES = "across families"
+"""The row of Calibration.by_family over every model."""
 BEYOND_REACH = "beyond the calibration models' reach (leverage above 3p/n)"
 """How `regress` and `predict` name a model that a within-reach-only fit (FittedModel.beyond_reach) leaves to
 another fit."""
@@ -92,34 +100,62 @@ class Calibration:
     harness_value: str = ""  # how each model's repeats became its harness value (repeats_note)
     beyond: FittedModel | None = None
     """The fit for models beyond the chosen fit's reach, when that one is used within reach only."""
+    held_out: HeldOut | None = None
+    """The held-out predictions reported (nested for `auto`), in the order of `points`."""
 
     @property
     def label(self) -> str:
         return group_label(self.group)
 
-    def design(self, harness: Any, facts: pd.DataFrame | None = None) -> Design:
-        """The fits' input for other models: harness values and, by harness model, the same facts."""
+    def design(self, harness: Any, facts: pd.DataFrame | None = None, models: Any = ()) -> Design:
+        """The fits' input for other models: harness values and, by harness model, the same facts (NaN where a
+        model lacks one) and the models' families (when their names are given)."""
         harness = np.asarray(harness, dtype=float).reshape(-1)
-        if not self.model.fact_names and self.beyond is None:  # no fit reads facts, nor asks where they lie
-            return Design(harness)
-        return Design(harness, facts[list(self.fact_names)].to_numpy(float), self.fact_names)
+        families = tuple(model_family(str(name)) for name in models)
+        if not self.fact_names or facts is None:
+            return Design(harness, families=families)
+        return Design(harness, facts.reindex(columns=list(self.fact_names)).to_numpy(float), self.fact_names, families)
 
-    def predictions(self, design: Design) -> list[tuple[str, float, float, float]]:
+    @property
+    def reach(self) -> Reach:
+        """What the calibration models span: harness values, op mix, families."""
+        return Reach.of(points_design(self.points))
+
+    def predictions(self, design: Design) -> list[tuple[str, float, float, float, list[str]]]:
         """Per model: the fit that predicts it (the chosen one, or `beyond` for a model beyond its reach), the
-        prediction and its 95% interval."""
+        prediction, its 95% interval (widened outside the calibration models' reach) and why it is outside."""
         fits = np.full(len(design), self.model.name, dtype=object)
         yhat, low, high = self.model.interval(design, CONFIDENCE)
         if self.beyond is not None:
             far = np.flatnonzero(self.model.beyond_reach(design))
             fits[far] = self.beyond.name
             yhat[far], low[far], high[far] = self.beyond.interval(design.take(far), CONFIDENCE)
-        return list(zip(fits, yhat, low, high, strict=True))
+        reasons = self.reach.outside(design)
+        low, high = widen(yhat, low, high, np.array([bool(r) for r in reasons]))
+        return list(zip(fits, yhat, low, high, reasons, strict=True))
+
+    def by_family(self) -> list[dict[str, Any]]:
+        """The held-out figures (nested for `auto`) per family, then across families: within ±10% and ±20%, and
+        the share inside the 95% interval. Empty without held-out predictions."""
+        if "loo_predicted" not in self.points or "family" not in self.points:
+            return []
+        subsets = [(str(family), self.points[self.points["family"] == family])
+                   for family in sorted(set(self.points["family"]))]
+        rows = []
+        for family, subset in [*subsets, (ACROSS_FAMILIES, self.points)]:
+            y = subset["device"].to_numpy(float)
+            figures = error_stats(y, subset["loo_predicted"].to_numpy(float))
+            inside = (subset["loo_low"] <= subset["device"]) & (subset["device"] <= subset["loo_high"])
+            rows.append({"family": family, "n": len(subset), "within_10pct": figures["within_10pct"],
+                         "within_20pct": figures["within_20pct"], "coverage": float(inside.mean())})
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         return _clean(
             {
                 "metric": self.metric,
                 "group": self.group,
+                "families": self.by_family(),
                 "threads": self.threads,
                 "harness_value": self.harness_value,
                 "chosen_fit": self.model.name,
@@ -134,7 +170,7 @@ class Calibration:
         )
 
 
-def _design(points: pd.DataFrame) -> Design:
+def points_design(points: pd.DataFrame) -> Design:
     """Harness values plus every static fact that all the points have (positive and finite), and the per-op
     split when every point has one."""
     names = tuple(
@@ -144,7 +180,8 @@ def _design(points: pd.DataFrame) -> Design:
     if OP_SPLIT in points and points[OP_SPLIT].between(0, 1).all():
         names += (OP_SPLIT,)
     facts = points[list(names)].to_numpy(float) if names else np.empty((len(points), 0))
-    return Design(points["harness"].to_numpy(float), facts, names)
+    families = tuple(points["family"]) if "family" in points else ()
+    return Design(points["harness"].to_numpy(float), facts, names, families)
 
 
 def _comparison(reasons: dict[str, str | None], held: dict[str, HeldOut | None], nested: HeldOut | None,
@@ -181,13 +218,15 @@ def _choice_reason(held: dict[str, HeldOut | None], chosen: str, y: np.ndarray) 
         f"({mapes})"
 
 
-def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, fit: str = AUTO) -> Calibration:
+def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, fit: str = AUTO,
+                     figures: bool = True) -> Calibration:
     """Fit one group. `points` needs columns model, harness, device (and the FACT_NAMES the `features` fit
-    uses); the rest is carried along. `fit` is `auto` or a fit's name."""
+    uses); the rest is carried along. `fit` is `auto` or a fit's name. `figures=False` skips the nested held-out
+    figures of `auto` and the rank statistics (the fit is chosen the same way), for callers that only predict."""
     points = points.sort_values("harness").reset_index(drop=True)
     x, y = points["harness"].to_numpy(float), points["device"].to_numpy(float)
     line = fit_line(x, y)
-    design = _design(points)
+    design = points_design(points)
     reasons = available_fits(design, y)
     if fit != AUTO and reasons[fit_spec(fit).name]:
         raise DataError(f"--fit {fit}: {metric} {group_label(group)}: {reasons[fit]}; choose another fit")
@@ -196,7 +235,7 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
         raise DataError("leaving one model out leaves identical harness values; profile more distinct models")
     if fit == AUTO:
         chosen = choose({name: h.predicted for name, h in held.items() if h is not None}, y)
-        reported = nested_leave_one_out(design, y, FIT_NAMES)
+        reported = nested_leave_one_out(design, y, FIT_NAMES) if figures else None
         choice = {"mode": AUTO, "reason": _choice_reason(held, chosen, y)}
         if chosen and fit_spec(chosen).within_reach_only:
             choice["beyond_reach"] = choose({name: h.predicted for name, h in held.items()
@@ -215,7 +254,7 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
     columns = {"fitted": fitted, "error_pct": 100 * (fitted - y) / y}
     if reported is not None:
         columns.update(loo_predicted=reported.predicted, loo_low=reported.low, loo_high=reported.high,
-                       loo_error_pct=100 * (reported.predicted - y) / y)
+                       loo_error_pct=100 * (reported.predicted - y) / y, loo_outside=reported.outside)
     columns.update({f"loo_{name}": h.predicted for name, h in held.items() if h is not None})
     points = points.assign(**columns, cooks_d=cooks, influential=cooks > cooks_threshold(len(x)))
     fitted_stats = error_stats(y, fitted)
@@ -223,7 +262,7 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
         "rmse": fitted_stats["rmse"],
         "mape_pct": fitted_stats["mape_pct"],
         **({f"loo_{key}": value for key, value in reported.figures(y).items()} if reported is not None else {}),
-        **rank_correlations(x, y),
+        **(rank_correlations(x, y) if figures else {}),
         "cooks_threshold": cooks_threshold(len(x)),
     }
     comparison = _comparison(reasons, held, reported if fit == AUTO else None, chosen, y)
@@ -231,7 +270,7 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
     beyond_name = choice.get("beyond_reach")
     return Calibration(metric, group, line, model, design.fact_names, points, summary, comparison,
                        {**choice, "chosen": chosen}, discordant_pairs(names, x, y),
-                       beyond=fit_spec(beyond_name).train(design, y) if beyond_name else None)
+                       beyond=fit_spec(beyond_name).train(design, y) if beyond_name else None, held_out=reported)
 
 
 @dataclass
@@ -299,7 +338,7 @@ def calibrate_device(
         detail = "; ".join(
             f"{s['metric']} {group_label(s['group'])}: {s['reason']}" for s in result.skipped
         ) or "no metric in common"
-        raise DataError(
+        raise NothingToFit(
             f"device {device.name}: nothing to fit ({detail}); calibration needs at least {MIN_POINTS} models "
             "measured both on the device and by the harness: profile more of the device's models, or map names "
             "with a harness_model column"
@@ -310,9 +349,10 @@ def calibrate_device(
 def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFrame], models: list[str]) -> list[dict]:
     """Device predictions with 95% prediction intervals for `models`, from every fitted cpus group's chosen fit.
 
-    `out_of_range` marks a harness value outside the calibrated range: the fit is extrapolated there. A model
-    without a fact the group's chosen fit reads (static facts, the per-op split) gets no prediction, and a `note`
-    saying so.
+    `out_of_range` marks a harness value outside the calibrated range: the fit is extrapolated there. `outside`
+    says why a model lies outside the calibration models' reach (harness value, op mix, family; empty inside it),
+    and its interval is widened for it (harness.calibration.reach). A model without a fact the group's chosen fit
+    reads (static facts, the per-op split) gets no prediction, and a `note` saying so.
     """
     out = []
     for calibration in cset.calibrations:
@@ -329,12 +369,13 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
                 for name, value, over, across in zip(at_cpus["model_name"], at_cpus["value"], at_cpus["over"],
                                                      at_cpus["across"], strict=True)]
         ready = at_cpus[known.to_numpy()]
-        design = calibration.design(ready["value"], cset.facts.reindex(ready["model_name"]))
+        design = calibration.design(ready["value"], cset.facts.reindex(ready["model_name"]), ready["model_name"])
         predicted = dict(zip(ready["model_name"], calibration.predictions(design), strict=True))
+        unpredicted = (calibration.model.name, math.nan, 0.0, 0.0, [])
         for row in base:
-            fit, yhat, low, high = predicted.get(row["model"], (calibration.model.name, math.nan, 0.0, 0.0))
+            fit, yhat, low, high, outside = predicted.get(row["model"], unpredicted)
             if math.isfinite(yhat):
-                row.update(predicted=yhat, pi_low=low, pi_high=high, fit=fit)
+                row.update(predicted=yhat, pi_low=low, pi_high=high, fit=fit, outside=outside)
                 if fit != calibration.model.name:
                     row["note"] = (f"{BEYOND_REACH}: predicted by {fit}, not by {calibration.model.name}, which was "
                                    "tuned among them")

@@ -23,6 +23,7 @@ value is.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,7 @@ from harness.calibration.fits import (
     fit_spec,
     unavailable_reason,
 )
+from harness.calibration.reach import EXTRAPOLATION_SPREAD, Reach, widen
 
 AUTO = "auto"
 CONFIDENCE = 0.95
@@ -50,20 +52,36 @@ ROUNDING = 1e-12
 
 @dataclass(frozen=True)
 class HeldOut:
-    """Leave-one-out predictions and 95% intervals of one fit (or of the nested choice, with its per-fold picks)."""
+    """Leave-one-out predictions and 95% intervals of one fit (or of the nested choice, with its per-fold picks).
+    `fit_low` and `fit_high` are the fit's own interval; `outside` marks each model that lay outside the reach of
+    the models its fold was trained on, whose interval `low` and `high` widen (harness.calibration.reach)."""
 
     name: str
     predicted: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
+    fit_low: np.ndarray
+    fit_high: np.ndarray
+    outside: np.ndarray
     picks: tuple[str, ...] = ()
+
+    def interval(self, spread: float = EXTRAPOLATION_SPREAD) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) with the models outside their fold's reach widened by `spread`."""
+        return widen(self.predicted, self.fit_low, self.fit_high, self.outside, spread)
+
+    @property
+    def low(self) -> np.ndarray:
+        return self.interval()[0]
+
+    @property
+    def high(self) -> np.ndarray:
+        return self.interval()[1]
 
     def figures(self, y: np.ndarray) -> dict[str, float | None]:
         """Shares within each band, MAPE (%), RMSE, Kendall τ (held-out prediction vs device) and the share of
         models inside their interval (None when no fold could give one)."""
         out = error_stats(y, self.predicted)
-        finite = np.isfinite(self.low) & np.isfinite(self.high)
-        inside = (self.low <= y) & (y <= self.high)
+        low, high = self.interval()
+        finite = np.isfinite(low) & np.isfinite(high)
+        inside = (low <= y) & (y <= high)
         out["coverage"] = float(np.mean(inside[finite])) if finite.any() else None
         tau = stats.kendalltau(self.predicted, y).statistic if len(y) > 1 else np.nan
         out["kendall_tau"] = float(tau)
@@ -107,22 +125,34 @@ def loo_predictions(spec: FitSpec, design: Design, y: np.ndarray) -> np.ndarray 
     return None if held is None else held.predicted
 
 
+def folds(n: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(i, mask of the others) for each of n models: the one place a held-out model is set apart."""
+    for i in range(n):
+        yield i, np.arange(n) != i
+
+
 def leave_one_out(spec: FitSpec, design: Design, y: np.ndarray, intervals: bool = True) -> HeldOut | None:
     """`spec` retrained without each model in turn; None when some fold cannot be fitted (too few models,
     or the rest all share one harness value)."""
     n = len(y)
-    predicted, low, high = np.empty(n), np.empty(n), np.empty(n)
-    for i in range(n):
-        keep = np.arange(n) != i
+    predicted, low, high, outside = np.empty(n), np.empty(n), np.empty(n), np.zeros(n, dtype=bool)
+    for i, keep in folds(n):
         model = spec.train(design.take(keep), y[keep])
         if model is None:
             return None
         left_out = design.take(np.array([i]))
         if intervals:
-            predicted[i], low[i], high[i] = (v[0] for v in model.interval(left_out, CONFIDENCE))
+            predicted[i], low[i], high[i], outside[i] = held_out_interval(model, design.take(keep), left_out)
         else:
             predicted[i], low[i], high[i] = model.predict(left_out)[0], np.nan, np.nan
-    return HeldOut(spec.name, predicted, low, high)
+    return HeldOut(spec.name, predicted, low, high, outside)
+
+
+def held_out_interval(model: FittedModel, trained_on: Design, left_out: Design) -> tuple[float, float, float, bool]:
+    """One left-out model's prediction, the fit's own 95% interval, and whether it lay outside the reach of the
+    models the fit was trained on."""
+    yhat, low, high = (v[0] for v in model.interval(left_out, CONFIDENCE))
+    return yhat, low, high, bool(Reach.of(trained_on).outside(left_out)[0])
 
 
 def _mape(predicted: np.ndarray, y: np.ndarray) -> float:
@@ -188,16 +218,15 @@ def select(design: Design, y: np.ndarray, names: tuple[str, ...], query: Design 
 def nested_leave_one_out(design: Design, y: np.ndarray, names: tuple[str, ...]) -> HeldOut | None:
     """The automatic choice, remade without each model in turn and then predicting it."""
     n = len(y)
-    predicted, low, high, picks = np.empty(n), np.empty(n), np.empty(n), []
-    for i in range(n):
-        keep = np.arange(n) != i
-        rest, rest_y = design.take(keep), y[keep]
-        chosen = select(rest, rest_y, names, query=design.take(np.array([i])))
+    predicted, low, high, outside, picks = np.empty(n), np.empty(n), np.empty(n), np.zeros(n, dtype=bool), []
+    for i, keep in folds(n):
+        rest, rest_y, left_out = design.take(keep), y[keep], design.take(np.array([i]))
+        chosen = select(rest, rest_y, names, query=left_out)
         if chosen is None:
             return None
         model = fit_spec(chosen).train(rest, rest_y)
         if model is None:
             return None
         picks.append(chosen)
-        predicted[i], low[i], high[i] = (v[0] for v in model.interval(design.take(np.array([i])), CONFIDENCE))
-    return HeldOut(AUTO, predicted, low, high, tuple(picks))
+        predicted[i], low[i], high[i], outside[i] = held_out_interval(model, rest, left_out)
+    return HeldOut(AUTO, predicted, low, high, outside, tuple(picks))

@@ -52,22 +52,29 @@ RANK_TOLERANCE = 1e-10
 
 @dataclass(frozen=True)
 class Design:
-    """What a fit may use for each model: its harness value and its static facts (one column per name)."""
+    """What a fit may use for each model: its harness value and its static facts (one column per name), and what
+    the intervals ask of it: its architecture family (empty when unknown; no fit reads it)."""
 
     harness: np.ndarray
     facts: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
     fact_names: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "harness", np.asarray(self.harness, dtype=float).reshape(-1))
         facts = np.asarray(self.facts, dtype=float)
         object.__setattr__(self, "facts", facts.reshape(len(self.harness), len(self.fact_names)))
+        object.__setattr__(self, "families", tuple(self.families))
+        if self.families and len(self.families) != len(self.harness):
+            raise ValueError(f"{len(self.families)} families for {len(self.harness)} models")
 
     def __len__(self) -> int:
         return len(self.harness)
 
     def take(self, index: np.ndarray) -> Design:
-        return Design(self.harness[index], self.facts[index], self.fact_names)
+        positions = np.arange(len(self.harness))[index].reshape(-1)  # a boolean mask or indices
+        families = tuple(self.families[i] for i in positions) if self.families else ()
+        return Design(self.harness[index], self.facts[index], self.fact_names, families)
 
     def select(self, names: tuple[str, ...]) -> np.ndarray:
         """The facts' columns of these names, in that order."""

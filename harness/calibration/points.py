@@ -12,6 +12,7 @@ from harness.calibration.fits import FACT_NAMES, FIT_FACTS, OP_SPLIT
 from harness.core import metric_registry
 from harness.core.errors import DataError, ModelError
 from harness.device.data import DeviceData
+from harness.models.families import model_family
 
 
 def device_threads(device: DeviceData) -> set[float]:
@@ -82,6 +83,7 @@ def paired_points(device: DeviceData, measured: pd.DataFrame, metric: str, group
             "harness_over": entry["over"],
             "device": float(device_row[metric]),
             "device_n": int(device_row["n"]),
+            "family": model_family(harness_model),
         }
         if group_by != "cpus":
             tag = device_row.get(group_by)

@@ -9,6 +9,7 @@ from rich.table import Table
 from harness.analysis.run_values import resolve_results_dir, select_runs
 from harness.calibration.calibrate import calibrate_runs, group_label, predict_models
 from harness.calibration.fits import FIT_NAMES
+from harness.calibration.reach import EXTRAPOLATION_SPREAD
 from harness.commands import _analysis as ui
 from harness.core.errors import DataError
 from harness.device.data import load_device
@@ -50,19 +51,17 @@ def run(args: argparse.Namespace) -> int:
         for note in (p.get("note"), p.get("counts_note")):
             if note:
                 ui.warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: {note}")
-        if p["out_of_range"]:
-            low, high = p["calibrated_range"]
-            ui.warn(
-                f"{p['model']} {p['metric']}: harness value {ui.fmt(p['harness'])} lies outside the calibrated range "
-                f"[{ui.fmt(low)}, {ui.fmt(high)}]; the {p['fit']} fit is extrapolated there, trust it less"
-            )
+        if p["outside"]:
+            ui.warn(f"{p['model']} {p['metric']}: outside the calibration models' reach ({'; '.join(p['outside'])}); "
+                    f"the {p['fit']} fit is extrapolated there, so its interval is widened "
+                    f"(±{EXTRAPOLATION_SPREAD:.0%} more in log space)")
     if not any(p["predicted"] is not None for p in predictions):
         raise DataError(f"none of {', '.join(models)} has ok runs at a calibrated CPU count; see `harness regress`")
     if args.json:
         ui.print_json({"session": session, "device": device.name, "predictions": predictions})
         return 0
     table = Table(title=f"predicted on {device.name} (95% prediction interval)", title_justify="left")
-    for column in ("model", "metric", "group", "fit", "harness", "predicted", "95% PI", "measured", "range"):
+    for column in ("model", "metric", "group", "fit", "harness", "predicted", "95% PI", "measured", "reach"):
         table.add_column(column)
     for p in predictions:
         if p["predicted"] is None:
@@ -70,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         table.add_row(
             p["model"], p["metric"], group_label(p["group"]), p["fit"], ui.fmt(p["harness"]), ui.fmt(p["predicted"]),
             f"[{ui.fmt(p['pi_low'])}, {ui.fmt(p['pi_high'])}]", ui.fmt(p["measured_on_device"]),
-            "outside" if p["out_of_range"] else "inside",
+            "outside" if p["outside"] else "inside",
         )
     ui.stdout.print(table)
     return 0

@@ -8,7 +8,7 @@ import argparse
 from rich.table import Table
 
 from harness.analysis.run_values import resolve_results_dir, select_runs
-from harness.calibration.calibrate import Calibration, calibrate_runs, group_label
+from harness.calibration.calibrate import ACROSS_FAMILIES, Calibration, calibrate_runs, group_label
 from harness.calibration.fits import FIT_NAMES
 from harness.commands import _analysis as ui
 from harness.device.data import load_device
@@ -51,6 +51,21 @@ def comparison_table(calibration: Calibration) -> Table:
     return table
 
 
+def family_table(calibration: Calibration) -> Table | None:
+    """The held-out figures per architecture family and across them; None for a single family."""
+    rows = calibration.by_family()
+    if len(rows) <= 2:  # one family: its row is the across-families row
+        return None
+    kind = "nested `auto`" if calibration.choice.get("mode") == "auto" else calibration.model.name
+    table = Table(title=f"held-out by family ({kind})", title_justify="left")
+    for column in ("family", "models", "within ±10%", "within ±20%", "95% PI coverage"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["family"], str(row["n"]), _pct(row["within_10pct"]), _pct(row["within_20pct"]),
+                      _pct(row["coverage"]), style="bold" if row["family"] == ACROSS_FAMILIES else None)
+    return table
+
+
 def reference_table(calibration: Calibration) -> Table:
     """The OLS line of the published experiments and its diagnostics, whichever fit was chosen."""
     fit, s, fmt = calibration.fit, calibration.stats, ui.fmt
@@ -80,6 +95,9 @@ def print_calibration(calibration: Calibration) -> None:
     ui.stdout.print(f"chosen fit: [bold]{choice['chosen']}[/bold]: {calibration.model.equation}", highlight=False)
     ui.stdout.print(f"why: {choice['reason']}", highlight=False)
     ui.stdout.print(comparison_table(calibration))
+    families = family_table(calibration)
+    if families is not None:
+        ui.stdout.print(families)
     ui.stdout.print(reference_table(calibration))
     ui.stdout.print()
 

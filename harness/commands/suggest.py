@@ -1,21 +1,29 @@
 """`harness suggest --device NAME [-n K]`: which profiled models to measure on the device next, ranked by how
-much their measurement would shrink the prediction intervals of the models still unmeasured."""
+much their measurement would shrink the prediction intervals of the models still unmeasured. Before the device
+has enough measured models to fit (or any data at all), the first picks spread over the profiled models' harness
+values and families."""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from typing import Any
 
 import pandas as pd
 from rich.table import Table
 
-from harness.analysis.run_values import resolve_results_dir, select_runs
-from harness.calibration.calibrate import Calibration, calibrate_runs
+from harness.analysis.run_values import harness_values, resolve_results_dir, select_runs
+from harness.calibration.calibrate import Calibration, NothingToFit, calibrate_runs, group_label, points_design
+from harness.calibration.few_shot import FIRST_PICKS_FIT
 from harness.calibration.fits import FIT_NAMES
-from harness.calibration.suggest import relative_widths, suggest
+from harness.calibration.line import MIN_POINTS
+from harness.calibration.points import model_facts_table
+from harness.calibration.suggest import relative_widths, suggest, suggest_first
 from harness.commands import _analysis as ui
+from harness.core import metric_registry
 from harness.core.errors import ConfigError, DataError
-from harness.device.data import load_device
+from harness.device.data import list_devices, load_device
+from harness.models.families import model_family
 
 DEFAULT_COUNT = 3
 
@@ -51,13 +59,55 @@ def _width(value: float | None, relative: bool) -> str:
     return "—" if value is None else (f"±{value:.0%}" if relative else f"±{ui.fmt(value, 3)}")
 
 
+def first_picks(args: argparse.Namespace, runs: list[dict[str, Any]], session: str, measured_models: set[str],
+                why: str) -> int:
+    """Picks before a fit exists: per CPUS value, the profiled models the device lacks, spread over their harness
+    values and families (suggest_first, for the few-shot fit's shape)."""
+    metric = args.metric or metric_registry.LATENCY
+    values = harness_values(runs, metric, args.across_repeats)
+    facts = model_facts_table(runs)
+    results = []
+    for cpus, group in values.groupby("cpus"):
+        candidates = group[~group["model_name"].isin(measured_models)]
+        if candidates.empty:
+            continue
+        points = candidates.rename(columns={"model_name": "harness_model", "value": "harness"})
+        points = points.join(facts, on="harness_model").assign(family=lambda f: f["harness_model"].map(model_family))
+        picks = suggest_first(points_design(points), points["harness_model"].tolist(), FIRST_PICKS_FIT, args.count)
+        results.append({"metric": metric, "group": {"cpus": cpus}, "candidates": len(points),
+                        "picks": [asdict(pick) for pick in picks]})
+    if not results:
+        raise DataError(f"no profiled model in session {session} is left to measure on {args.device}; profile the "
+                        "candidates you might deploy, then ask again")
+    if args.json:
+        ui.print_json({"session": session, "device": args.device, "first_picks": True, "reason": why,
+                       "suggestions": results})
+        return 0
+    ui.warn(f"{args.device}: {why}; these picks spread over the profiled models' harness values and families")
+    for result in results:
+        table = Table(title=f"{result['metric']} · {group_label(result['group'])} · measure these first on "
+                      f"{args.device} ({result['candidates']} candidates)", title_justify="left")
+        for column in ("#", "measure", "family", "harness"):
+            table.add_column(column)
+        for rank, pick in enumerate(result["picks"], start=1):
+            table.add_row(str(rank), pick["model"], pick["family"], ui.fmt(pick["harness"]))
+        ui.stdout.print(table)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.count < 1:
         raise ConfigError(f"-n {args.count}: give a positive number of models to suggest")
     results_dir = resolve_results_dir(args.results_dir)
-    device = load_device(results_dir, args.device)
     runs, session = select_runs(results_dir, args.session)
-    cset, measured = calibrate_runs(device, runs, args.metric, fit=args.fit, across=args.across_repeats)
+    if args.device not in list_devices(results_dir):
+        return first_picks(args, runs, session, set(), "no device data imported yet")
+    device = load_device(results_dir, args.device)
+    try:
+        cset, measured = calibrate_runs(device, runs, args.metric, fit=args.fit, across=args.across_repeats)
+    except NothingToFit:
+        matched = set(device.match(sorted({run["model_name"] for run in runs if run.get("model_name")})).values())
+        return first_picks(args, runs, session, matched, f"fewer than {MIN_POINTS} of its models have harness runs")
     results = []
     for calibration in cset.calibrations:
         unmeasured = _unmeasured(calibration, measured[calibration.metric], cset.facts)

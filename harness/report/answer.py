@@ -132,9 +132,10 @@ def device_predictions(results_dir: Path, device_name: str,
     predicted = predicted.drop(columns=["calibrated_range"])
     shown = pd.DataFrame({
         "model": predicted["model"], "metric": predicted["metric"], "group": predicted["group"],
-        "device, predicted [95% PI]": [with_interval(*v) + (" (extrapolated)" if out else "") for *v, out in zip(
-            predicted["predicted"], predicted["pi_low"], predicted["pi_high"], predicted["out_of_range"],
-            strict=True)],
+        "device, predicted [95% PI]": [
+            with_interval(*v) + (" (outside the calibration models' reach)" if isinstance(out, list) and out else "")
+            for *v, out in zip(predicted["predicted"], predicted["pi_low"], predicted["pi_high"], predicted["outside"],
+                               strict=True)],
         "device, measured": predicted["measured_on_device"].map(sig),
     })
     return predicted, shown

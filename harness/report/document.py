@@ -14,6 +14,7 @@ import pandas as pd
 from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, rank_runs, ranking_rows
 from harness.analysis.stats import UNSTABLE_RULE, summarize_runs
 from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label, predict_models
+from harness.calibration.few_shot import curve_table, learning_curve
 from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.device.data import list_devices, load_device
@@ -22,6 +23,7 @@ from harness.report.figures import (
     calibration_residuals,
     calibration_scatter,
     equation,
+    learning_curve_chart,
     ranking_chart,
     scaling_chart,
 )
@@ -190,6 +192,12 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str
             ReportFigure(f"{name}_residuals", f"{c.metric}, {c.label}: residuals",
                          calibration_residuals(c, device_name)),
         ]
+        curve = curve_table(learning_curve(c.points))
+        if not curve.empty:
+            title = f"{c.metric}, {c.label}: from k of the {c.fit.n} models, the others predicted"
+            section.figures.append(ReportFigure(f"{name}_learning", title, learning_curve_chart(curve, title)))
+            section.tables.append(ReportTable(f"{name}_learning", f"{c.metric}, {c.label}: learning curve (how "
+                                              "many models to measure on the device)", curve))
     section.paragraphs += [f"Not fitted: {s['metric']} {group_label(s['group'])}: {s['reason']}" for s in cset.skipped]
     if cset.unmatched_device_models:
         section.paragraphs.append("Device models without harness runs: " + ", ".join(cset.unmatched_device_models))

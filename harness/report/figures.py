@@ -206,6 +206,29 @@ def calibration_residuals(calibration: Calibration, device: str) -> bytes:
     return _png(figure)
 
 
+def draw_learning_curve(ax: Any, curve: pd.DataFrame, title: str) -> None:
+    """On `ax`: the share of the other models within ±10% (solid) and inside their 95% interval (dotted) against
+    the k models measured, picked by `suggest` and at random (the random draws' 10th–90th percentiles shaded)."""
+    for how, color in (("suggest", POINT_COLOR), ("random", ROBUST_COLOR)):
+        part = curve[curve["how"] == how]
+        ax.plot(part["k"], part["within_10pct"], "o-", color=color, label=f"within ±10%, {how}")
+        ax.plot(part["k"], part["coverage"], "s:", color=color, alpha=0.7, label=f"95% coverage, {how}")
+        if how == "random":
+            ax.fill_between(part["k"], part["within_10pct_p10"], part["within_10pct_p90"], color=color, alpha=0.15)
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("models measured on the device (k)")
+    ax.set_ylabel("share of the other models")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+
+
+def learning_curve_chart(curve: pd.DataFrame, title: str) -> bytes:
+    figure = Figure(figsize=(6.0, 4.0))
+    draw_learning_curve(figure.add_subplot(), curve, title)
+    return _png(figure)
+
+
 def ranking_chart(entries: list[RankEntry], metric: str, title: str) -> bytes:
     """Medians with their 95% CIs, best at the top, rank in the label (a model without one says its status)."""
     entries = [e for e in entries if e.median is not None]
