@@ -205,6 +205,14 @@ def test_several_logs_of_one_model_are_repeats_stored_as_such_and_fitted_as_thei
     assert out.strip().splitlines()[-1].startswith("unchanged")  # the same files again rewrite nothing
 
 
+def test_a_file_given_twice_is_refused_not_counted_as_a_repeat(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    log = write(tmp_path / "bm.txt", benchmark_model_log("/data/local/tmp/net.tflite", 1369.56))
+    copy = write(tmp_path / "copy.txt", log.read_text())
+    err = import_error(capsys, tmp_path / "results", str(log), str(copy))
+    assert f"{copy}: the same content as {log}; give each file once" in err
+
+
 def test_format_flag_overrides_detection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--format names the reader: the text is read with it, and a file that is not in it gets that reader's
     one-line error."""

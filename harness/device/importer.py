@@ -121,8 +121,12 @@ def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_m
             readings.append(reading)
             frames.append(pd.DataFrame([_reading_row(reading)]))
             metrics += [m for m in reading.metrics if m not in metrics]
-        sources.append({"name": str(file.path), "format": found,
-                        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()})
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        twin = next((source["name"] for source in sources if source["sha256"] == digest), None)
+        if twin is not None:
+            raise ConfigError(f"{file.path}: the same content as {twin}; give each file once (a second copy would "
+                              "count as another repeat)")
+        sources.append({"name": str(file.path), "format": found, "sha256": digest})
     frame = pd.concat(frames, ignore_index=True)
     if "cpus" in frame and frame["cpus"].isna().all():
         frame = frame.drop(columns="cpus")
