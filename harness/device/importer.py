@@ -102,10 +102,16 @@ def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_m
     frames, metrics, tags, conversions, comments, sources, readings = [], [], [], [], [], [], []
     for file in files:
         text = _text(file.path)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        twin = next((source["name"] for source in sources if source["sha256"] == digest), None)
+        if twin is not None:
+            raise ConfigError(f"{file.path}: the same content as {twin}; give each file once (a second copy would "
+                              "count as another repeat)")
         found = fmt or detect(text) or (CSV if file.path.suffix.lower() == ".csv" else None)
         if found is None:
             raise DataError(f"{file.path}: not a format import-device reads (known: {known_formats()}); give "
                             "--format FORMAT if it is one of them")
+        source: dict[str, Any] = {"name": str(file.path), "format": found, "sha256": digest}
         if found == CSV:
             if file.model:
                 raise ConfigError(f"{file.model}={file.path}: a device CSV names its models in its model column; "
@@ -121,12 +127,9 @@ def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_m
             readings.append(reading)
             frames.append(pd.DataFrame([_reading_row(reading)]))
             metrics += [m for m in reading.metrics if m not in metrics]
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        twin = next((source["name"] for source in sources if source["sha256"] == digest), None)
-        if twin is not None:
-            raise ConfigError(f"{file.path}: the same content as {twin}; give each file once (a second copy would "
-                              "count as another repeat)")
-        sources.append({"name": str(file.path), "format": found, "sha256": digest})
+            source.update(model=reading.model, cpus=reading.cpus, metrics=reading.metrics, op_types=len(reading.ops),
+                          notes=reading.notes)
+        sources.append(source)
     frame = pd.concat(frames, ignore_index=True)
     if "cpus" in frame and frame["cpus"].isna().all():
         frame = frame.drop(columns="cpus")
@@ -175,14 +178,5 @@ def import_device(files: list[DeviceFile], device: str, results_dir: Path, harne
         target / IMPORT_FILE: json.dumps(record, indent=2) + "\n",
     })
     matched = DeviceData(device, table, record).match(harness_models)
-    sources = [{**source, **({"model": r.model, "cpus": r.cpus, "metrics": r.metrics, "op_types": len(r.ops),
-                              "notes": r.notes} if r else {})}
-               for source, r in zip(info["sources"], _readings_by_source(info["sources"], readings), strict=True)]
-    return ImportResult(device, target, status, table, info["metrics"], info["tags"], sources, info["conversions"],
-                        provenance, len(profiles), sorted(set(table["model"]) - set(matched)))
-
-
-def _readings_by_source(sources: list[dict[str, Any]], readings: list[Reading]) -> list[Reading | None]:
-    """The reading of each source that is a log, None for a CSV: readings come in the sources' order."""
-    remaining = iter(readings)
-    return [None if source["format"] == CSV else next(remaining) for source in sources]
+    return ImportResult(device, target, status, table, info["metrics"], info["tags"], info["sources"],
+                        info["conversions"], provenance, len(profiles), sorted(set(table["model"]) - set(matched)))
