@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.device.readings import MIB_PER_KIB, Reading, number, tool_lines
 
@@ -62,7 +63,7 @@ def parse(text: str, source: str) -> Reading:
                         "app (not the all-process summary)?")
     metrics = {}
     if rss:
-        metrics["peak_rss_mib"] = max(rss) * MIB_PER_KIB
+        metrics[metric_registry.PEAK_RSS] = max(rss) * MIB_PER_KIB
     if pss:
         metrics["pss_mib"] = max(pss) * MIB_PER_KIB
     return Reading(source, NAME, metrics, notes=[f"{len(snapshots)} meminfo snapshot(s)"])

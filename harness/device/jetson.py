@@ -25,6 +25,7 @@ import io
 import re
 import statistics
 
+from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.device.readings import KIB_PER_MIB, MIB_PER_KIB, Reading
 
@@ -40,7 +41,7 @@ JTOP_COLUMNS = {"time", "RAM"}
 def _used_memory(samples_mib: list[float], source: str, what: str) -> dict[str, float]:
     if not samples_mib:
         raise DataError(f"{source}: no {what}; is it a log of the run?")
-    return {"peak_memory_mib": max(samples_mib), "avg_memory_mib": statistics.fmean(samples_mib)}
+    return {metric_registry.PEAK_MEMORY: max(samples_mib), metric_registry.AVG_MEMORY: statistics.fmean(samples_mib)}
 
 
 def tegrastats_looks_like(text: str) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.device.readings import MIB, Reading, tool_lines
 
@@ -25,8 +26,8 @@ AVERAGE = re.compile(r"^Average (?:inference )?time cost: ?(?P<ms>[\d.e+-]+) ms"
 SESSION = re.compile(r"^Session creation time cost: (?P<s>[\d.e+-]+) s")
 PEAK_WORKING_SET = re.compile(r"^Peak working set size: ?(?P<bytes>\d+)")
 LATENCY = re.compile(r"^(?P<which>Min|Max|P50|P90|P95|P99|P999) Latency(?:: | is )(?P<s>[\d.e+-]+) ?s(?:ec)?\b")
-PERCENTILE_METRICS = {"Min": "latency_min_ms", "Max": "latency_max_ms", "P50": "latency_p50_ms",
-                      "P90": "latency_p90_ms", "P95": "latency_p95_ms", "P99": "latency_p99_ms",
+PERCENTILE_METRICS = {"Min": "latency_min_ms", "Max": "latency_max_ms", "P50": metric_registry.LATENCY_P50,
+                      "P90": metric_registry.LATENCY_P90, "P95": "latency_p95_ms", "P99": metric_registry.LATENCY_P99,
                       "P999": "latency_p999_ms"}
 MARKERS = ("Average inference time cost:", "Average time cost:", "Total inference requests:")
 
@@ -40,14 +41,14 @@ def parse(text: str, source: str) -> Reading:
     metrics: dict[str, float] = {}
     for line in tool_lines(text):
         if found := AVERAGE.search(line):
-            metrics["latency_ms"] = float(found["ms"])
+            metrics[metric_registry.LATENCY] = float(found["ms"])
         elif found := SESSION.search(line):
-            metrics["load_s"] = float(found["s"])
+            metrics[metric_registry.LOAD] = float(found["s"])
         elif found := PEAK_WORKING_SET.search(line):
-            metrics["peak_rss_mib"] = int(found["bytes"]) / MIB
+            metrics[metric_registry.PEAK_RSS] = int(found["bytes"]) / MIB
         elif found := LATENCY.search(line):
             metrics[PERCENTILE_METRICS[found["which"]]] = float(found["s"]) * 1000.0
-    if "latency_ms" not in metrics:
+    if metric_registry.LATENCY not in metrics:
         raise DataError(f"{source}: no `Average inference time cost: X ms` line; is it the whole output of an "
                         "onnxruntime_perf_test run?")
     return Reading(source, NAME, metrics)

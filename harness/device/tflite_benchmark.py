@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath, PureWindowsPath
 
+from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.device.readings import MIB_PER_MB, MS_PER_US, OpTime, Reading, number, tool_lines
 
@@ -119,13 +120,13 @@ def parse(text: str, source: str) -> Reading:
     if latency_us is None:
         raise DataError(f"{source}: no `Inference timings in us: ... Inference (avg)` line nor an op profiler "
                         "`Timings (microseconds)` line; is it the whole output of a benchmark_model run?")
-    metrics = {"latency_ms": latency_us * MS_PER_US}
+    metrics = {metric_registry.LATENCY: latency_us * MS_PER_US}
     if (init := _first(INIT, lines)) is not None:
-        metrics["load_s"] = float(init["us"]) * 1e-6  # µs to s
+        metrics[metric_registry.LOAD] = float(init["us"]) * 1e-6  # µs to s
     if (footprint := _first(FOOTPRINT, lines)) is not None:
         metrics["rss_delta_mib"] = float(footprint["overall"])
     if (peak := _first(PEAK, lines)) is not None and float(peak["mb"]) > 0:
-        metrics["peak_rss_mib"] = float(peak["mb"])
+        metrics[metric_registry.PEAK_RSS] = float(peak["mb"])
     if (size := _first(MODEL_SIZE, lines)) is not None:
         metrics["size_mib"] = number(size["mb"]) * MIB_PER_MB
     graph = _first(GRAPH, lines)
