@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.commands.quantize",
     "harness.commands.compare",
     "harness.commands.ops",
+    "harness.commands.check",
     "harness.commands.image",
 )
 

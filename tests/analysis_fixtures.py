@@ -11,11 +11,12 @@ def write_session(
     results_dir: Path, latencies: dict[str, list[float]], cpus: float = 2.0, session_id: str | None = None,
     runtime_s: dict[str, list[float]] | None = None, facts: dict[str, dict[str, float]] | None = None,
     depthwise_share: dict[str, float] | None = None, fastest: dict[str, list[float]] | None = None,
+    peak_memory: dict[str, list[float]] | None = None,
 ) -> Path:
     """One ok run per value: the run's headline latency `latency_ms` (and its p50) = value (and `runtime_s` from the
     second map, if given; the model's static facts, such as macs and params, from `facts`; its per-op profile's
     depthwise share from `depthwise_share`). Each run's 10 inferences all take `value`, except the first, which
-    takes the run's value in `fastest` when given."""
+    takes the run's value in `fastest` when given. A run's peak memory is 100 + value, or its value in `peak_memory`."""
     store = SessionStore(results_dir, session_id)
     store.write_session({"session_id": store.session_id, "profile": {"DEVICE_NAME": "test", "CPUS": str(cpus)},
                          "models": sorted(latencies), "cpus_values": [cpus], "seed": 0, "provenance": {}})
@@ -26,7 +27,8 @@ def write_session(
             store.append_run({
                 "session_id": store.session_id, "run_id": f"{model}-{cpus:g}-{repeat}", "model_name": model,
                 "round": repeat, "repeat": repeat, "cpus": cpus, "memory_mib": 2048.0, "backend": "local",
-                "status": "ok", "runtime_s": runtime, "peak_memory_mib": 100.0 + value,
+                "status": "ok", "runtime_s": runtime,
+                "peak_memory_mib": (peak_memory or {}).get(model, [100.0 + v for v in values])[repeat],
                 "latency_stats_ms": {"p50": value, "mean": sum(inferences) / 10, "headline": value,
                                      "min": min(inferences), "max": max(inferences), "n": 10},
                 "latency_headline": "p50", "latencies_ms": inferences,

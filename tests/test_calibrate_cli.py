@@ -174,7 +174,7 @@ def test_predict_warns_when_a_minimum_is_over_fewer_inferences_than_the_calibrat
     ("argv", "needle"),
     [
         (["predict", "--device", "d", "not_profiled"], "no runs of not_profiled"),
-        (["regress", "--device", "nodevice"], "run `harness import-device CSV --device nodevice`"),
+        (["regress", "--device", "nodevice"], "run `harness import-device FILE... --device nodevice`"),
         (["regress", "--device", "d", "--metric", "bogus_ms"], "unknown metric 'bogus_ms'"),
         (["regress", "--device", "d", "--metric", "runtime_s"], "has no runtime_s column"),
     ],

@@ -55,18 +55,22 @@ def test_reimporting_the_same_file_changes_nothing(tmp_path: Path, capsys: pytes
     assert {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in files} == before
 
 
-def test_duplicates_are_averaged_with_their_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_repeats_become_their_median_with_their_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One disturbed repeat (20 ms among 10 and 12) moves the mean to 14 and the median not at all."""
     csv = tmp_path / "d.csv"
     csv.write_text("model,repeat,latency_us,peak_memory_mb\nnet_a,1,10000,100\nnet_b,1,5000,50\n"
-                   "net_a,2,12000,110\nnet_a,3,14000,120\n")
+                   "net_a,2,12000,110\nnet_a,3,20000,120\n")
     code, out, err = import_csv(capsys, csv, tmp_path / "results")
     assert code == 0, err
-    assert "averaged 3 rows of net_a (lines 2, 4, 5); n=3 kept" in out
+    assert f"3 repeats of net_a ({csv}:2, 4, 5): their median kept, n=3" in out
     assert "converted latency_us → latency_ms (× 0.001; 1 µs = 10⁻³ ms)" in out
     table = load_device(tmp_path / "results", "dev").table.set_index("model")
     assert table.loc["net_a", "latency_ms"] == pytest.approx(12.0)
     assert table.loc["net_a", "peak_memory_mib"] == pytest.approx(110 * MIB_PER_MB)
     assert table.loc["net_a", "n"] == 3 and table.loc["net_b", "n"] == 1
+    repeats = pd.read_csv(tmp_path / "results" / "devices" / "dev" / "repeats.csv")
+    assert repeats.loc[repeats["model"] == "net_a", "latency_ms"].tolist() == [10.0, 12.0, 20.0]
+    assert repeats["source"].tolist() == [f"{csv}:{line}" for line in (2, 3, 4, 5)]
 
 
 def test_kb_columns_are_kib_as_proc_and_dumpsys_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,7 +125,7 @@ def test_bad_csv_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture
 
 @pytest.mark.parametrize(
     ("argv", "needle"),
-    [(["missing.csv", "--device", "d"], "device CSV missing.csv not found"),
+    [(["missing.csv", "--device", "d"], "device file missing.csv not found"),
      (["d.csv", "--device", "../evil"], "--device '../evil': use letters")],
 )
 def test_bad_arguments_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],

@@ -13,14 +13,18 @@ from scipy import stats
 from harness.analysis.ranking import (
     ALPHA,
     FAILED,
+    GREATER,
     MIN_RELATIVE_GAP,
     PARTIAL,
     RANKED,
     compare,
     holm,
+    mannwhitney_p,
     pairwise_tests,
     rank_runs,
     rank_samples,
+    reaches,
+    repeats_to_reach,
     smallest_mannwhitney_p,
     tied_exact_p,
 )
@@ -70,11 +74,11 @@ def test_close_models_have_unstable_positions() -> None:
 
 @pytest.mark.parametrize(("a", "b"), [([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]), ([10.0, 10.0], [12.0, 12.0])])
 def test_a_test_that_cannot_reach_alpha_ties_and_says_how_many_repeats_would_do(a, b) -> None:
-    """3 + 3 repeats can never give p < 0.05 (the smallest exact p is 0.1): no fallback may order them anyway."""
+    """3 + 3 repeats can never give p ≤ 0.05 (the smallest exact p is 0.1): no fallback may order them anyway."""
     assert smallest_mannwhitney_p(3, 3) == pytest.approx(0.1) and smallest_mannwhitney_p(4, 4) < ALPHA
     pair = compare(a, b)
     assert not pair.separated and pair.p_value is None
-    assert f"with {len(a)} + {len(b)} repeats Mann–Whitney cannot reach p < {ALPHA:g}" in pair.reason
+    assert f"with {len(a)} + {len(b)} repeats Mann–Whitney cannot reach p ≤ {ALPHA:g}" in pair.reason
     assert [e.rank for e in rank_samples({"a": a, "b": b})] == [1, 1]
     # The figure given is enough: that many repeats, as cleanly apart, separate the two.
     needed = pair.repeats_needed
@@ -151,6 +155,26 @@ def test_tied_values_get_the_exact_permutation_p_not_the_normal_approximation() 
         assert tied_exact_p(a, b) == pytest.approx(scipy_p, rel=1e-9)
 
 
+
+def test_the_one_sided_test_asks_whether_the_first_sample_is_larger() -> None:
+    """`greater` is scipy's one-sided exact p, tied values included; 3 + 3 fully separated runs give 1/20, which
+    reaches alpha = 0.05 (a level-alpha test rejects at p <= alpha), where the two-sided 1/10 cannot."""
+    slow, fast = [2.0, 2.1, 2.2], [1.0, 1.1, 1.2]
+    assert mannwhitney_p(slow, fast, GREATER) == pytest.approx(1 / math.comb(6, 3))
+    assert smallest_mannwhitney_p(3, 3, GREATER) == pytest.approx(0.05) and reaches(0.05, ALPHA)
+    assert not reaches(smallest_mannwhitney_p(3, 3), ALPHA) and not reaches(None, ALPHA)
+    assert mannwhitney_p(fast, slow, GREATER) == pytest.approx(1.0)  # the other direction: no evidence at all
+    assert repeats_to_reach(ALPHA, GREATER) == 3 and repeats_to_reach(ALPHA) == 4
+    rng = np.random.default_rng(5)
+    for n1, n2 in [(3, 3), (3, 5), (4, 4), (6, 5)]:
+        a, b = rng.normal(0.8, 1, n1), rng.normal(0, 1, n2)
+        assert mannwhitney_p(a, b, GREATER) == pytest.approx(
+            stats.mannwhitneyu(a, b, alternative="greater", method="exact").pvalue, rel=1e-9)
+        a, b = np.round(a), np.round(b)  # whole numbers: ties
+        scipy_p = stats.mannwhitneyu(a, b, alternative="greater",
+                                     method=stats.PermutationMethod(n_resamples=np.inf)).pvalue
+        assert tied_exact_p(a, b, GREATER) == pytest.approx(scipy_p, rel=1e-9)
+
 def session_runs(model: str, statuses: list[str], values: list[float]) -> list[dict]:
     values_iter = iter(values)
     return [{"model_name": model, "cpus": 1.0, "run_id": f"{model}-{i}", "status": status,
@@ -204,7 +228,7 @@ def test_rank_command_says_why_models_tie_how_many_repeats_would_separate_them_a
     assert main(["rank", "--results-dir", str(results)]) == 0
     out, err = capsys.readouterr()
     text = " ".join(out.split())
-    assert "slow shares rank 1 with fast: with 3 + 3 repeats Mann–Whitney cannot reach p < 0.05" in text
+    assert "slow shares rank 1 with fast: with 3 + 3 repeats Mann–Whitney cannot reach p ≤ 0.05" in text
     needed = compare([1.0, 1.1, 1.2], [3.0, 3.1, 3.2], alpha=ALPHA / 3).repeats_needed  # Holm's first step, 3 pairs
     assert f"about {needed} repeats per model would separate them" in text
     assert "close shares rank 1 with slow:" in text and "under 10%: no number of repeats separates them" in text

@@ -47,7 +47,9 @@ COVERAGE_GOAL = 0.8  # below it the coverage line names the largest gap as the c
 # QLinearConv, for one) `_token_<n>`, from Graph::GenerateNodeName.
 ORT_SUFFIX = re.compile(r"(_nchwc|_token_\d+)$")
 TABLE_COLUMNS = ("node_index", "node", "onnx_node", "op_type", "input_shapes", "output_shapes", "macs",
-                 "param_bytes", "calls", "mean_ms", "median_ms", "share")
+                 "param_bytes", "calls", "mean_ms", "median_ms", "depthwise", "share")
+"""`depthwise`: a convolution joined to a graph node whose groups equal its input channels (None where the node
+could not be joined, or is not a convolution)."""
 _TORCH_ITEMSIZE = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "signed char": 1,
                    "unsigned char": 1, "int": 4, "long int": 8}
 
@@ -277,11 +279,13 @@ def build(profiles: list[RawProfile], steady_means_ms: list[float], steady_media
         offset += len(profile.runs)
     iterations = offset
     events = pd.DataFrame(rows)
-    table_rows, depthwise_ms, unjoined_conv = [], 0.0, join is None
+    table_rows, unjoined_conv = [], join is None
     for (seq, name), group in events.groupby(["seq", "node"], sort=True):
         first: OpEvent = group["event"].iloc[0]
         per_inference = group.groupby("iteration")["dur_ms"].sum().reindex(range(iterations), fill_value=0.0)
         graph = join.find(name, first.op_type) if join else None
+        is_conv = "Conv" in first.op_type
+        unjoined_conv |= is_conv and graph is None
         table_rows.append({
             "node_index": int(seq), "node": name, "onnx_node": graph["name"] if graph else None,
             "op_type": first.op_type, "input_shapes": _shapes_text(first.input_shapes),
@@ -290,10 +294,8 @@ def build(profiles: list[RawProfile], steady_means_ms: list[float], steady_media
             "param_bytes": graph["param_bytes"] if graph else first.param_bytes,
             "calls": len(group) / iterations, "mean_ms": float(per_inference.mean()),
             "median_ms": float(per_inference.median()),
+            "depthwise": bool(graph.get("depthwise")) if is_conv and graph else None,
         })
-        if "Conv" in first.op_type:
-            unjoined_conv |= graph is None
-            depthwise_ms += float(per_inference.mean()) if graph and graph.get("depthwise") else 0.0
     run_ms = statistics.fmean(dur / 1000.0 for p in profiles for _, dur in p.runs)
     wall = [v for p in profiles for v in p.wall_ms]
     wall_ms = statistics.fmean(wall) if wall else run_ms
@@ -313,6 +315,7 @@ def build(profiles: list[RawProfile], steady_means_ms: list[float], steady_media
                .reset_index().sort_values("mean_ms", ascending=False, ignore_index=True))
     by_type["macs"] = by_type["macs"].astype("Int64")
     coverage = coverage_of(op_sum, run_ms, wall, steady_means_ms, steady_medians_ms)
+    depthwise_ms = float(table.loc[table["depthwise"].eq(True), "mean_ms"].sum())
     share = None if unjoined_conv or op_sum <= 0 else depthwise_ms / op_sum
     return PerOp(profiles[0].framework, iterations, table, by_type, coverage, share)
 

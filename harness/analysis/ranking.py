@@ -8,11 +8,15 @@ One rule makes every tier, so the ranking is transitive and each "ranks above" i
   Holm-corrected over every pair whose repeat counts let the test reach ALPHA at all: a pair of 3 + 3 repeats
   never can (its smallest exact p is 0.1), so it is not tested and ties. Holm keeps the chance that any
   pair of the ranking is wrongly separated at ALPHA or less, however many models are ranked.
-- A pair is *separated* when its Holm-adjusted p is below ALPHA and, as in asv, its medians also differ by at
-  least MIN_RELATIVE_GAP: a test flags a consistent gap of any size, and an A/A run of one model under two
-  names (benchmarks/noise_floor.py) shows gaps between identical models of about 1.5% in memory and latency
-  and up to 7% in load_s, a millisecond figure decided by page-cache state. No device choice should hang
-  on such gaps.
+- A p-value reaches ALPHA when it is at most ALPHA (`reaches`): a test of level ALPHA rejects when p <= ALPHA
+  (Lehmann & Romano, *Testing Statistical Hypotheses*, §3.3), which keeps the chance of a wrong rejection at
+  ALPHA or less however discrete the exact p-values are. The regression gate (harness.analysis.regression_gate) asks the
+  one-sided question of the same test, where 3 + 3 fully separated repeats give exactly p = 1/20.
+- A pair is *separated* when its Holm-adjusted p reaches ALPHA and, as in asv, its medians also differ by at
+  least MIN_RELATIVE_GAP (`material`): a test flags a consistent gap of any size, and an A/A run of one model
+  under two names (benchmarks/noise_floor.py) shows gaps between identical models of about 1.5% in memory and
+  latency and up to 7% in load_s, a millisecond figure decided by page-cache state. No device choice should
+  hang on such gaps.
 - The sorted list is cut between two neighbours only where every model above the cut is separated from every
   model below it; the pieces are the tiers, with competition ranks (1, 1, 3). So two models that are not
   separated always share a rank (A = 10, B = 10.5 and C = 11.5 with B and C tied all rank 1), and a model
@@ -53,6 +57,9 @@ STABILITY_RESAMPLES = 1000
 # the same 10% above which the summary calls repeats of one model unstable.
 MIN_RELATIVE_GAP = 0.10
 TIED_EXACT_MAX_RUNS = 60  # tied values get exact p-values up to this many runs of a pair; the normal p above
+TWO_SIDED, GREATER = "two-sided", "greater"
+"""Mann–Whitney alternatives, as scipy names them: `greater` asks whether the first sample's values tend to be the
+larger (a model got slower), `two-sided` whether either does (which of two models is faster)."""
 
 RANKED, PARTIAL, FAILED, NO_VALUE = "ranked", "partial", "failed", "no value"
 """RankEntry.status: in the tiers; kept apart for failed runs; no ok run; ok runs without this metric."""
@@ -99,35 +106,49 @@ class RankEntry:
     position_high: int | None
 
 
-def smallest_mannwhitney_p(n1: int, n2: int) -> float:
-    """The smallest two-sided exact p-value Mann–Whitney U can give for these sample sizes: 2 / C(n1+n2, n1)."""
-    return 2.0 / math.comb(n1 + n2, n1)
+def reaches(p: float | None, alpha: float) -> bool:
+    """Whether a p-value rejects at level alpha: p <= alpha (a test of level alpha rejects at its boundary too)."""
+    return p is not None and p <= alpha
 
 
-def repeats_to_reach(threshold: float) -> int:
-    """The fewest repeats per model with which Mann–Whitney can give p < threshold at all."""
+def material(low: float, high: float) -> bool:
+    """Whether `high` exceeds `low` by MIN_RELATIVE_GAP of it or more: a gap the noise between identical models
+    does not make."""
+    return high - low >= MIN_RELATIVE_GAP * abs(low)
+
+
+def smallest_mannwhitney_p(n1: int, n2: int, alternative: str = TWO_SIDED) -> float:
+    """The smallest exact p-value Mann–Whitney U can give for these sample sizes: 1 / C(n1+n2, n1) one-sided,
+    twice that two-sided."""
+    return (2.0 if alternative == TWO_SIDED else 1.0) / math.comb(n1 + n2, n1)
+
+
+def repeats_to_reach(threshold: float, alternative: str = TWO_SIDED) -> int:
+    """The fewest repeats per model with which Mann–Whitney can reach p <= threshold at all."""
     n = 1
-    while smallest_mannwhitney_p(n, n) >= threshold:
+    while not reaches(smallest_mannwhitney_p(n, n, alternative), threshold):
         n += 1
     return n
 
 
-def repeats_needed(effect: float, threshold: float) -> int | None:
+def repeats_needed(effect: float, threshold: float, alternative: str = TWO_SIDED) -> int | None:
     """Repeats per model for Mann–Whitney to separate two models at `threshold` with POWER, if the share of run
     pairs in which the worse model's run is the larger one (`effect`, the AUC) is what was seen (Noether 1987:
-    N = (z_{1-t/2} + z_power)^2 / (3 (AUC - 1/2)^2) runs in all, split evenly). None when the runs show no
-    difference (AUC = 1/2)."""
+    N = (z_{1-t/2} + z_power)^2 / (3 (AUC - 1/2)^2) runs in all, split evenly; z_{1-t} one-sided). None when the
+    runs show no difference (AUC = 1/2)."""
     if abs(effect - 0.5) < 1e-12:
         return None
-    z = sps.norm.ppf(1 - threshold / 2) + sps.norm.ppf(POWER)
-    return max(math.ceil(z**2 / (6 * (effect - 0.5) ** 2)), repeats_to_reach(threshold))
+    tail = threshold / 2 if alternative == TWO_SIDED else threshold
+    z = sps.norm.ppf(1 - tail) + sps.norm.ppf(POWER)
+    return max(math.ceil(z**2 / (6 * (effect - 0.5) ** 2)), repeats_to_reach(threshold, alternative))
 
 
-def tied_exact_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Exact two-sided permutation p of Mann–Whitney with tied values (midranks), as
+def tied_exact_p(a: Sequence[float], b: Sequence[float], alternative: str = TWO_SIDED) -> float:
+    """Exact permutation p of Mann–Whitney with tied values (midranks), as
     scipy.stats.mannwhitneyu(method=PermutationMethod()) defines it, but counted rather than enumerated: the
     number of ways to draw len(a) of the pooled midranks with each rank sum (a 0/1 knapsack over the doubled,
-    so integer, midranks). scipy enumerates C(n1+n2, n1) splits in Python: 0.7 s for 8 + 8 runs, per pair."""
+    so integer, midranks). scipy enumerates C(n1+n2, n1) splits in Python: 0.7 s for 8 + 8 runs, per pair.
+    `greater`: the chance of a rank sum of `a` at least the one observed."""
     doubled = np.rint(2 * sps.rankdata(np.concatenate([a, b]))).astype(int)
     n1, total = len(a), int(doubled.sum())
     ways = np.zeros((n1 + 1, total + 1))
@@ -136,16 +157,19 @@ def tied_exact_p(a: Sequence[float], b: Sequence[float]) -> float:
         ways[1:, rank:] = ways[1:, rank:] + ways[:-1, :total + 1 - rank]
     null = ways[n1] / ways[n1].sum()
     observed = int(doubled[:n1].sum())
+    if alternative == GREATER:
+        return float(min(1.0, null[observed:].sum()))
     return float(min(1.0, 2 * min(null[:observed + 1].sum(), null[observed:].sum())))
 
 
-def mannwhitney_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided Mann–Whitney p: scipy's (exact up to 8 runs a side, normal above) for untied values; for tied
-    values the exact permutation p up to TIED_EXACT_MAX_RUNS runs in all, since scipy's tie-corrected normal p
-    runs too small for few runs (0.013 for [10]*4 against [12]*4, below the 2/70 that 4 + 4 runs can give)."""
+def mannwhitney_p(a: Sequence[float], b: Sequence[float], alternative: str = TWO_SIDED) -> float:
+    """Mann–Whitney p (`greater`: that `a` tends to be larger): scipy's (exact up to 8 runs a side, normal above)
+    for untied values; for tied values the exact permutation p up to TIED_EXACT_MAX_RUNS runs in all, since
+    scipy's tie-corrected normal p runs too small for few runs (0.013 for [10]*4 against [12]*4, below the 2/70
+    that 4 + 4 runs can give)."""
     if len(set(a) | set(b)) < len(a) + len(b) and len(a) + len(b) <= TIED_EXACT_MAX_RUNS:
-        return tied_exact_p(a, b)
-    return float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+        return tied_exact_p(a, b, alternative)
+    return float(sps.mannwhitneyu(a, b, alternative=alternative).pvalue)
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
@@ -162,7 +186,7 @@ def pairwise_tests(samples: dict[str, list[float]], order: list[str],
     """Every pair (better, worse) of `order` (sorted by median) tested, Holm-corrected over the testable pairs."""
     pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1:]]
     raw = {pair: mannwhitney_p(samples[pair[0]], samples[pair[1]]) for pair in pairs
-           if smallest_mannwhitney_p(len(samples[pair[0]]), len(samples[pair[1]])) < alpha}
+           if reaches(smallest_mannwhitney_p(len(samples[pair[0]]), len(samples[pair[1]])), alpha)}
     adjusted = dict(zip(raw, holm(list(raw.values())), strict=True))
     # Holm's first step with every pair tested: what a pair must beat to be sure of separation once the repeats
     # let every pair reach alpha.
@@ -175,23 +199,23 @@ def pairwise_tests(samples: dict[str, list[float]], order: list[str],
         effect = float(np.mean(np.sign(np.subtract.outer(b, a)))) / 2 + 0.5  # P(worse run > better run)
         p, p_adj = raw.get((better, worse)), adjusted.get((better, worse))
         if p is None:
-            reason = (f"with {a.size} + {b.size} repeats Mann–Whitney cannot reach p < {alpha:g} "
+            reason = (f"with {a.size} + {b.size} repeats Mann–Whitney cannot reach p ≤ {alpha:g} "
                       f"(its smallest p is {smallest_mannwhitney_p(a.size, b.size):.2g})")
         else:
             reason = f"Mann–Whitney p = {p:.2g}, Holm-adjusted over {len(raw)} pairs {p_adj:.2g}"
-        significant = p_adj is not None and p_adj < alpha
-        material = high - low >= MIN_RELATIVE_GAP * abs(low)
+        significant = reaches(p_adj, alpha)
         needed = None
-        if not material:
+        if not material(low, high):
             reason += f"; medians {gap:.1%} apart, under {MIN_RELATIVE_GAP:.0%}: no number of repeats separates them"
         elif significant:
-            reason += f" < {alpha:g}; medians {gap:.0%} apart"
+            reason += f" ≤ {alpha:g}; medians {gap:.0%} apart"
         else:
             needed = repeats_needed(effect, strictest)
-            reason += "" if p is None else f" ≥ {alpha:g}"
+            reason += "" if p is None else f" > {alpha:g}"
             reason += (f"; about {needed} repeats per model would separate them" if needed
                        else "; the runs show no difference")
-        tests[better, worse] = PairTest(better, worse, gap, p, p_adj, significant and material, reason, needed)
+        separated = significant and material(low, high)
+        tests[better, worse] = PairTest(better, worse, gap, p, p_adj, separated, reason, needed)
     return tests
 
 

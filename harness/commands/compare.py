@@ -43,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
     parser.add_argument("--per-op", action="store_true",
                         help="also time per op type, B against A (both profiled with --per-op; see `harness ops`)")
+    parser.add_argument("--device", help="with --per-op: also each model's per-op profile on this device beside the "
+                                         "harness's (imported from benchmark_model --enable_op_profiling logs)")
     parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
     parser.set_defaults(func=run)
 
@@ -153,16 +155,42 @@ def _table(comparison: dict[str, Any]) -> Table:
     return table
 
 
+def _device_per_op(results_dir: Path, device_name: str, comparison: dict[str, Any]) -> dict[str, Any]:
+    """Each model's device profile beside its harness profile; None, with a warning, where the device has none."""
+    from harness.analysis.device_ops import compare_device, device_profile_for
+    from harness.analysis.model_runs import profiled_runs
+    from harness.analysis.per_op import pooled
+    from harness.device.data import load_device
+
+    device, cpus, found = load_device(results_dir, device_name), comparison["cpus"], {}
+    for key in ("a", "b"):
+        side = comparison[key]
+        profile = device_profile_for(device, side["model_name"], cpus)
+        if profile is None:
+            warn(f"device {device_name} has no per-op profile of {side['model_name']}; import a benchmark_model log "
+                 "run with --enable_op_profiling=true (docs/device-logs.md)")
+            found[side["model"]] = None
+            continue
+        session_dir, runs = profiled_runs(results_dir, side["model"], None)
+        found[side["model"]] = compare_device(profile, pooled(session_dir, [r for r in runs
+                                                                          if float(r["cpus"]) == cpus]))
+    return found
+
+
 def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
     comparisons = compare(results_dir, *args.models, cpus=args.cpus)
     for comparison in comparisons:
         _warn_mismatches(comparison)
+    if args.device and not args.per_op:
+        raise ConfigError("--device compares per-op profiles: give --per-op too")
     if args.per_op:
         from harness.analysis.op_deltas import per_op_deltas
 
         for comparison in comparisons:
             comparison["per_op"] = per_op_deltas(results_dir, *args.models, comparison["cpus"])
+            if args.device:
+                comparison["device_per_op"] = _device_per_op(results_dir, args.device, comparison)
     if args.json:
         print_json({"models": list(args.models), "comparisons": comparisons})
         return 0
@@ -172,4 +200,9 @@ def run(args: argparse.Namespace) -> int:
             from harness.analysis.op_deltas import deltas_table
 
             stdout.print(deltas_table(comparison["per_op"], *args.models, f"cpus={comparison['cpus']:g}"))
+            for side, device in (comparison.get("device_per_op") or {}).items():
+                if device is not None:
+                    from harness.analysis.device_ops import device_table
+
+                    stdout.print(device_table(device, f"{side} · cpus={comparison['cpus']:g} · device {args.device}"))
     return 0

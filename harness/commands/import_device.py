@@ -1,51 +1,104 @@
-"""`harness import-device CSV --device NAME`: validate and store on-device measurements."""
+"""`harness import-device FILE... --device NAME`: store on-device measurements, from a device CSV or the text
+output of the device's own tools (benchmark_model, onnxruntime_perf_test, tegrastats, jtop, dumpsys meminfo).
+
+Every file of a device goes into one import (it replaces what the device held); several files of one model are
+its repeats, whose median the fits use. A log that does not name its model is given one: MODEL=FILE, or
+--model NAME for every such file.
+"""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 from harness.analysis.run_values import resolve_results_dir
-from harness.commands._analysis import add_device_option, fmt, stdout, warn
-from harness.device.data import import_device_csv
+from harness.commands._analysis import add_device_option, fmt, print_json, stdout, warn
+from harness.device.importer import DeviceFile, ImportResult, import_device
+from harness.device.log_formats import FORMAT_NAMES
 from harness.store.results import iter_all_runs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "import-device", help="import a CSV of on-device measurements (see docs/calibration.md)",
-        description="Validate a CSV of on-device measurements and store it beside the harness results.",
+        "import-device", help="import on-device measurements: a CSV or device tools' logs (see docs/device-logs.md)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("csv", type=Path, help="CSV with a model column and metric columns such as latency_ms")
+    parser.add_argument("files", nargs="+", metavar="[MODEL=]FILE",
+                        help="device CSVs and tool logs; MODEL= names the model a log stands for")
     add_device_option(parser)
+    parser.add_argument("--format", choices=FORMAT_NAMES,
+                        help="read every FILE in this format instead of telling it from the content")
+    parser.add_argument("--model", help="the model of the logs that do not name theirs (and have no MODEL=)")
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
+    parser.add_argument("--json", action="store_true", help="print what was imported, per model, as JSON")
     parser.set_defaults(func=run)
+
+
+def _metrics_text(metrics: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {fmt(float(value))}" for name, value in metrics.items())
+
+
+def _model_rows(result: ImportResult) -> list[dict[str, Any]]:
+    """One entry per stored row: the model, its thread count, the repeats behind it, each metric's median."""
+    rows = []
+    for row, provenance in zip(result.table.to_dict(orient="records"), result.provenance, strict=True):
+        rows.append({**provenance, "values": {m: row[m] for m in result.metrics if not pd.isna(row[m])},
+                     "tags": {t: row[t] for t in result.tags if row[t] is not None}})
+    return rows
+
+
+def _sources_text(sources: list[str]) -> str:
+    """`d.csv:2, 4, 5` for lines of one CSV, `a.log, b.log` for logs."""
+    lines: dict[str, list[str]] = {}
+    for source in sources:
+        path, _, line = source.rpartition(":")
+        if path and line.isdigit():
+            lines.setdefault(path, []).append(line)
+        else:
+            lines.setdefault(source, [])
+    return ", ".join(f"{path}:{', '.join(numbers)}" if numbers else path for path, numbers in lines.items())
+
+
+def _print(result: ImportResult, harness_models: list[str], results_dir: str) -> None:
+    for source in result.sources:
+        if source["format"] != "csv":
+            threads = f", threads {fmt(source['cpus'])}" if source.get("cpus") else ""
+            ops = f", per-op profile of {source['op_types']} node types" if source["op_types"] else ""
+            stdout.print(f"read {source['name']} ({source['format']}): {source['model']}{threads}: "
+                         f"{_metrics_text(source['metrics'])}{ops}", highlight=False, soft_wrap=True)
+    for conversion in result.conversions:
+        stdout.print(f"converted {conversion['from']} → {conversion['to']} (× {fmt(conversion['factor'], 6)}; "
+                     f"{conversion['note']})", highlight=False)
+    for row in result.provenance:
+        at = f" at cpus={fmt(row['cpus'])}" if row.get("cpus") is not None else ""
+        if row["n"] > 1:
+            stdout.print(f"{row['n']} repeats of {row['model']}{at} ({_sources_text(row['sources'])}): their median "
+                         f"kept, n={row['n']}", highlight=False, soft_wrap=True)
+        elif len(row["sources"]) > 1:
+            stdout.print(f"{row['model']}{at}: one row from {_sources_text(row['sources'])}", highlight=False,
+                         soft_wrap=True)
+    if result.unknown_models:
+        where = "any harness run" if harness_models else "a harness run (none yet)"
+        warn(f"{len(result.unknown_models)} of {result.models} device models match no model of {where} under "
+             f"{results_dir}: {', '.join(result.unknown_models)}; profile them, or map names with a harness_model "
+             "column or MODEL=FILE")
+    per_op = (f", per-op profiles of {result.op_profiles} model{'s' if result.op_profiles > 1 else ''}"
+              if result.op_profiles else "")
+    stdout.print(f"{result.status}: device {result.device}, {result.rows} rows, {result.models} models{per_op} → "
+                 f"{result.path}", highlight=False)
 
 
 def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
     harness_models = sorted({run["model_name"] for run in iter_all_runs(results_dir) if "model_name" in run})
-    result = import_device_csv(args.csv, args.device, results_dir, harness_models)
-    for conversion in result.conversions:
-        stdout.print(
-            f"converted {conversion['from']} → {conversion['to']} (× {fmt(conversion['factor'], 6)}; "
-            f"{conversion['note']})", highlight=False,
-        )
-    for duplicate in result.duplicates:
-        stdout.print(
-            f"averaged {duplicate['n']} rows of {duplicate['model']}"
-            + (f" at cpus={fmt(duplicate['cpus'])}" if duplicate.get("cpus") is not None else "")
-            + f" (lines {', '.join(map(str, duplicate['lines']))}); n={duplicate['n']} kept",
-            highlight=False,
-        )
-    if result.unknown_models:
-        where = "any harness run" if harness_models else "a harness run (none yet)"
-        warn(
-            f"{len(result.unknown_models)} of {result.models} device models match no model of {where} under "
-            f"{results_dir}: {', '.join(result.unknown_models)}; profile them, or map names with a harness_model column"
-        )
-    stdout.print(
-        f"{result.status}: device {result.device}, {result.rows} rows, {result.models} models → {result.path}",
-        highlight=False,
-    )
+    files = [DeviceFile.from_argument(argument) for argument in args.files]
+    result = import_device(files, args.device, results_dir, harness_models, args.format, args.model)
+    if args.json:
+        print_json({"device": result.device, "status": result.status, "path": str(result.path),
+                    "models": _model_rows(result), "sources": result.sources, "conversions": result.conversions,
+                    "op_profiles": result.op_profiles, "unknown_models": result.unknown_models})
+        return 0
+    _print(result, harness_models, str(results_dir))
     return 0

@@ -3,7 +3,9 @@
 Every profiled inference of the model's runs in the session (default: the newest session that profiled it) is
 pooled, per CPUS value. Rows are in execution order, or the N slowest with --top N; --by type sums them per
 op type, and, for a session with several CPUS values, what the extra cores changed per op type. The coverage
-line sets the per-op sum against the headline (steady-phase) latency.
+line sets the per-op sum against the headline (steady-phase) latency. --device NAME adds the device's per-op
+profile (imported from a benchmark_model log with --enable_op_profiling=true) beside the harness's, op kind by
+op kind: the share of each side's operator time, and their ratio.
 """
 
 from __future__ import annotations
@@ -37,9 +39,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--by", choices=["node", "type"], default="node", help="rows per node (default) or op type")
     parser.add_argument("--timeline", type=Path, metavar="PNG",
                         help="also draw the first run's timeline (phases, one profiled inference) to this PNG")
+    parser.add_argument("--device", help="also show this device's per-op profile of the model beside the harness's")
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
     parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
     parser.set_defaults(func=run)
+
+
+def device_comparisons(results_dir: Path, device_name: str, model_name: str,
+                       tables: dict[float, PerOp]) -> dict[float, dict[str, Any]]:
+    """Per CPUS value, the device's profile of the model beside the harness's (one line naming the fix if none)."""
+    from harness.analysis.device_ops import compare_device, require_device_profile
+    from harness.device.data import load_device
+
+    device = load_device(results_dir, device_name)
+    return {cpus: compare_device(require_device_profile(device, model_name, cpus), per_op)
+            for cpus, per_op in tables.items()}
 
 
 def tables_by_cpus(session_dir: Path, runs: list[dict[str, Any]], cpus: float | None) -> dict[float, PerOp]:
@@ -84,15 +98,18 @@ def selected(per_op: PerOp, by: str, top: int | None) -> pd.DataFrame:
 
 
 def run(args: argparse.Namespace) -> int:
-    session_dir, runs = profiled_runs(resolve_results_dir(args.results_dir), args.model, args.session)
+    results_dir = resolve_results_dir(args.results_dir)
+    session_dir, runs = profiled_runs(results_dir, args.model, args.session)
     tables = tables_by_cpus(session_dir, runs, args.cpus)
+    device = device_comparisons(results_dir, args.device, runs[0]["model_name"], tables) if args.device else {}
     if args.timeline:
         from harness.report.ops import timeline_png
 
         args.timeline.write_bytes(timeline_png(session_dir, runs[0]))
     if args.json:
         print_json({"model": args.model, "session": session_dir.name,
-                    "tables": [{"cpus": cpus, **per_op.to_json()} for cpus, per_op in tables.items()]})
+                    "tables": [{"cpus": cpus, **per_op.to_json(), **({"device": device[cpus]} if device else {})}
+                               for cpus, per_op in tables.items()]})
         return 0
     for cpus, per_op in tables.items():
         n_runs = sum(1 for r in runs if float(r["cpus"]) == cpus)
@@ -105,6 +122,10 @@ def run(args: argparse.Namespace) -> int:
             warn(coverage["line"])
         else:
             stdout.print(f"coverage: {coverage['line']}", highlight=False, soft_wrap=True)
+        if device:
+            from harness.analysis.device_ops import device_table
+
+            stdout.print(device_table(device[cpus], f"{args.model} · cpus={cpus:g} · device {args.device}"))
     if args.by == "type" and len(tables) > 1:
         from harness.analysis.op_deltas import deltas_table, op_deltas
 

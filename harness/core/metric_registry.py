@@ -133,6 +133,9 @@ FAMILIES: tuple[MetricFamily, ...] = (
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 LATENCY, LATENCY_MEAN, RUNTIME, PEAK_MEMORY = "latency_ms", "latency_mean_ms", "runtime_s", "peak_memory_mib"
 """The headline metrics, for code that names one (the answer: latency, or runtime without latencies; memory)."""
+LATENCY_P50, LATENCY_P90, LATENCY_P99 = "latency_p50_ms", "latency_p90_ms", "latency_p99_ms"
+LOAD, PEAK_RSS, AVG_MEMORY = "load_s", "peak_rss_mib", "avg_memory_mib"
+"""Metrics that device tools report too, for the readers of their logs (harness.device)."""
 DEFAULT_METRIC = LATENCY
 """What `rank` ranks by when no --metric is given."""
 

@@ -1,0 +1,133 @@
+"""The device CSV: one row per model (or per model and repeat), read and validated into rows in harness units.
+
+Columns: `model` (required); metric columns named with their unit (`latency_ms`, `runtime_s`,
+`peak_memory_mib`, ...; `_kb` is KiB as /proc and dumpsys mean it, `_mb`/`_gb` are decimal, all converted to
+`_mib`; `_us` to `_ms`, see harness.core.metric_registry for the metrics); `threads` or `cpus` (optional);
+`repeat` (optional, one row per repeat); `harness_model` (optional, the harness model name a row stands for);
+anything else is a free-form tag such as `family`. Every bad cell is one error naming the file and line.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from harness.core import metric_registry
+from harness.core.errors import DataError
+from harness.device.readings import MIB_PER_GB, MIB_PER_KIB, MIB_PER_MB, MS_PER_US
+
+METRIC_SUFFIXES = ("_ms", "_s", "_mib")
+"""A column whose name ends with a unit is a measurement and must hold numbers."""
+UNIT_CONVERSIONS: dict[str, tuple[str, float, str]] = {
+    "_kb": ("_mib", MIB_PER_KIB, "1 kB = 1 KiB = 2¹⁰ bytes, as /proc and dumpsys count"),
+    "_mb": ("_mib", MIB_PER_MB, "1 MB = 10⁶ bytes"),
+    "_gb": ("_mib", MIB_PER_GB, "1 GB = 10⁹ bytes"),
+    "_us": ("_ms", MS_PER_US, "1 µs = 10⁻³ ms"),
+}
+"""Suffix → (harness suffix, factor, what the factor assumes). kB is binary: the tools that write `_kb` figures
+(/proc's VmHWM "kB", Android dumpsys "KB") count KiB. MB/GB are decimal; name a column `_mib` if your tool
+already reports binary mebibytes."""
+THREAD_COLUMNS = ("threads", "cpus")
+RESERVED = ("model", "harness_model", "repeat", *THREAD_COLUMNS)
+FILE, LINE = "_file", "_line"
+"""Where each row came from, carried through the import for its error lines."""
+
+
+@dataclass
+class CsvRows:
+    """A device CSV's rows (model, cpus, metrics in harness units, tags as text, FILE and LINE) and what was done."""
+
+    frame: pd.DataFrame
+    metrics: list[str]
+    tags: list[str]
+    conversions: list[dict[str, Any]]
+    comments: list[str]
+
+
+def _numbered_rows(text: str, name: str) -> tuple[tuple[int, list[str]], list[tuple[int, list[str]]], list[str]]:
+    """(line number, cells) of the header and of each data row, and the leading `#` lines (the data's source)."""
+    comments, numbered = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("#"):
+            if not numbered:
+                comments.append(line.lstrip()[1:].strip())
+        elif line.strip():
+            numbered.append((number, line))
+    if not numbered:
+        raise DataError(f"{name}: no header line; the first non-comment line must name the columns (model, ...)")
+    parsed = [(number, next(csv.reader([line]))) for number, line in numbered]
+    header = [cell.strip() for cell in parsed[0][1]]
+    for number, cells in parsed[1:]:
+        if len(cells) != len(header):
+            raise DataError(f"{name}:{number}: {len(cells)} cells but the header has {len(header)}; fix that line")
+    return (parsed[0][0], header), parsed[1:], comments
+
+
+def _canonical_columns(name: str, header_line: int, header: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Lower-cased column names with units converted to the harness's, and the conversions made."""
+    names, conversions = [], []
+    for column in header:
+        column_name = column.lower()
+        for suffix, (target, factor, note) in UNIT_CONVERSIONS.items():
+            if column_name.endswith(suffix):
+                converted = column_name.removesuffix(suffix) + target
+                conversions.append({"from": column_name, "to": converted, "factor": factor, "note": note})
+                column_name = converted
+        if column_name in THREAD_COLUMNS:
+            if "cpus" in names:
+                raise DataError(f"{name}:{header_line}: both `threads` and `cpus` columns; keep one")
+            column_name = "cpus"
+        if not column_name or column_name in names:
+            raise DataError(f"{name}:{header_line}: column {column!r} is empty or repeats another; name each once")
+        names.append(column_name)
+    if "model" not in names:
+        hint = "; the file seems to use ';' or tabs: save it with commas" if any(
+            ";" in column or "\t" in column for column in header) else ""
+        raise DataError(f"{name}:{header_line}: no `model` column; name the column of model names `model`{hint}")
+    return names, conversions
+
+
+def _to_number(name: str, frame: pd.DataFrame, column: str, positive: bool = False) -> pd.Series:
+    """Numbers of one column. An empty metric cell means "not measured"; an empty thread count is an error,
+    as is anything else that is not a number."""
+    text = frame[column].str.strip()
+    values = pd.to_numeric(text.where(text != ""), errors="coerce")
+    bad = values.isna() & ((text != "") | positive)
+    bad |= values <= 0 if positive else values < 0
+    if bad.any():
+        first = bad.idxmax()
+        kind = "positive number; fill that cell" if positive else (
+            "non-negative number; fix that cell (leave it empty if not measured)")
+        raise DataError(f"{name}:{frame[LINE][first]}: column {column} holds {frame[column][first]!r}, not a {kind}")
+    return values
+
+
+def read_device_csv(text: str, name: str) -> CsvRows:
+    """Validated rows of a device CSV whose text is `text` (`name` labels its errors), units converted."""
+    (header_line, header), rows, comments = _numbered_rows(text, name)
+    names, conversions = _canonical_columns(name, header_line, header)
+    if not rows:
+        raise DataError(f"{name}: a header but no data rows; add one line per measured model")
+    frame = pd.DataFrame([cells for _, cells in rows], columns=names, dtype=str)
+    frame[FILE], frame[LINE] = name, [number for number, _ in rows]
+    metrics = [column for column in names if column.endswith(METRIC_SUFFIXES) and column not in RESERVED]
+    if not metrics:
+        raise DataError(
+            f"{name}: no metric column; name at least one with its unit, e.g. "
+            + ", ".join(m.name for m in metric_registry.calibrated()[:3])
+        )
+    empty_model = frame["model"].str.strip() == ""
+    if empty_model.any():
+        raise DataError(f"{name}:{frame[LINE][empty_model.idxmax()]}: empty `model` cell; every row needs a model name")
+    frame["model"] = frame["model"].str.strip()
+    for column in metrics:
+        factor = next((c["factor"] for c in conversions if c["to"] == column), 1.0)
+        frame[column] = _to_number(name, frame, column) * factor
+    for column in ("cpus", "repeat"):
+        if column in frame:
+            frame[column] = _to_number(name, frame, column, positive=column == "cpus")
+    tags = [column for column in names if column not in RESERVED and column not in metrics]
+    return CsvRows(frame, metrics, tags, conversions, comments)

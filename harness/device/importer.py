@@ -1,0 +1,182 @@
+"""`import-device`: read device CSVs and device tools' logs, combine repeats, and store them as one device's data.
+
+Layout: RESULTS_DIR/devices/<device>/measurements.csv (one row per model and thread count: each metric the median
+of its repeats, `n` their count), repeats.csv (every row as read, with its source), per_op.json (per-operator
+profiles, when a log had one) and import.json (what was read and done). One import is every file of the device:
+it replaces what the device held, and files are written only when their content changes, so importing the
+same files again rewrites nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.core.errors import ConfigError, DataError
+from harness.device.data import IMPORT_FILE, MEASUREMENTS_FILE, DeviceData, device_dir
+from harness.device.device_csv import FILE, LINE, read_device_csv
+from harness.device.log_formats import BY_NAME, CSV, detect, known_formats
+from harness.device.op_profiles import PER_OP_FILE, combine_op_profiles, op_profiles_text
+from harness.device.readings import Reading
+from harness.device.repeats import combine_repeats, source_label
+from harness.store.results import SCHEMA_VERSION, atomic_write_text
+
+REPEATS_FILE = "repeats.csv"
+
+
+@dataclass(frozen=True)
+class DeviceFile:
+    """One file to import and, for a log that does not name its model, the model it stands for."""
+
+    path: Path
+    model: str | None = None
+
+    @classmethod
+    def from_argument(cls, argument: str) -> DeviceFile:
+        """`FILE`, or `MODEL=FILE` (an existing file whose name holds `=` is taken as a file)."""
+        model, sep, path = argument.partition("=")
+        if sep and model and not Path(argument).exists():
+            return cls(Path(path), model)
+        return cls(Path(argument))
+
+
+@dataclass
+class ImportResult:
+    device: str
+    path: Path
+    status: str  # created | updated | unchanged
+    table: pd.DataFrame
+    metrics: list[str]
+    tags: list[str]
+    sources: list[dict[str, Any]]
+    conversions: list[dict[str, Any]]
+    provenance: list[dict[str, Any]]  # per table row: model, cpus, n, sources
+    op_profiles: int
+    unknown_models: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return len(self.table)
+
+    @property
+    def models(self) -> int:
+        return self.table["model"].nunique()
+
+    @property
+    def repeats(self) -> list[dict[str, Any]]:
+        """The rows that combine several repeats."""
+        return [row for row in self.provenance if row["n"] > 1]
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError as err:
+        raise DataError(f"device file {path} not found; check the path") from err
+    except (UnicodeDecodeError, IsADirectoryError) as err:
+        raise DataError(f"device file {path} is not a UTF-8 text file; give a CSV or a tool's text output") from err
+
+
+def _reading(file: DeviceFile, text: str, fmt: str, default_model: str | None) -> Reading:
+    """The log's reading, named by MODEL=FILE, else --model, else the log itself."""
+    reading = BY_NAME[fmt].parse(text, str(file.path))
+    reading.model = file.model or default_model or reading.model
+    if not reading.model:
+        raise ConfigError(f"{file.path}: {fmt} output does not name its model; name it: MODEL={file.path} or "
+                          "--model NAME")
+    return reading
+
+
+def _reading_row(reading: Reading) -> dict[str, Any]:
+    return {"model": reading.model, "cpus": reading.cpus, **reading.metrics, FILE: reading.source, LINE: None}
+
+
+def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_model: str | None = None
+                      ) -> tuple[pd.DataFrame, dict[str, Any], list[Reading]]:
+    """Every row the files hold (FILE and LINE say where from), what was read, and the logs' readings."""
+    frames, metrics, tags, conversions, comments, sources, readings = [], [], [], [], [], [], []
+    for file in files:
+        text = _text(file.path)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        twin = next((source["name"] for source in sources if source["sha256"] == digest), None)
+        if twin is not None:
+            raise ConfigError(f"{file.path}: the same content as {twin}; give each file once (a second copy would "
+                              "count as another repeat)")
+        found = fmt or detect(text) or (CSV if file.path.suffix.lower() == ".csv" else None)
+        if found is None:
+            raise DataError(f"{file.path}: not a format import-device reads (known: {known_formats()}); give "
+                            "--format FORMAT if it is one of them")
+        source: dict[str, Any] = {"name": str(file.path), "format": found, "sha256": digest}
+        if found == CSV:
+            if file.model:
+                raise ConfigError(f"{file.model}={file.path}: a device CSV names its models in its model column; "
+                                  "give the file alone")
+            rows = read_device_csv(text, str(file.path))
+            frames.append(rows.frame)
+            metrics += [m for m in rows.metrics if m not in metrics]
+            tags += [t for t in rows.tags if t not in tags]
+            conversions += [c for c in rows.conversions if c not in conversions]
+            comments += rows.comments
+        else:
+            reading = _reading(file, text, found, default_model)
+            readings.append(reading)
+            frames.append(pd.DataFrame([_reading_row(reading)]))
+            metrics += [m for m in reading.metrics if m not in metrics]
+            source.update(model=reading.model, cpus=reading.cpus, metrics=reading.metrics, op_types=len(reading.ops),
+                          notes=reading.notes)
+        sources.append(source)
+    frame = pd.concat(frames, ignore_index=True)
+    if "cpus" in frame and frame["cpus"].isna().all():
+        frame = frame.drop(columns="cpus")
+    info = {"source_name": ", ".join(s["name"] for s in sources), "sources": sources, "metrics": metrics,
+            "tags": tags, "conversions": conversions, "comments": comments}
+    return frame, info, readings
+
+
+def _repeats_text(frame: pd.DataFrame, metrics: list[str]) -> str:
+    rows = frame.assign(source=[source_label(row) for _, row in frame.iterrows()])
+    columns = [c for c in ("model", "cpus", "harness_model") if c in rows] + metrics + ["source"]
+    return rows[columns].to_csv(index=False, lineterminator="\n")
+
+
+def _write_if_changed(files: dict[Path, str | None]) -> str:
+    """Write each file whose text differs (None: remove it); `created`, `updated` or `unchanged`."""
+    existed = any(path.exists() for path in files)
+    changed = False
+    for path, text in files.items():
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        changed = True
+        if text is None:
+            path.unlink()
+        else:
+            atomic_write_text(path, text)
+    return "unchanged" if not changed else ("updated" if existed else "created")
+
+
+def import_device(files: list[DeviceFile], device: str, results_dir: Path, harness_models: list[str],
+                  fmt: str | None = None, default_model: str | None = None) -> ImportResult:
+    """Read `files` and store them as `device`'s data; only a change in content rewrites the files."""
+    target = device_dir(results_dir, device)
+    if fmt is not None and fmt != CSV and fmt not in BY_NAME:
+        raise ConfigError(f"--format {fmt}: not a format import-device reads; give one of {known_formats()}")
+    frame, info, readings = read_device_files(files, fmt, default_model)
+    table, provenance = combine_repeats(frame, info["metrics"], info["tags"])
+    profiles = combine_op_profiles(readings)
+    record = {"schema_version": SCHEMA_VERSION, "device": device, **info,
+              "repeats": [row for row in provenance if row["n"] > 1]}
+    status = _write_if_changed({
+        target / MEASUREMENTS_FILE: table.to_csv(index=False, lineterminator="\n"),
+        target / REPEATS_FILE: _repeats_text(frame, info["metrics"]),
+        target / PER_OP_FILE: op_profiles_text(profiles) if profiles else None,
+        target / IMPORT_FILE: json.dumps(record, indent=2) + "\n",
+    })
+    matched = DeviceData(device, table, record).match(harness_models)
+    return ImportResult(device, target, status, table, info["metrics"], info["tags"], info["sources"],
+                        info["conversions"], provenance, len(profiles), sorted(set(table["model"]) - set(matched)))
