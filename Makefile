@@ -150,18 +150,13 @@ bench: $(ZOO_STAMP)
 	for name in $(BENCHMARKS); do $(VENV)/bin/python benchmarks/$$name.py || exit 1; done
 	$(VENV)/bin/python benchmarks/goals.py $(BENCHMARKS)
 
-# Calibration against the published Pixel 3 latencies: profiles 21 zoo models at CPUS=1 with PER_OP=1, 15 repeats (about 20
-# minutes on a 2-core host), then prints every fit's held-out figures; SESSION="DIR [DIR ...]" reuses sessions instead, pooled.
-.PHONY: bench-calibration bench-calibration-pixel1
+# Calibration on every published device table under examples/, each scored with the choices made on the others
+# (leave-one-table-out), and the few-shot learning curves: profiles 67 zoo models at CPUS=1 with PER_OP=1, 15 repeats
+# (about two hours on a 2-core host); SESSION="DIR [DIR ...]" reuses sessions instead, pooled.
+.PHONY: bench-calibration
 bench-calibration: export HARNESS_BENCH_SESSION := $(SESSION)
 bench-calibration: $(ZOO_STAMP)
-	$(VENV)/bin/python benchmarks/calibration_pixel3.py
-
-# The same against a second published table: float MobileNetV2 on a Pixel 1's large core, 22 zoo models (about
-# 20 minutes); SESSION as above.
-bench-calibration-pixel1: export HARNESS_BENCH_SESSION := $(SESSION)
-bench-calibration-pixel1: $(ZOO_STAMP)
-	$(VENV)/bin/python benchmarks/calibration_pixel1.py
+	$(VENV)/bin/python benchmarks/calibration_tables.py
 
 # Zoo MACs against published counts, and float vs int8 under the Jetson Nano preset (about a minute once cached).
 BENCHMARKS += zoo_facts

@@ -15,7 +15,15 @@ from sklearn.model_selection import LeaveOneOut
 from statsmodels.stats.outliers_influence import OLSInfluence
 
 from harness.calibration.calibrate import calibrate_points
-from harness.calibration.choice import CONFIDENCE, choose, leave_one_out, tied_with_best
+from harness.calibration.choice import (
+    CONFIDENCE,
+    FEW_MODEL_FITS,
+    FEW_MODELS,
+    Candidates,
+    choose,
+    leave_one_out,
+    tied_with_best,
+)
 from harness.calibration.fits import (
     RIDGE_ALPHAS,
     Design,
@@ -71,7 +79,8 @@ def test_exact_linear_data_is_recovered_to_1e_9_by_both_lines() -> None:
         np.testing.assert_allclose(exact_loo(model, design, y), y, atol=1e-9)
         yhat, low, high = model.interval(Design(np.array([34.0])), CONFIDENCE)
         assert yhat[0] == pytest.approx(SLOPE * 34 + INTERCEPT, abs=1e-9) and high[0] - low[0] < 1e-6
-    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, y))
+    # Every fit a candidate: seven models are fewer than FEW_MODELS, below which only two would be.
+    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, y), candidates=Candidates(few_models=0))
     line = calibration.fit
     assert line.slope == pytest.approx(SLOPE, abs=1e-9) and line.intercept == pytest.approx(INTERCEPT, abs=1e-9)
     assert line.theil_slope == pytest.approx(SLOPE, abs=1e-9)
@@ -401,3 +410,16 @@ def test_a_model_beyond_the_calibration_models_reach_is_not_predicted_by_the_fea
     ((fit_beyond, *_, beyond_reasons),) = calibration.predictions(beyond_model)
     assert fit_inside == "features" and low < value < high and fit_beyond == beyond
     assert outside == [] and beyond_reasons and beyond_reasons[0].startswith("harness value")
+
+
+def test_below_few_models_the_choice_takes_only_the_fits_of_the_harness_value_alone() -> None:
+    x, y = exact_points()
+    assert len(x) < FEW_MODELS
+    calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, y))
+    assert calibration.model.name in FEW_MODEL_FITS == ("relative", "loglog")
+    notes = {row["fit"]: row["note"] for row in calibration.comparison}
+    assert notes["ols"] == f"not a candidate below {FEW_MODELS} models (only relative, loglog)"
+    nested = next(row for row in calibration.comparison if row["fit"] == "auto")
+    assert set(nested["note"].removeprefix("picked per fold: ").split(", ")) <= {f"{f} {n}" for f in FEW_MODEL_FITS
+                                                                                    for n in range(8)}
+    assert Candidates().among(FEW_MODELS) == Candidates().names

@@ -13,27 +13,29 @@ from scipy import stats
 
 from harness.calibration import choice
 from harness.calibration.calibrate import ACROSS_FAMILIES, calibrate_points
-from harness.calibration.choice import nested_leave_one_out
+from harness.calibration.choice import Candidates, nested_leave_one_out
 from harness.calibration.few_shot import curve_table, learning_curve
 from harness.calibration.fits import FIT_NAMES, Design, fit_spec
-from harness.calibration.reach import Reach, widen
+from harness.calibration.reach import EXTRAPOLATION_SPREAD, Reach, widen
 from harness.calibration.suggest import suggest, suggest_first
 from harness.models.families import model_family
 
 Z = stats.norm.ppf(0.975)
+SHIFT = math.exp(0.9 * Z * EXTRAPOLATION_SPREAD)
+"""Another family's speed ratio, within what the extrapolation spread is made to cover at 95%."""
 
 
 def two_families(seed: int = 5) -> pd.DataFrame:
-    """Eight models of one family and three of others, on which the device runs 1.15× slower relative to the
-    harness: device = 2 · harness (× 1.15 for the others), 2% noise, a depthwise share only the first family has."""
+    """Eight models of one family and three of others, on which the device runs SHIFT× slower relative to the
+    harness: device = 2 · harness (× SHIFT for the others), 1.5% noise, a depthwise share only the first family has."""
     rng = np.random.default_rng(seed)
     names = [f"mobilenet_v1_{a}_{r}" for a, r in [("0.25", 128), ("0.25", 224), ("0.5", 128), ("0.5", 192),
                                                   ("0.75", 160), ("0.75", 224), ("1.0", 128), ("1.0", 224)]]
     names += ["squeezenet1_0", "squeezenet1_1", "inception_v1"]
     harness = np.exp(rng.uniform(0, 3, len(names)))
     family = [model_family(name) for name in names]
-    factor = np.where([f == "mobilenet_v1" for f in family], 1.0, 1.15)
-    device = 2.0 * harness * factor * np.exp(rng.normal(0, 0.02, len(names)))
+    factor = np.where([f == "mobilenet_v1" for f in family], 1.0, SHIFT)
+    device = 2.0 * harness * factor * np.exp(rng.normal(0, 0.015, len(names)))
     share = np.where([f == "mobilenet_v1" for f in family], rng.uniform(0.2, 0.35, len(names)), 0.0)
     return pd.DataFrame({"model": names, "harness_model": names, "harness": harness, "device": device,
                          "family": family, "depthwise_share": share})
@@ -85,7 +87,7 @@ def test_a_model_outside_the_calibration_models_reach_gets_a_wider_interval_that
     assert yhat_in == pytest.approx(yhat_out) and why_in == []
     assert why_out == ["no calibration model of its family (squeezenet)"]
     assert high_out - low_out > high_in - low_in
-    # The other families' models, 15% slower than the fit knows: outside its fit's own interval, inside the
+    # The other families' models, SHIFT× slower than the fit knows: outside its fit's own interval, inside the
     # widened one (the extra spread is made for such a shift).
     others = points[points["family"] != "mobilenet_v1"]
     fit_own = calibration.model.interval(Design(others["harness"].to_numpy()), 0.95)
@@ -130,7 +132,7 @@ def test_suggest_measures_an_unmeasured_family_with_models_left_to_predict_first
 
 def test_learning_curve_scores_the_models_not_measured() -> None:
     points = two_families()
-    trials = learning_curve(points, fit="relative", k_values=(3, 5, 8), draws=5)
+    trials = learning_curve(points, Candidates(("relative",)), k_values=(3, 5, 8), draws=5)
     assert {(t.k, t.how) for t in trials} == {(k, how) for k in (3, 5, 8) for how in ("suggest", "random")}
     for t in trials:
         assert len(t.models) == t.k and 0.0 <= t.within_10pct <= 1.0 and 0.0 <= t.coverage <= 1.0
@@ -145,11 +147,11 @@ def test_learning_curve_scores_the_models_not_measured() -> None:
 
 def _own_value_moves_its_prediction(design: Design, y: np.ndarray) -> bool:
     """Whether some model's held-out prediction changes when only its own device value does."""
-    base = nested_leave_one_out(design, y, FIT_NAMES).predicted
+    base = nested_leave_one_out(design, y, Candidates()).predicted
     for i in range(len(y)):
         moved = y.copy()
         moved[i] *= 1.5
-        if nested_leave_one_out(design, moved, FIT_NAMES).predicted[i] != base[i]:
+        if nested_leave_one_out(design, moved, Candidates()).predicted[i] != base[i]:
             return True
     return False
 

@@ -24,6 +24,7 @@ from harness.calibration.choice import (
     AUTO,
     CHOICE_BAND,
     CONFIDENCE,
+    Candidates,
     HeldOut,
     available_fits,
     choose,
@@ -68,6 +69,11 @@ def group_label(group: dict[str, Any]) -> str:
     """`cpus=2, family=mobilenet_v1`: numbers without a trailing `.0`."""
     parts = [f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}" for key, value in group.items()]
     return ", ".join(parts) or "all groups"
+
+
+AUTO_CANDIDATES = Candidates()
+"""The fits `auto` chooses among: every fit, and below FEW_MODELS models only FEW_MODEL_FITS, as the
+leave-one-table-out benchmark chose (benchmarks/calibration_tables.py)."""
 
 
 class NothingToFit(DataError):
@@ -218,16 +224,26 @@ def _choice_reason(held: dict[str, HeldOut | None], chosen: str, y: np.ndarray) 
         f"({mapes})"
 
 
+def not_a_candidate(name: str, candidates: Candidates, n: int) -> str:
+    """Why the automatic choice does not take `name`."""
+    if name in candidates.names:
+        return f"not a candidate below {candidates.few_models} models (only {', '.join(candidates.among(n))})"
+    return "not among the automatic choice's candidates"
+
+
 def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, fit: str = AUTO,
-                     figures: bool = True) -> Calibration:
+                     figures: bool = True, candidates: Candidates = AUTO_CANDIDATES) -> Calibration:
     """Fit one group. `points` needs columns model, harness, device (and the FACT_NAMES the `features` fit
-    uses); the rest is carried along. `fit` is `auto` or a fit's name. `figures=False` skips the nested held-out
-    figures of `auto` and the rank statistics (the fit is chosen the same way), for callers that only predict."""
+    uses); the rest is carried along. `fit` is `auto` or a fit's name; `auto` chooses among `candidates`.
+    `figures=False` skips the nested held-out figures of `auto` and the rank statistics (the fit is chosen the
+    same way), for callers that only predict."""
     points = points.sort_values("harness").reset_index(drop=True)
     x, y = points["harness"].to_numpy(float), points["device"].to_numpy(float)
     line = fit_line(x, y)
     design = points_design(points)
-    reasons = available_fits(design, y)
+    among = candidates.among(len(y))
+    reasons = {name: reason if fit != AUTO or name in among else not_a_candidate(name, candidates, len(y))
+               for name, reason in available_fits(design, y).items()}
     if fit != AUTO and reasons[fit_spec(fit).name]:
         raise DataError(f"--fit {fit}: {metric} {group_label(group)}: {reasons[fit]}; choose another fit")
     held = {name: leave_one_out(fit_spec(name), design, y) for name, reason in reasons.items() if reason is None}
@@ -235,7 +251,7 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
         raise DataError("leaving one model out leaves identical harness values; profile more distinct models")
     if fit == AUTO:
         chosen = choose({name: h.predicted for name, h in held.items() if h is not None}, y)
-        reported = nested_leave_one_out(design, y, FIT_NAMES) if figures else None
+        reported = nested_leave_one_out(design, y, candidates) if figures else None
         choice = {"mode": AUTO, "reason": _choice_reason(held, chosen, y)}
         if chosen and fit_spec(chosen).within_reach_only:
             choice["beyond_reach"] = choose({name: h.predicted for name, h in held.items()

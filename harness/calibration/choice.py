@@ -14,6 +14,9 @@ fold the choice is made again from the inner leave-one-out of the remaining mode
 then predicts the left-out model. Reporting the winner's own leave-one-out share instead would flatter it,
 since it was picked for being high.
 
+Every held-out interval is judged the way `predict` gives it: a held-out model outside the reach of its fold's
+models (harness.calibration.reach: harness value, op mix, family) gets the widened interval.
+
 A model beyond the reach of the calibration models (FittedModel.beyond_reach: a leverage above 3p/n in the
 `features` fit) is not predicted by that fit: its ridge strength is chosen by leave-one-out among those models,
 which tests interpolation only, and its fact exponents can be far off beyond them. The choice for such a model
@@ -43,6 +46,12 @@ from harness.calibration.reach import EXTRAPOLATION_SPREAD, Reach, widen
 
 AUTO = "auto"
 CONFIDENCE = 0.95
+FEW_MODELS = 10
+"""Below this many calibration models, the automatic choice takes only FEW_MODEL_FITS: on a handful of models every
+difference between fits is a tie or noise, and the fits with facts or per-op splits overfit them. Chosen by
+leave-one-table-out on the learning curves (benchmarks/calibration_tables.py)."""
+FEW_MODEL_FITS: tuple[str, ...] = ("relative", "loglog")
+"""The two fits that read nothing but the harness value and weigh every model by its relative error."""
 WITHIN_BANDS: tuple[float, ...] = (0.10, 0.20)
 """Held-out relative errors are reported as the share of models within ±10% and ±20% of the device."""
 CHOICE_BAND = WITHIN_BANDS[0]
@@ -204,10 +213,24 @@ def _reaches(spec: FitSpec, design: Design, y: np.ndarray, query: Design | None)
     return model is None or not model.beyond_reach(query).any()
 
 
-def select(design: Design, y: np.ndarray, names: tuple[str, ...], query: Design | None = None) -> str | None:
+@dataclass(frozen=True)
+class Candidates:
+    """The fits the automatic choice takes: `names`, and with fewer than `few_models` calibration models those of
+    FEW_MODEL_FITS among them."""
+
+    names: tuple[str, ...] = FIT_NAMES
+    few_models: int = FEW_MODELS
+
+    def among(self, n: int) -> tuple[str, ...]:
+        """The candidates for a choice made on n models."""
+        few = tuple(name for name in self.names if name in FEW_MODEL_FITS)
+        return few if n < self.few_models and few else self.names
+
+
+def select(design: Design, y: np.ndarray, candidates: Candidates, query: Design | None = None) -> str | None:
     """The automatic choice on these models (by their leave-one-out) for predicting `query`, or None when no fit
     trains."""
-    specs = [spec for spec in _usable(design, y, names) if _reaches(spec, design, y, query)]
+    specs = [spec for spec in _usable(design, y, candidates.among(len(y))) if _reaches(spec, design, y, query)]
     chosen = choose({spec.name: loo_predictions(spec, design, y) for spec in specs}, y)
     if chosen is None:
         fallback = simplest_trainable(design, y, tuple(spec.name for spec in specs))
@@ -215,13 +238,13 @@ def select(design: Design, y: np.ndarray, names: tuple[str, ...], query: Design 
     return chosen
 
 
-def nested_leave_one_out(design: Design, y: np.ndarray, names: tuple[str, ...]) -> HeldOut | None:
+def nested_leave_one_out(design: Design, y: np.ndarray, candidates: Candidates) -> HeldOut | None:
     """The automatic choice, remade without each model in turn and then predicting it."""
     n = len(y)
     predicted, low, high, outside, picks = np.empty(n), np.empty(n), np.empty(n), np.zeros(n, dtype=bool), []
     for i, keep in folds(n):
         rest, rest_y, left_out = design.take(keep), y[keep], design.take(np.array([i]))
-        chosen = select(rest, rest_y, names, query=left_out)
+        chosen = select(rest, rest_y, candidates, query=left_out)
         if chosen is None:
             return None
         model = fit_spec(chosen).train(rest, rest_y)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.calibration.calibrate import Calibration, calibrate_points, points_design
-from harness.calibration.choice import error_stats
+from harness.calibration.calibrate import AUTO_CANDIDATES, Calibration, calibrate_points, points_design
+from harness.calibration.choice import Candidates, error_stats
 from harness.calibration.suggest import suggest_first
 from harness.core.errors import DataError
 
@@ -36,6 +36,8 @@ class Trial:
     how: str
     k: int
     models: tuple[str, ...]
+    left: int
+    """How many models the fit predicted: the others."""
     within_10pct: float
     coverage: float
     fit: str
@@ -52,20 +54,20 @@ def held_out_of(calibration: Calibration, rest: pd.DataFrame) -> tuple[float, fl
     return error_stats(y, yhat)["within_10pct"], float(np.mean((low <= y) & (y <= high)))
 
 
-def trial(points: pd.DataFrame, chosen: list[str], how: str, fit: str) -> Trial | None:
-    """Calibrate on the models `chosen` (harness model names), score on the others; None when they cannot be
-    fitted (two equal harness values, say)."""
+def trial(points: pd.DataFrame, chosen: list[str], how: str, candidates: Candidates) -> Trial | None:
+    """Calibrate on the models `chosen` (harness model names) as `regress` would (`auto` among `candidates`), score
+    on the others; None when they cannot be fitted (two equal harness values, say)."""
     used = points["harness_model"].isin(chosen)
     try:
-        calibration = calibrate_points("latency", {}, points[used], fit, figures=False)
+        calibration = calibrate_points("latency", {}, points[used], figures=False, candidates=candidates)
     except DataError:
         return None
     within, coverage = held_out_of(calibration, points[~used])
-    return Trial(how, len(chosen), tuple(chosen), within, coverage, calibration.model.name)
+    return Trial(how, len(chosen), tuple(chosen), int((~used).sum()), within, coverage, calibration.model.name)
 
 
-def learning_curve(points: pd.DataFrame, fit: str = "auto", k_values: tuple[int, ...] = K_VALUES,
-                   draws: int = RANDOM_DRAWS, seed: int = SEED) -> list[Trial]:
+def learning_curve(points: pd.DataFrame, candidates: Candidates = AUTO_CANDIDATES,
+                   k_values: tuple[int, ...] = K_VALUES, draws: int = RANDOM_DRAWS, seed: int = SEED) -> list[Trial]:
     """Trials for every k that leaves MIN_LEFT models to predict: the suggested picks, and `draws` random sets."""
     points = points.reset_index(drop=True)
     names = points["harness_model"].tolist()
@@ -76,8 +78,9 @@ def learning_curve(points: pd.DataFrame, fit: str = "auto", k_values: tuple[int,
     rng = np.random.default_rng(seed)
     trials = []
     for k in usable:
-        trials.append(trial(points, picks[:k], "suggest", fit))
-        trials += [trial(points, list(rng.choice(names, k, replace=False)), "random", fit) for _ in range(draws)]
+        trials.append(trial(points, picks[:k], "suggest", candidates))
+        trials += [trial(points, list(rng.choice(names, k, replace=False)), "random", candidates)
+                   for _ in range(draws)]
     return [t for t in trials if t is not None]
 
 
@@ -88,7 +91,7 @@ def curve_table(trials: list[Trial]) -> pd.DataFrame:
     if frame.empty:
         return frame
     grouped = frame.groupby(["k", "how"])
-    table = grouped.agg(within_10pct=("within_10pct", "mean"), coverage=("coverage", "mean"),
+    table = grouped.agg(left=("left", "first"), within_10pct=("within_10pct", "mean"), coverage=("coverage", "mean"),
                         draws=("within_10pct", "size"),
                         within_10pct_p10=("within_10pct", lambda s: s.quantile(0.1)),
                         within_10pct_p90=("within_10pct", lambda s: s.quantile(0.9)))

@@ -160,6 +160,13 @@ def _write_if_changed(files: dict[Path, str | None]) -> str:
     return "unchanged" if not changed else ("updated" if existed else "created")
 
 
+def read_device(files: list[DeviceFile], device: str) -> DeviceData:
+    """`files` as one device's data, as import_device would store it, without storing it."""
+    frame, info, _ = read_device_files(files)
+    table, _ = combine_repeats(frame, info["metrics"], info["tags"])
+    return DeviceData(device, table, info)
+
+
 def import_device(files: list[DeviceFile], device: str, results_dir: Path, harness_models: list[str],
                   fmt: str | None = None, default_model: str | None = None) -> ImportResult:
     """Read `files` and store them as `device`'s data; only a change in content rewrites the files."""

@@ -216,6 +216,7 @@ def draw_learning_curve(ax: Any, curve: pd.DataFrame, title: str) -> None:
         if how == "random":
             ax.fill_between(part["k"], part["within_10pct_p10"], part["within_10pct_p90"], color=color, alpha=0.15)
     ax.set_title(title, fontsize=9)
+    ax.set_xticks(sorted(curve["k"].unique()))
     ax.set_xlabel("models measured on the device (k)")
     ax.set_ylabel("share of the other models")
     ax.set_ylim(0, 1.02)
