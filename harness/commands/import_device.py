@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness.analysis.run_values import resolve_results_dir
+from harness.commands import COMMANDS
 from harness.commands._analysis import add_device_option, fmt, stdout, warn
 from harness.device.data import import_device_csv
 from harness.store.results import iter_all_runs
@@ -13,7 +14,7 @@ from harness.store.results import iter_all_runs
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "import-device", help="import a CSV of on-device measurements (see docs/calibration.md)",
+        "import-device", help=COMMANDS["import-device"],
         description="Validate a CSV of on-device measurements and store it beside the harness results.",
     )
     parser.add_argument("csv", type=Path, help="CSV with a model column and metric columns such as latency_ms")

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.backends import Backend, select_backend
+from harness.commands import COMMANDS
 from harness.core.config import DeviceProfile, environment_values, load_profile
 from harness.core.errors import ConfigError
 from harness.models.resolve import SCRIPT_KIND, ModelInfo, example_models, resolve_model, resolve_script
@@ -69,7 +70,7 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("profile", help="measure models under the device profile's limits",
+    parser = subparsers.add_parser("profile", help=COMMANDS["profile"],
                                    description=__doc__)
     add_profile_options(parser, "CPUS, e.g. 2 or 0.5")
     parser.add_argument("--resume", metavar="SESSION", help="finish the runs an interrupted session did not do")

@@ -13,6 +13,7 @@ from harness.analysis.run_values import resolve_results_dir, select_runs
 from harness.calibration.calibrate import Calibration, calibrate_runs
 from harness.calibration.fits import FIT_NAMES
 from harness.calibration.suggest import relative_widths, suggest
+from harness.commands import COMMANDS
 from harness.commands import _analysis as ui
 from harness.core.errors import ConfigError, DataError
 from harness.device.data import load_device
@@ -22,7 +23,7 @@ DEFAULT_COUNT = 3
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "suggest", help="which profiled models to measure on the device next (largest interval shrinkage)",
+        "suggest", help=COMMANDS["suggest"],
         description="Rank the profiled models the device data lacks by how much measuring each on the device "
         "would shrink the prediction intervals of the others (greedy I-optimal picks).",
     )

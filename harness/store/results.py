@@ -30,6 +30,7 @@ RUNS_FILE = "runs.jsonl"
 SESSION_FILE = "session.json"
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
+ALL_SESSIONS = "all"  # the session name that pools every session of a results directory
 
 
 def new_session_id() -> str:
