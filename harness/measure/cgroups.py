@@ -1,5 +1,8 @@
 """cgroup v1 and v2: discovery, cheap readers (pread on fds kept open), and limit writers.
 
+The runner imports this module at every run's start, so it stays light: named tuples, not dataclasses (whose module
+and generated methods cost the runner's start more than the rest of this file).
+
 Discovery joins /proc/self/mountinfo (where each hierarchy is mounted and which part of it is visible)
 with /proc/self/cgroup (which cgroup we are in). That one rule finds our cgroup on a host, in a Docker
 container (where the container's cgroup is mounted as the root), and in a delegated systemd slice.
@@ -12,16 +15,15 @@ import errno
 import os
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 V1_CONTROLLERS = ("memory", "cpu", "cpuset")
 SUPERVISOR_LEAF = "harness-supervisor"  # v2: where the harness's own processes live, beside its run cgroups
 MOVE_ATTEMPTS = 20  # rounds of moving processes into the leaf (a process may fork while we move it)
 
 
-@dataclass(frozen=True)
-class Hierarchy:
+class Hierarchy(NamedTuple):
     mount_point: Path
     root: str  # the part of the hierarchy visible at mount_point
 
@@ -61,8 +63,7 @@ def _locate(hierarchy: Hierarchy, path: str) -> Path:
     return candidate if candidate.is_dir() else hierarchy.mount_point
 
 
-@dataclass(frozen=True)
-class OwnCgroup:
+class OwnCgroup(NamedTuple):
     """The cgroup(s) this process lives in. For v1, one directory per controller."""
 
     version: int  # 1 or 2; 0 when no memory controller is visible
@@ -173,8 +174,7 @@ def _write(path: Path, value: str) -> None:
     path.write_text(value)
 
 
-@dataclass
-class RunCgroup:
+class RunCgroup(NamedTuple):
     """A per-run child cgroup (one directory per v1 controller, one for v2), created with its limits."""
 
     version: int

@@ -1,51 +1,46 @@
 """The in-environment measurement: the only module that measures, used unchanged by every backend.
 
-    python -m harness.measure.runner --spec spec.json [--out result.json] [--join-cgroup .../cgroup.procs ...]
+    python -m harness.measure.runner --spec spec.json [--out result.json]
 
 It spawns the bench script, times it from spawn to exit on the monotonic clock, samples the cgroup's
 working set every SAMPLE_INTERVAL_MS (pread on open fds), and at the end reads the kernel's exact
-high-water mark. Stdlib only, so it stays small in memory and starts fast. It writes one JSON RunResult.
+high-water mark. It writes one JSON RunResult.
+
+Its start is part of every run's cost, so it imports little: the standard library's lighter modules (no statistics,
+no tempfile, no dataclasses; gzip and base64 only for a per-op run), and harness.core.records not at all: it reads
+the spec as the JSON form of a RunnerInput and writes the JSON form of a RunResult, which the harness then checks.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
-import gzip
 import json
 import math
 import os
-import random
 import resource
 import select
-import shutil
 import signal
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from array import array
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
-from harness.core.records import STDERR_TAIL_CHARS, RunnerInput, RunResult
+from harness.core import STDERR_TAIL_CHARS
 from harness.measure import cgroups
-from harness.measure.report_protocol import (
-    BATCH_SIZE_KEY,
-    LATENCIES_ENV_VAR,
-    LATENCIES_KEY,
-    LOAD_KEY,
-    MAX_LATENCIES,
-    PROFILE_DIR_ENV,
-)
+from harness.measure.report_protocol import BATCH_SIZE_KEY, LATENCIES_ENV_VAR, LOAD_KEY, MAX_LATENCIES, PROFILE_DIR_ENV
 from harness.measure.report_protocol import ENV_VAR as METRICS_ENV
+from harness.measure.script_output import latency_summary, read_latencies, read_metrics
+
+if TYPE_CHECKING:
+    from harness.core.records import RunnerInput
 
 MIB = 1024 * 1024
 MAX_CATCH_UP = 10  # samples owed after a stall (a suspended VM, say) beyond which the schedule restarts
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
-MAX_METRICS_LINE_CHARS = 8 * MIB  # a longer line (a huge JSON latency list) is skipped, not parsed into memory
 
 
 
@@ -85,6 +80,10 @@ def pack_profile(directory: Path) -> dict[str, str]:
     """The per-op phase's files (raw framework trace, meta), gzip + base64, to travel inside the RunResult:
     out of a container they can only leave on the runner's stdout. Read after the kernel's peak, so packing is
     never charged to the run; the directory is removed."""
+    import base64  # per-op runs only: the others never pay for these imports
+    import gzip
+    import shutil
+
     packed = {path.name: base64.b64encode(gzip.compress(path.read_bytes())).decode("ascii")
               for path in sorted(directory.iterdir()) if path.is_file()}
     shutil.rmtree(directory, ignore_errors=True)
@@ -155,76 +154,6 @@ def time_weighted_mean(times: array, values: array, start: float, end: float) ->
     return total / weight if weight > 0 else None
 
 
-def read_metrics(path: Path) -> tuple[list[tuple[str, float]], dict[str, Any], list[str]]:
-    """Phase marks, reported values and notes. A torn or foreign line is skipped, never fatal; a line longer than
-    MAX_METRICS_LINE_CHARS is skipped unread, so a script cannot make the runner grow inside the measured memory."""
-    phases: list[tuple[str, float]] = []
-    values: dict[str, Any] = {}
-    notes: list[str] = []
-    if not path.exists():
-        return phases, values, notes
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        while line := handle.readline(MAX_METRICS_LINE_CHARS):
-            if not line.endswith("\n") and len(line) == MAX_METRICS_LINE_CHARS:
-                while (rest := handle.readline(MAX_METRICS_LINE_CHARS)) and not rest.endswith("\n"):
-                    pass
-                notes.append(f"a metrics line longer than {MAX_METRICS_LINE_CHARS // MIB} MiB was skipped; report "
-                             "long latency series with harness.measure.report_protocol.report_latencies "
-                             "(binary) instead")
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(item, dict):
-                continue
-            if "phase" in item and "t" in item:
-                phases.append((str(item["phase"]), float(item["t"])))
-            else:
-                values.update(item)
-    return phases, values, notes
-
-
-def read_latencies(path: Path, reported: dict[str, Any]) -> tuple[array, int]:
-    """The per-inference latencies (ms): the binary file if the script wrote one, else a reported JSON list.
-
-    At most MAX_LATENCIES are kept (the binary file's first ones; a uniform seeded sample of a longer JSON list), so
-    the runner's footprint is bounded. Returns them and how many the script reported in all."""
-    listed = reported.pop(LATENCIES_KEY, None)
-    latencies = array("d")
-    if path.exists() and path.stat().st_size:
-        count = path.stat().st_size // latencies.itemsize
-        with open(path, "rb") as handle:
-            latencies.fromfile(handle, min(count, MAX_LATENCIES))
-        return latencies, count
-    if not isinstance(listed, list):
-        return latencies, 0
-    numbers = [float(x) for x in listed if isinstance(x, (int, float)) and math.isfinite(x)]
-    if len(numbers) > MAX_LATENCIES:
-        keep = sorted(random.Random(0).sample(range(len(numbers)), MAX_LATENCIES))
-        numbers = [numbers[i] for i in keep]
-    latencies.extend(numbers)
-    return latencies, len(listed)
-
-
-def latency_summary(latencies_ms: array, exact: dict[str, Any] | None = None) -> dict[str, float] | None:
-    """p50/p90/p99/mean/std/min/max/n. `exact` (the bench loop's `latency_all`) replaces n, mean, min and max with the
-    figures over every call when the latencies are a sample of a longer run."""
-    if not latencies_ms:
-        return None
-    ordered = sorted(latencies_ms)
-    cuts = statistics.quantiles(ordered, n=100, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 99
-    summary = {
-        "p50": statistics.median(ordered), "p90": cuts[89], "p99": cuts[98],
-        "mean": statistics.fmean(ordered), "std": statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
-        "min": ordered[0], "max": ordered[-1], "n": len(ordered),
-    }
-    if isinstance(exact, dict):
-        summary.update({key: exact[key] for key in ("n", "mean", "min", "max") if isinstance(exact.get(key),
-                                                                                              (int, float))})
-    return summary
-
-
 def _status(timed_out: bool, returncode: int, oom_kills: int, stderr_tail: str, rlimited: bool) -> str:
     """A non-zero exit after an OOM kill in the run is `oom` even when the killed process was a grandchild and the
     script exited with an error of its own."""
@@ -244,8 +173,21 @@ def read_tail(path: Path, size: int) -> bytes:
         return handle.read()
 
 
-def measure(spec: RunnerInput) -> RunResult:
-    """Run the script once under whatever limits this process already sits in; return the RunResult.
+def scratch_dir(near: str | None) -> Path:
+    """A new private directory for the run's files: beside the result file when there is one (in the backend's own
+    directory), else in $TMPDIR or /tmp (a container's own tmpfs)."""
+    base = Path(os.path.dirname(os.path.abspath(near)) if near else os.environ.get("TMPDIR") or "/tmp")
+    for attempt in range(100):
+        path = base / f"harness-run-{os.getpid()}-{attempt}"
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o700)
+            return path
+    raise FileExistsError(f"no free scratch directory name under {base}")
+
+
+def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
+    """Run the script once under whatever limits this process already sits in; return the RunResult's JSON form.
+    Its scratch files go beside `near` (the result file) when given.
 
     With a cgroup of the run's own (local cgroup backend, container) memory comes from that cgroup. In rlimit mode
     the runner shares the harness's cgroup, whose usage and high-water mark are not the run's: memory then comes
@@ -256,7 +198,7 @@ def measure(spec: RunnerInput) -> RunResult:
     runner_cores = place_runner(spec)
     oom_before = probe.oom_kills() if probe else 0
     cpu_before = probe.cpu_stat() if probe else {}
-    workdir = Path(tempfile.mkdtemp(prefix="harness-run-"))
+    workdir = scratch_dir(near)
     metrics_path, stderr_path = workdir / "metrics.jsonl", workdir / "stderr.txt"
     latencies_path = workdir / "latencies.f64"
     profile_dir = workdir / "profile" if spec.per_op else None
@@ -321,9 +263,10 @@ def measure(spec: RunnerInput) -> RunResult:
         cpu_delta={k: cpu_after.get(k, 0) - cpu_before.get(k, 0) for k in cpu_after},
         runner_cpu_s=(self_after.ru_utime + self_after.ru_stime) - (self_before.ru_utime + self_before.ru_stime),
     )
+    result["clock_s"] = {"script_spawned": t0, "script_exited": t_exit}
     if profile_files is not None:
-        result.per_op_files = profile_files
-        result.phases_s = [[name, round(t - t0, 6)] for name, t in phases]
+        result["per_op_files"] = profile_files
+        result["phases_s"] = [[name, round(t - t0, 6)] for name, t in phases]
     return result
 
 
@@ -372,8 +315,8 @@ def assemble_result(
     peak_bytes: int | None, usage: resource.struct_rusage, returncode: int, timed_out: bool, oom_kills: int,
     stderr_tail: str, cgroup_version: int, tree_mode: bool, runner_cores: list[int], cpu_delta: dict[str, int],
     runner_cpu_s: float,
-) -> RunResult:
-    """Turn raw observations into the RunResult (units in every name)."""
+) -> dict[str, Any]:
+    """Turn raw observations into the RunResult's JSON form (units in every name)."""
     runtime_s = t_exit - t0
     summary = latency_summary(latencies, reported.pop("latency_all", None))
     if summary and summary["n"] > len(latencies):
@@ -401,7 +344,7 @@ def assemble_result(
     periods = cpu_delta.get("nr_periods", 0)
     status = _status(timed_out, returncode, oom_kills, stderr_tail, bool(spec.rlimit_as_bytes))
     load_s = reported.pop(LOAD_KEY, None)
-    return RunResult(
+    return dict(
         status=status,
         exit_code=returncode if returncode >= 0 else None,
         signal=-returncode if returncode < 0 else None,
@@ -442,21 +385,17 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m harness.measure.runner")
     parser.add_argument("--spec", required=True, help="JSON file with the run's spec")
     parser.add_argument("--out", help="where to write the RunResult JSON (default: stdout)")
-    parser.add_argument("--join-cgroup", action="append", default=[], help="cgroup.procs file to enter first")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The runner starts already inside the run's cgroup (harness.measure.launch; a container's own cgroup)."""
+    started = time.monotonic()
     args = _parse_args(argv)
-    if args.join_cgroup:
-        # Enter the run's cgroup, then exec a fresh interpreter so all of the runner's memory is charged there.
-        for procs in args.join_cgroup:
-            Path(procs).write_text(str(os.getpid()))
-        rest = ["--spec", args.spec, *(["--out", args.out] if args.out else [])]
-        os.execv(sys.executable, [sys.executable, "-m", "harness.measure.runner", *rest])
-    spec = RunnerInput.from_dict(json.loads(Path(args.spec).read_text()))
-    result = measure(spec)
-    text = json.dumps(result.to_dict())
+    spec = SimpleNamespace(**json.loads(Path(args.spec).read_text()))
+    result = measure(spec, args.out)
+    result["clock_s"] = {"runner_started": started, **result["clock_s"], "result_ready": time.monotonic()}
+    text = json.dumps(result)
     if args.out:
         tmp = Path(args.out + ".tmp")
         tmp.write_text(text)
@@ -466,5 +405,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def entry() -> None:
+    """main(), then leave at once: the result is out, and the interpreter's own teardown (tens of milliseconds, freeing
+    every object one by one) would only keep the backend waiting for this process to end."""
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
