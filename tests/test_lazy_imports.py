@@ -53,7 +53,7 @@ def test_a_profile_session_loads_no_heavy_library_once_the_models_facts_are_know
     cache and the whole session, from start to summary, loads none of the heavy libraries."""
     argv = ("profile", str(tiny_onnx), "--backend", "local", "--repeats", "1", "--iterations", "3", "--warmup", "1",
             "--results-dir", str(tmp_path / "results"), "--json")
-    env = {"HARNESS_FACTS_DIR": str(tmp_path / "facts")}
+    env = {"HARNESS_CACHE_DIR": str(tmp_path / "cache")}
     assert "onnx" in loaded(tmp_path, *argv, env=env)
     assert loaded(tmp_path, *argv, env=env) & set(HEAVY) == set()
     assert len(list((tmp_path / "results").iterdir())) == 2  # both sessions ran

@@ -90,7 +90,7 @@ def test_facts_are_read_once_per_content_then_from_the_cache(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A session starts without onnx for a model seen before: its facts come back from a file named by its content,
     equal to reading the graph; other content is read afresh, and a corrupt model is still refused."""
-    monkeypatch.setenv("HARNESS_FACTS_DIR", str(tmp_path / "facts"))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
     path = make_conv_model(tmp_path / "conv.onnx")
     first = resolve_model(str(path)).facts
     assert first == onnx_facts(path) and len(list((tmp_path / "facts").iterdir())) == 1
