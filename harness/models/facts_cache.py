@@ -9,21 +9,18 @@ once is whole, so a cache hit also stands for the check that the model is not co
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 from pathlib import Path
 from typing import Any
 
 from harness.core.cache import cached
+from harness.measure.provenance import installed_versions
 
 FACTS_CODE = Path(__file__).with_name("facts.py")
 
 
 def recipe() -> str:
     """12 hex digits over what shapes the facts besides the model: the facts code and the onnx version."""
-    try:
-        onnx_version = importlib.metadata.version("onnx")
-    except importlib.metadata.PackageNotFoundError:
-        onnx_version = ""
+    onnx_version = installed_versions(["onnx"]).get("onnx", "")
     return hashlib.sha256(FACTS_CODE.read_bytes() + onnx_version.encode()).hexdigest()[:12]
 
 
