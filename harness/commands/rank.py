@@ -17,8 +17,9 @@ from harness.core import metric_registry
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "rank", help=COMMANDS["rank"],
-        description=f"Rank models (lower is better). Models share a rank unless Mann–Whitney U, Holm-corrected "
-                    f"over all pairs at alpha={ALPHA}, separates them and their medians differ by "
+        description=f"Rank models (lower is better). Models share a rank unless their test (Wilcoxon's signed-rank "
+                    f"test on the per-round differences for models run side by side, else Mann–Whitney U), "
+                    f"Holm-corrected over all pairs at alpha={ALPHA}, separates them and their medians differ by "
                     f"{MIN_RELATIVE_GAP:.0%} or more.",
     )
     default = metric_registry.DEFAULT_METRIC
