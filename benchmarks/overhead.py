@@ -37,6 +37,7 @@ from _common import (
     Goal,
     Session,
     bare_run,
+    compile_bytecode,
     docker_usable,
     load_note,
     print_table,
@@ -201,7 +202,7 @@ def main() -> None:
     args = parser.parse_args()
     model = zoo_model(args.model)
     usable, reason = docker_usable()
-    notes = [load_note("before")]
+    notes = [compile_bytecode(), load_note("before")]
     help_s, pass_s = cli_start_s()
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
         walls, sessions = measure(model, Path(tmp), ["bare", "local", *(["docker"] if usable else [])], args)

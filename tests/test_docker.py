@@ -189,7 +189,7 @@ def test_runner_killed_at_the_limit_is_not_the_models_oom(backend: DockerBackend
                                                           workloads: Path, tiny_onnx: Path) -> None:
     """Below what the runner needs (the CLI refuses MEMORY < 16 MiB) the engine's flag tells of an OOM kill, but the
     model never ran: an error naming the runner, not the model's oom."""
-    spec = make_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=8)
+    spec = make_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=6)
     run = run_fields(backend, spec)
     assert run["status"] == "error" and run["container"]["oom_killed"] and run["signal"] == 9
     assert "runner was killed at the memory limit" in run["stderr_tail"]

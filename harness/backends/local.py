@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -132,9 +133,7 @@ class LocalBackend:
         finally:
             if run_cgroup is not None:
                 run_cgroup.remove()
-            for path in workdir.iterdir():
-                path.unlink()
-            workdir.rmdir()
+            shutil.rmtree(workdir, ignore_errors=True)  # with the runner's scratch files, should it have died
         clock["backend_returned"] = time.monotonic()
         overhead = max(clock["backend_returned"] - started - (result.runtime_s or 0.0), 0.0)
         return RunOutcome(result, applied, overhead, clock_s=clock)

@@ -6,14 +6,14 @@ It spawns the bench script, times it from spawn to exit on the monotonic clock, 
 working set every SAMPLE_INTERVAL_MS (pread on open fds), and at the end reads the kernel's exact
 high-water mark. It writes one JSON RunResult.
 
-Its start is part of every run's cost, so it imports little: the standard library's lighter modules (no statistics,
-no tempfile, no dataclasses; gzip and base64 only for a per-op run), and harness.core.records not at all: it reads
-the spec as the JSON form of a RunnerInput and writes the JSON form of a RunResult, which the harness then checks.
+Its start is part of every run's cost, so it imports little: the lighter half of the standard library (no
+subprocess, pathlib, argparse, typing, statistics, tempfile or dataclasses, which together cost more than the rest of
+its start; gzip and base64 only for a per-op run), and harness.core.records not at all: it reads the spec as the
+JSON form of a RunnerInput and writes the JSON form of a RunResult, which the harness then checks.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
@@ -21,27 +21,27 @@ import os
 import resource
 import select
 import signal
-import subprocess
 import sys
 import time
 from array import array
-from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
 
 from harness.core import STDERR_TAIL_CHARS
-from harness.measure import cgroups
+from harness.measure.cgroup_probe import MemoryProbe, own_cgroup_dirs
 from harness.measure.report_protocol import BATCH_SIZE_KEY, LATENCIES_ENV_VAR, LOAD_KEY, MAX_LATENCIES, PROFILE_DIR_ENV
 from harness.measure.report_protocol import ENV_VAR as METRICS_ENV
 from harness.measure.script_output import latency_summary, read_latencies, read_metrics
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     from harness.core.records import RunnerInput
 
 MIB = 1024 * 1024
 MAX_CATCH_UP = 10  # samples owed after a stall (a suspended VM, say) beyond which the schedule restarts
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
-
 
 
 def child_command(spec: RunnerInput) -> list[str]:
@@ -52,7 +52,7 @@ def child_command(spec: RunnerInput) -> list[str]:
 
 
 def child_env(spec: RunnerInput, metrics_path: str, latencies_path: str,
-              profile_dir: Path | None = None) -> dict[str, str]:
+              profile_dir: str | None = None) -> dict[str, str]:
     """What a bench script needs to know, plus thread caps so frameworks don't oversubscribe."""
     env = dict(os.environ)
     threads = str(spec.threads)
@@ -72,11 +72,11 @@ def child_env(spec: RunnerInput, metrics_path: str, latencies_path: str,
         # OpenMP threads (torch's intra-op pool) sleep at once instead of spinning through the quota.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if profile_dir is not None:
-        env[PROFILE_DIR_ENV] = str(profile_dir)
+        env[PROFILE_DIR_ENV] = profile_dir
     return env
 
 
-def pack_profile(directory: Path) -> dict[str, str]:
+def pack_profile(directory: str) -> dict[str, str]:
     """The per-op phase's files (raw framework trace, meta), gzip + base64, to travel inside the RunResult:
     out of a container they can only leave on the runner's stdout. Read after the kernel's peak, so packing is
     never charged to the run; the directory is removed."""
@@ -84,24 +84,69 @@ def pack_profile(directory: Path) -> dict[str, str]:
     import gzip
     import shutil
 
-    packed = {path.name: base64.b64encode(gzip.compress(path.read_bytes())).decode("ascii")
-              for path in sorted(directory.iterdir()) if path.is_file()}
+    packed = {}
+    for entry in sorted(os.scandir(directory), key=lambda entry: entry.name):
+        if entry.is_file():
+            with open(entry.path, "rb") as handle:
+                packed[entry.name] = base64.b64encode(gzip.compress(handle.read())).decode("ascii")
     shutil.rmtree(directory, ignore_errors=True)
     return packed
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
 
 
 def _prepare_child(spec: RunnerInput) -> None:
     """Runs in the child between fork and exec (the runner is single-threaded at that point)."""
     # The OOM killer must pick the workload, never the runner that records what happened.
     with contextlib.suppress(OSError):
-        Path("/proc/self/oom_score_adj").write_text("1000")
+        _write("/proc/self/oom_score_adj", "1000")
     if spec.rlimit_as_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (spec.rlimit_as_bytes, spec.rlimit_as_bytes))
     if spec.affinity:
         os.sched_setaffinity(0, spec.affinity)
     # The workload's own cgroups (the pinned cores), which the runner itself stays out of: see place_runner().
     for procs in spec.workload_cgroup_procs:
-        Path(procs).write_text(str(os.getpid()))
+        _write(procs, str(os.getpid()))
+
+
+def spawn(command: list[str], env: dict[str, str], stderr_path: str, prepare: Callable[[], None]) -> int:
+    """Start `command` as a session leader with stdin and stdout on /dev/null and stderr into `stderr_path`, after
+    `prepare` has run in the child between fork and exec; return its pid. It is what subprocess.Popen(...,
+    start_new_session=True, preexec_fn=prepare) does, default signals restored, without importing subprocess (a
+    fifth of the runner's start): the runner is single-threaded, so forking it is safe. Whatever stops the child
+    before its program runs (no such file, a failed `prepare`) is raised here, as Popen raises it."""
+    stderr_fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    failure_read, failure_write = os.pipe()  # closed by a successful exec: nothing read means it ran
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            for source, target in ((null, 0), (null, 1), (stderr_fd, 2)):
+                os.dup2(source, target)
+            for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores them; the program must not inherit that
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+            prepare()
+            os.execvpe(command[0], command, env)
+        except BaseException as err:  # the child must end here, never return into the runner
+            with contextlib.suppress(BaseException):
+                os.write(failure_write, f"{getattr(err, 'errno', None) or 0}:{err}".encode())
+        finally:
+            os._exit(127)
+    os.close(failure_write)
+    os.close(stderr_fd)
+    failure = b""
+    while chunk := os.read(failure_read, 4096):
+        failure += chunk
+    os.close(failure_read)
+    if failure:
+        os.waitpid(pid, 0)
+        code, _, message = failure.decode(errors="replace").partition(":")
+        raise OSError(int(code), f"cannot start {command[0]}: {message}") if int(code) else OSError(message)
+    return pid
 
 
 def place_runner(spec: RunnerInput) -> list[int]:
@@ -166,21 +211,21 @@ def _status(timed_out: bool, returncode: int, oom_kills: int, stderr_tail: str, 
     return "ok" if returncode == 0 else "error"
 
 
-def read_tail(path: Path, size: int) -> bytes:
+def read_tail(path: str, size: int) -> bytes:
     """The last `size` bytes of a file, without reading the rest into memory."""
     with open(path, "rb") as handle:
         handle.seek(max(handle.seek(0, os.SEEK_END) - size, 0))
         return handle.read()
 
 
-def scratch_dir(near: str | None) -> Path:
+def scratch_dir(near: str | None) -> str:
     """A new private directory for the run's files: beside the result file when there is one (in the backend's own
     directory), else in $TMPDIR or /tmp (a container's own tmpfs)."""
-    base = Path(os.path.dirname(os.path.abspath(near)) if near else os.environ.get("TMPDIR") or "/tmp")
+    base = os.path.dirname(os.path.abspath(near)) if near else os.environ.get("TMPDIR") or "/tmp"
     for attempt in range(100):
-        path = base / f"harness-run-{os.getpid()}-{attempt}"
+        path = os.path.join(base, f"harness-run-{os.getpid()}-{attempt}")
         with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o700)
+            os.mkdir(path, 0o700)
             return path
     raise FileExistsError(f"no free scratch directory name under {base}")
 
@@ -193,29 +238,25 @@ def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
     the runner shares the harness's cgroup, whose usage and high-water mark are not the run's: memory then comes
     from the script's process tree (ProcessTree, and the kernel's RSS high-water mark of its largest process)."""
     tree_mode = spec.isolation == "rlimit"
-    cgroup = cgroups.OwnCgroup(0, {}) if tree_mode else cgroups.discover()
-    probe = cgroups.MemoryProbe(cgroup) if cgroup.version else None
+    version, dirs = (0, {}) if tree_mode else own_cgroup_dirs()
+    probe = MemoryProbe(version, dirs) if version else None
     runner_cores = place_runner(spec)
     oom_before = probe.oom_kills() if probe else 0
     cpu_before = probe.cpu_stat() if probe else {}
     workdir = scratch_dir(near)
-    metrics_path, stderr_path = workdir / "metrics.jsonl", workdir / "stderr.txt"
-    latencies_path = workdir / "latencies.f64"
-    profile_dir = workdir / "profile" if spec.per_op else None
+    metrics_path, stderr_path = os.path.join(workdir, "metrics.jsonl"), os.path.join(workdir, "stderr.txt")
+    latencies_path = os.path.join(workdir, "latencies.f64")
+    profile_dir = os.path.join(workdir, "profile") if spec.per_op else None
     if profile_dir is not None:
-        profile_dir.mkdir()
+        os.mkdir(profile_dir)
     interval = spec.sample_interval_ms / 1000.0
     times, values = array("d"), array("d")  # 16 bytes a sample: a 600 s run at 100 Hz adds under 1 MiB
     self_before = resource.getrusage(resource.RUSAGE_SELF)
-    with open(stderr_path, "wb") as stderr_file:
-        t0 = time.monotonic()
-        child = subprocess.Popen(
-            child_command(spec), env=child_env(spec, str(metrics_path), str(latencies_path), profile_dir),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr_file, start_new_session=True,
-            preexec_fn=lambda: _prepare_child(spec),  # noqa: PLW1509 - single-threaded here
-        )
-    sampler = probe or ProcessTree(child.pid)
-    pidfd = os.pidfd_open(child.pid)
+    env = child_env(spec, metrics_path, latencies_path, profile_dir)
+    t0 = time.monotonic()
+    child_pid = spawn(child_command(spec), env, stderr_path, lambda: _prepare_child(spec))
+    sampler = probe or ProcessTree(child_pid)
+    pidfd = os.pidfd_open(child_pid)
     poller = select.epoll()
     poller.register(pidfd, select.EPOLLIN)
     deadline, next_sample, timed_out = t0 + spec.timeout_s, t0, False
@@ -224,7 +265,7 @@ def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
         if now >= deadline:
             timed_out = True
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
+                os.killpg(child_pid, signal.SIGKILL)
             break
         if now >= next_sample:
             with contextlib.suppress(OSError, ValueError):
@@ -238,7 +279,7 @@ def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
         if poller.poll(min(next_sample, deadline) - now):
             break
     t_exit = time.monotonic()
-    _, wait_status, usage = os.wait4(child.pid, 0)
+    _, wait_status, usage = os.wait4(child_pid, 0)
     self_after = resource.getrusage(resource.RUSAGE_SELF)
     poller.close()
     os.close(pidfd)
@@ -252,14 +293,15 @@ def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
     phases, reported, notes = read_metrics(metrics_path)
     latencies, reported_count = read_latencies(latencies_path, reported)
     for path in (metrics_path, stderr_path, latencies_path):
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
     profile_files = pack_profile(profile_dir) if profile_dir is not None else None
-    workdir.rmdir()
+    os.rmdir(workdir)
     result = assemble_result(
         spec=spec, t0=t0, t_exit=t_exit, times=times, values=values, phases=phases, reported=reported,
         latencies=latencies, reported_count=reported_count, notes=notes,
         peak_bytes=peak, usage=usage, returncode=returncode, timed_out=timed_out, oom_kills=oom_kills,
-        stderr_tail=stderr_tail, cgroup_version=cgroup.version, tree_mode=tree_mode, runner_cores=runner_cores,
+        stderr_tail=stderr_tail, cgroup_version=version, tree_mode=tree_mode, runner_cores=runner_cores,
         cpu_delta={k: cpu_after.get(k, 0) - cpu_before.get(k, 0) for k in cpu_after},
         runner_cpu_s=(self_after.ru_utime + self_after.ru_stime) - (self_before.ru_utime + self_before.ru_stime),
     )
@@ -381,25 +423,30 @@ def assemble_result(
     )
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m harness.measure.runner")
-    parser.add_argument("--spec", required=True, help="JSON file with the run's spec")
-    parser.add_argument("--out", help="where to write the RunResult JSON (default: stdout)")
-    return parser.parse_args(argv)
+USAGE = "usage: python -m harness.measure.runner --spec SPEC.json [--out RESULT.json]"
+
+
+def parse_args(argv: list[str]) -> tuple[str, str | None]:
+    """(spec file, result file or None for stdout). A backend calls the runner, never a person, so two options are
+    parsed by hand: argparse would cost every run's start more than the runner's own code."""
+    options = dict(zip(argv[::2], argv[1::2], strict=False))
+    if len(argv) % 2 or "--spec" not in options or set(options) - {"--spec", "--out"}:
+        raise SystemExit(USAGE)
+    return options["--spec"], options.get("--out")
 
 
 def main(argv: list[str] | None = None) -> int:
     """The runner starts already inside the run's cgroup (harness.measure.launch; a container's own cgroup)."""
     started = time.monotonic()
-    args = _parse_args(argv)
-    spec = SimpleNamespace(**json.loads(Path(args.spec).read_text()))
-    result = measure(spec, args.out)
+    spec_path, out = parse_args(sys.argv[1:] if argv is None else argv)
+    with open(spec_path, encoding="utf-8") as handle:
+        spec = SimpleNamespace(**json.load(handle))
+    result = measure(spec, out)
     result["clock_s"] = {"runner_started": started, **result["clock_s"], "result_ready": time.monotonic()}
     text = json.dumps(result)
-    if args.out:
-        tmp = Path(args.out + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, args.out)
+    if out:
+        _write(out + ".tmp", text)
+        os.replace(out + ".tmp", out)
     else:
         sys.stdout.write(text + "\n")
     return 0

@@ -1,30 +1,34 @@
 """What a bench script reported to the runner: its metrics lines and per-inference latencies, read with bounded
 memory (the runner reads them inside the run's limits), and the per-run latency summary.
 
-Imported by the runner at every run's start: standard library only, and none of its heavier modules.
+Imported by the runner at every run's start: standard library only, and none of its heavier modules (paths are
+strings here, since pathlib costs the runner's start more than this module; typing is for the type checker only).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from array import array
-from pathlib import Path
-from typing import Any
 
 from harness.measure.report_protocol import LATENCIES_KEY, MAX_LATENCIES
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 MIB = 1024 * 1024
 MAX_METRICS_LINE_CHARS = 8 * MIB  # a longer line (a huge JSON latency list) is skipped, not parsed into memory
 
 
-def read_metrics(path: Path) -> tuple[list[tuple[str, float]], dict[str, Any], list[str]]:
+def read_metrics(path: str) -> tuple[list[tuple[str, float]], dict[str, Any], list[str]]:
     """Phase marks, reported values and notes. A torn or foreign line is skipped, never fatal; a line longer than
     MAX_METRICS_LINE_CHARS is skipped unread, so a script cannot make the runner grow inside the measured memory."""
     phases: list[tuple[str, float]] = []
     values: dict[str, Any] = {}
     notes: list[str] = []
-    if not path.exists():
+    if not os.path.exists(path):
         return phases, values, notes
     with open(path, encoding="utf-8", errors="replace") as handle:
         while line := handle.readline(MAX_METRICS_LINE_CHARS):
@@ -48,15 +52,16 @@ def read_metrics(path: Path) -> tuple[list[tuple[str, float]], dict[str, Any], l
     return phases, values, notes
 
 
-def read_latencies(path: Path, reported: dict[str, Any]) -> tuple[array, int]:
+def read_latencies(path: str, reported: dict[str, Any]) -> tuple[array, int]:
     """The per-inference latencies (ms): the binary file if the script wrote one, else a reported JSON list.
 
     At most MAX_LATENCIES are kept (the binary file's first ones; a uniform seeded sample of a longer JSON list), so
     the runner's footprint is bounded. Returns them and how many the script reported in all."""
     listed = reported.pop(LATENCIES_KEY, None)
     latencies = array("d")
-    if path.exists() and path.stat().st_size:
-        count = path.stat().st_size // latencies.itemsize
+    size = os.path.getsize(path) if os.path.exists(path) else 0
+    if size:
+        count = size // latencies.itemsize
         with open(path, "rb") as handle:
             latencies.fromfile(handle, min(count, MAX_LATENCIES))
         return latencies, count
