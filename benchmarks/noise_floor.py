@@ -10,8 +10,9 @@ harness.analysis.ranking.compare calls different, each draw holding both copies'
 session of n repeats would. Beside them, why the runs of one session are not independent draws: the lag-1
 autocorrelation of the per-run values in the order they ran (the host drifts), their correlation within a round,
 and what the earlier design of this benchmark measured: 5 runs of each copy drawn independently (so from different
-rounds, times apart), compared unpaired with Mann–Whitney. Every figure is conditional on this one session: another
-session of the same host gives other draws.
+rounds, times apart), compared unpaired with Mann–Whitney; and, with copy_b's runs made 15% slower, how often 8
+rounds show it to each test (the paired test's power against the unpaired one's). Every figure is conditional on
+this one session: another session of the same host gives other draws.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from harness.core import metric_registry
 
 COPIES = ("copy_a", "copy_b")
 ROUND_DRAWS = (5, 8)
+POWER_CHECK_GAP = 0.15  # a real difference of this size, added to one copy's runs, to compare the tests' power
 
 
 def by_round(runs: list[dict[str, Any]], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -49,13 +51,15 @@ def by_round(runs: list[dict[str, Any]], metric: str) -> tuple[np.ndarray, np.nd
 
 
 def called_different(a: np.ndarray, b: np.ndarray, rounds: int, draws: int, rng: np.random.Generator,
-                     paired: bool) -> tuple[float, float]:
-    """(share of draws called different, widest median gap among them in percent). Paired: `rounds` rounds drawn,
-    both copies' runs of each, compared as a session of `rounds` repeats is. Unpaired: `rounds` runs of each copy
-    drawn independently of the other's (the earlier design), compared with Mann–Whitney."""
+                     paired: bool, same_rounds: bool | None = None) -> tuple[float, float]:
+    """(share of draws called different, widest median gap among them in percent). `rounds` rounds drawn, both
+    copies' runs of each, as a session of `rounds` repeats has them, unless `same_rounds` is False: then `rounds`
+    runs of each copy are drawn independently of the other's (the earlier design). Compared paired (the ranking's
+    test for models run side by side) or unpaired (Mann–Whitney)."""
+    same_rounds = paired if same_rounds is None else same_rounds
     gaps = []
     for _ in range(draws):
-        if paired:
+        if same_rounds:
             chosen = rng.choice(a.size, rounds, replace=False)
             sub_a, sub_b = a[chosen], b[chosen]
         else:
@@ -91,6 +95,10 @@ def metric_row(runs: list[dict[str, Any]], metric: str, args: argparse.Namespace
         row[f"called_different_{rounds}v{rounds}_%"] = 100 * rate
         widest = max(widest, gap)
     row["widest_gap_called_%"] = widest
+    slower = b * (1 + POWER_CHECK_GAP)  # copy_b made slower: how often 8 rounds show it, by each test
+    for paired in (True, False):
+        rate, _ = called_different(a, slower, 8, args.draws, rng, paired=paired, same_rounds=True)
+        row[f"{POWER_CHECK_GAP:.0%}_slower_found_8v8_{'paired' if paired else 'unpaired'}_%"] = 100 * rate
     return row
 
 
