@@ -26,10 +26,16 @@ TEST_WORKLOADS = ROOT / "tests" / "workloads"
 
 @dataclass(frozen=True)
 class Session:
-    """One CLI session: its stored runs, and the CLI's whole wall time (start-up, every run, teardown)."""
+    """One CLI session: its stored runs, and when the CLI was spawned and seen to end, on the host's monotonic clock
+    (the clock of every run's clock_s), so its whole wall time splits into start, runs, gaps between them and end."""
 
     runs: list[dict[str, Any]]
-    wall_s: float
+    started_s: float
+    ended_s: float
+
+    @property
+    def wall_s(self) -> float:
+        return self.ended_s - self.started_s
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,7 @@ def profile_runs(directory: Path, script: Path | None, script_args: list[str], *
         argv += ["--script", str(script), "--", *script_args]
     started = time.monotonic()
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    wall_s = time.monotonic() - started
+    ended = time.monotonic()
     if done.returncode != 0:
         raise SystemExit(f"harness {command} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     (session,) = set(list_sessions(results)) - before
@@ -95,7 +101,7 @@ def profile_runs(directory: Path, script: Path | None, script_args: list[str], *
     failed = [run for run in runs if run["status"] != "ok"]
     if failed:
         raise SystemExit(f"{len(failed)} run(s) of {session} ended {failed[0]['status']}: {failed[0]['stderr_tail']}")
-    return Session(runs, wall_s)
+    return Session(runs, started, ended)
 
 
 def bare_run(script: Path, args: list[str]) -> tuple[float, dict[str, Any]]:
@@ -111,6 +117,22 @@ def bare_run(script: Path, args: list[str]) -> tuple[float, dict[str, Any]]:
         for line in metrics.read_text().splitlines():
             reported.update(json.loads(line))
     return wall_s, reported
+
+
+def compile_bytecode() -> str:
+    """Compile the harness package's bytecode, as `pip install` does, so start-up figures are a user's and not an
+    environment's: where PYTHONDONTWRITEBYTECODE is set (as on this host), every start would otherwise compile each
+    harness module it imports from source. Returns a note saying so."""
+    import compileall
+
+    compileall.compile_dir(ROOT / "harness", quiet=1)
+    setting = os.environ.get("PYTHONDONTWRITEBYTECODE")
+    return f"harness bytecode compiled first, as pip install does (PYTHONDONTWRITEBYTECODE={setting or 'unset'} here)"
+
+
+def load_note(when: str) -> str:
+    """The host's 1-minute load average, for the figures beside it (2 cores here: above 2, others wait for a core)."""
+    return f"load average {os.getloadavg()[0]:.1f} {when}"
 
 
 def pct(value: float, reference: float) -> float:
@@ -141,11 +163,13 @@ def write_json(path: Path, rows: Any) -> None:
 
 
 def write_report(name: str, rows: list[dict[str, Any]], goals: list[Goal], notes: list[str] | None = None,
-                 raw: dict[str, Any] | None = None) -> Path:
-    """results/bench/<name>.json: the table's rows, the goals (read by goals.py), notes and raw per-run values."""
+                 raw: dict[str, Any] | None = None, tables: dict[str, list[dict[str, Any]]] | None = None) -> Path:
+    """results/bench/<name>.json: the table's rows, further tables by title, the goals (read by goals.py), notes
+    and raw per-run values."""
     path = OUT_DIR / f"{name}.json"
     write_json(path, {"benchmark": name, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "rows": rows,
-                      "goals": [asdict(goal) for goal in goals], "notes": notes or [], "raw": raw or {}})
+                      "tables": tables or {}, "goals": [asdict(goal) for goal in goals], "notes": notes or [],
+                      "raw": raw or {}})
     for note in notes or []:
         print(f"note: {note}")
     print(json.dumps({"written": str(path)}))

@@ -49,6 +49,8 @@ def accuracy_markdown(reports: list[dict[str, Any]], goals: list[dict[str, Any]]
     for report in reports:
         lines += ["", f"## {report['benchmark']} ({report['measured_at']})", "", purpose(report["benchmark"]), "",
                   *markdown_table(report["rows"])]
+        for title, table in (report.get("tables") or {}).items():
+            lines += ["", f"{title}:", "", *markdown_table(table)]
         lines += [f"- note: {note}" for note in report.get("notes") or []]
     return "\n".join(lines) + "\n"
 

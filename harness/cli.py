@@ -8,25 +8,10 @@ import importlib
 import sys
 
 from harness import __version__
+from harness.commands import COMMANDS
 from harness.core.errors import HarnessError, is_user_interrupt
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "harness.commands.profile",
-    "harness.commands.sweep",
-    "harness.commands.doctor",
-    "harness.commands.import_device",
-    "harness.commands.regress",
-    "harness.commands.predict",
-    "harness.commands.suggest",
-    "harness.commands.rank",
-    "harness.commands.report",
-    "harness.commands.zoo",
-    "harness.commands.quantize",
-    "harness.commands.compare",
-    "harness.commands.ops",
-    "harness.commands.check",
-    "harness.commands.image",
-)
+COMMAND_MODULES: tuple[str, ...] = tuple(f"harness.commands.{name.replace('-', '_')}" for name in COMMANDS)
 
 
 def command_name(module: str) -> str:
@@ -35,16 +20,19 @@ def command_name(module: str) -> str:
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """Only the named command's module is imported when argv names one: start-up stays short, since some
-    commands pull in scipy, pandas or matplotlib. Without one (--help, a typo) every command is listed."""
+    """Only the named command's module is imported when argv names one, and none without one (--help, a typo):
+    the listing comes from COMMANDS, so the harness answers at once whatever a command loads when it runs."""
     parser = argparse.ArgumentParser(
         prog="harness", description="Profile ML models under an edge device's CPU and memory limits."
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = [m for m in COMMAND_MODULES if argv and command_name(m) == argv[0]]
-    for name in chosen or COMMAND_MODULES:
+    for name in chosen:
         importlib.import_module(name).register(subparsers)
+    if not chosen:
+        for name, line in COMMANDS.items():
+            subparsers.add_parser(name, help=line)
     return parser
 
 

@@ -40,7 +40,7 @@ from harness.measure.spec import RunSpec
 from harness.models.resolve import ModelInfo
 from harness.store.results import list_sessions
 from tests.conftest import docker_required, make_matmul_model
-from tests.helpers import entry, profile_json, run_fields, run_spec, session_runs
+from tests.helpers import INTERRUPTED_EXITS, ctrl_c_handled, entry, profile_json, run_fields, run_spec, session_runs
 
 pytestmark = pytest.mark.docker
 IMAGE = VARIABLES["IMAGE"][3]
@@ -77,6 +77,12 @@ def engine(backend: DockerBackend) -> Iterator[docker.DockerClient]:
 
 def containers_of(client: docker.DockerClient, session_id: str) -> list[Any]:
     return client.containers.list(all=True, filters={"label": f"org.harness.session={session_id}"})
+
+
+def left_behind(backend: DockerBackend, client: docker.DockerClient, session_id: str) -> list[Any]:
+    """The session's containers once the backend's removals (off each run's critical path) are done."""
+    backend.removals.settle()
+    return containers_of(client, session_id)
 
 
 def make_spec(script: Path, *args: str, model: Path, cpus: float = 1.0, memory_mib: int = 256,
@@ -183,11 +189,11 @@ def test_runner_killed_at_the_limit_is_not_the_models_oom(backend: DockerBackend
                                                           workloads: Path, tiny_onnx: Path) -> None:
     """Below what the runner needs (the CLI refuses MEMORY < 16 MiB) the engine's flag tells of an OOM kill, but the
     model never ran: an error naming the runner, not the model's oom."""
-    spec = make_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=8)
+    spec = make_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=6)
     run = run_fields(backend, spec)
     assert run["status"] == "error" and run["container"]["oom_killed"] and run["signal"] == 9
     assert "runner was killed at the memory limit" in run["stderr_tail"]
-    assert containers_of(engine, spec.session_id) == []
+    assert left_behind(backend, engine, spec.session_id) == []
 
 
 def test_timeout_and_crash_statuses_and_nothing_left(backend: DockerBackend, engine: docker.DockerClient,
@@ -202,7 +208,7 @@ def test_timeout_and_crash_statuses_and_nothing_left(backend: DockerBackend, eng
     assert run["status"] == "error" and run["exit_code"] == 3
     assert "loading model failed" in run["stderr_tail"]
     for spec in (timeout, crash):
-        assert containers_of(engine, spec.session_id) == []
+        assert left_behind(backend, engine, spec.session_id) == []
 
 
 def test_container_past_the_grace_is_killed_from_outside(backend: DockerBackend, engine: docker.DockerClient,
@@ -215,7 +221,7 @@ def test_container_past_the_grace_is_killed_from_outside(backend: DockerBackend,
     run = run_fields(backend, spec)
     assert run["status"] == "timeout" and "did not stop in time" in run["stderr_tail"]
     assert 2.0 <= run["runtime_s"] < 5.0
-    assert containers_of(engine, spec.session_id) == []
+    assert left_behind(backend, engine, spec.session_id) == []
 
 
 def test_parallel_sessions_with_equal_run_ids_never_collide(backend: DockerBackend, engine: docker.DockerClient,
@@ -274,6 +280,47 @@ def test_ctrl_c_removes_the_container(backend: DockerBackend, engine: docker.Doc
     assert time.monotonic() - started < 15
     assert containers_of(engine, spec.session_id) == []
 
+
+
+def test_each_container_is_removed_off_the_critical_path_yet_before_the_next_one_starts(
+        backend: DockerBackend, engine: docker.DockerClient, workloads: Path, tiny_onnx: Path) -> None:
+    """A run returns before its container is removed, and the engine removes it while the harness stores the run;
+    the next container starts only once the last one is gone (the engine's own events say when), and nothing is
+    left once the removals settle."""
+    session = f"test-{uuid.uuid4().hex[:8]}"
+    since = time.time() - 1
+    specs = [replace(make_spec(workloads / "alloc.py", "0", "0", model=tiny_onnx, session_id=session),
+                     run_id=f"{session}-{index}") for index in range(3)]
+    assert [run_fields(backend, spec)["status"] for spec in specs] == ["ok"] * 3
+    assert left_behind(backend, engine, session) == []
+    events = list(engine.events(since=since, until=time.time() + 1, decode=True,
+                                filters={"type": "container", "label": f"org.harness.session={session}"}))
+    when = {(event["Actor"]["Attributes"][LABEL], event["Action"]): event["timeNano"] for event in events}
+    for earlier, later in zip(specs, specs[1:], strict=False):
+        assert when[earlier.run_id, "destroy"] < when[later.run_id, "start"], when
+
+
+def test_ctrl_c_mid_session_keeps_runs_and_leaves_no_container(in_tmp_cwd: Path, engine: docker.DockerClient,
+                                                               backend: DockerBackend, workloads: Path,
+                                                               tiny_onnx: Path) -> None:
+    """Interrupted while a run is in flight, with the container of the run before it still being removed: the
+    finished run is kept and, by the time the harness has exited, no container of the session is left."""
+    results = in_tmp_cwd / "results"
+    argv = [sys.executable, "-m", "harness.cli", "profile", str(tiny_onnx), "--backend", "docker", "--repeats", "4",
+            "--results-dir", str(results), "--script", str(workloads / "alloc.py"), "--", "8", "1.0"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                               preexec_fn=ctrl_c_handled)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (list_sessions(results) and session_runs(results)):
+        time.sleep(0.02)
+    time.sleep(0.5)  # the second run's container is up
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode in INTERRUPTED_EXITS, err
+    runs = session_runs(results)
+    assert 1 <= len(runs) < 4 and all(run["status"] == "ok" for run in runs)
+    assert containers_of(engine, runs[0]["session_id"]) == []
 
 LOCKDOWN_PROBE = '''
 import os, socket
@@ -443,9 +490,11 @@ def test_engine_lost_mid_run_is_one_clear_error(engine: docker.DockerClient, eng
 def test_engine_lost_mid_session_keeps_finished_runs(capsys, in_tmp_cwd: Path, engine: docker.DockerClient,
                                                      engine_socket: str, monkeypatch: pytest.MonkeyPatch,
                                                      workloads: Path, tiny_onnx: Path) -> None:
-    # Waits: the image probe of describe(), run 1, then run 2, during which the engine goes.
+    # Waits: the image probe of describe() (an empty cache: the image is probed), run 1, then run 2, during which
+    # the engine goes.
     proxy = EngineProxy(in_tmp_cwd / "engine.sock", engine_socket, stop_at_wait=3)
     monkeypatch.setenv("DOCKER_HOST", f"unix://{proxy.path}")
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(in_tmp_cwd / "cache"))
     results = in_tmp_cwd / "results"
     capsys.readouterr()
     code = main(["profile", str(tiny_onnx), "--backend", "docker", "--repeats", "3", "--results-dir",
@@ -465,7 +514,8 @@ def test_exited_container_of_a_harness_that_lost_its_engine_is_removed_at_once(
     The next session removes it at once, though its deadline is minutes away."""
     proxy = EngineProxy(in_tmp_cwd / "engine.sock", engine_socket, stop_at_wait=2)  # the probe's wait, then run 1's
     results = in_tmp_cwd / "results"
-    env = {**os.environ, "DOCKER_HOST": f"unix://{proxy.path}", "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "DOCKER_HOST": f"unix://{proxy.path}", "PYTHONPATH": str(Path(__file__).parents[1]),
+           "HARNESS_CACHE_DIR": str(in_tmp_cwd / "cache")}  # an empty cache: the image is probed
     done = subprocess.run([sys.executable, "-m", "harness.cli", "profile", str(tiny_onnx), "--backend", "docker",
                            "--repeats", "1", "--results-dir", str(results), "--script", str(workloads / "sleep.py"),
                            "--", "3"], capture_output=True, text=True, env=env, timeout=120)

@@ -8,7 +8,8 @@ import pytest
 
 from harness.analysis.stats import metric_value
 from harness.cli import main
-from harness.measure.cgroups import discover, flat_keyed_value, parse_flat_keyed
+from harness.measure.cgroup_probe import flat_keyed_value, parse_flat_keyed
+from harness.measure.cgroups import discover
 from tests.helpers import entry, profile_json, session_runs
 
 pytestmark = pytest.mark.skipif(discover().version == 0, reason="no cgroup memory controller on this machine")

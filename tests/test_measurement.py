@@ -16,6 +16,7 @@ import pytest
 from harness.backends.local import LocalBackend
 from harness.cli import main
 from harness.measure import cgroups
+from harness.measure.launch import inside, runner_command
 from harness.measure.report_protocol import MAX_LATENCIES
 from tests.conftest import make_matmul_model
 from tests.helpers import profile_json, run_fields, run_spec, session_runs
@@ -37,9 +38,7 @@ def run_runner_in(group: cgroups.RunCgroup, spec: dict[str, Any], tmp_path: Path
     """`python -m harness.measure.runner` started inside `group`, as the local backend starts it."""
     spec_path, out = tmp_path / "spec.json", tmp_path / "result.json"
     spec_path.write_text(json.dumps(spec))
-    joins = [arg for procs in group.procs_files for arg in ("--join-cgroup", str(procs))]
-    subprocess.run([sys.executable, "-m", "harness.measure.runner", "--spec", str(spec_path), "--out", str(out),
-                    *joins], check=True)
+    subprocess.run(inside(group.procs_files, runner_command(spec_path, out)), check=True)
     return json.loads(out.read_text())
 
 

@@ -3,6 +3,7 @@ against the published multiply-add counts of MobileNetV1 and ResNet-18 (within 2
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from harness.core.errors import ModelError
 from harness.models.facts import onnx_facts
+from harness.models.resolve import resolve_model
 from tests.zoo_support import CONV_MODEL_MACS, make_conv_model, zoo_cache  # noqa: F401  (fixture)
 
 
@@ -82,6 +84,27 @@ def test_missing_and_corrupt_files_are_one_line_model_errors(tmp_path: Path) -> 
     with pytest.raises(ModelError) as caught:
         onnx_facts(garbage)
     assert "garbage.onnx" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_facts_are_read_once_per_content_then_from_the_cache(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session starts without onnx for a model seen before: its facts come back from a file named by its content,
+    equal to reading the graph; other content is read afresh, and a corrupt model is still refused."""
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
+    path = make_conv_model(tmp_path / "conv.onnx")
+    first = resolve_model(str(path)).facts
+    assert first == onnx_facts(path) and len(list((tmp_path / "facts").iterdir())) == 1
+    entry = next((tmp_path / "facts").iterdir())
+    entry.write_text(json.dumps({**first, "macs": -1}))  # what the cache holds is what a later session sees
+    assert resolve_model(str(path)).facts["macs"] == -1
+    _mixed_graph(path)  # new content at the same path: a new entry, read from the graph
+    assert resolve_model(str(path)).facts["macs"] == sum(_mixed_graph(tmp_path / "twin.onnx").values())
+    assert len(list((tmp_path / "facts").iterdir())) == 2
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\x08\x07not a protobuf at all" * 50)
+    with pytest.raises(ModelError, match="garbage.onnx"):
+        resolve_model(str(garbage))
+    assert len(list((tmp_path / "facts").iterdir())) == 2
 
 
 # Published multiply-adds: MobileNetV1 paper (Howard et al. 2017) Table 8: 569M; ResNet paper (He et al.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -10,23 +11,28 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from harness.analysis.pair_tests import (
+    GREATER,
+    mannwhitney_p,
+    reaches,
+    repeats_to_reach,
+    signed_rank_p,
+    smallest_mannwhitney_p,
+    tied_exact_p,
+)
 from harness.analysis.ranking import (
     ALPHA,
     FAILED,
-    GREATER,
+    MANN_WHITNEY,
     MIN_RELATIVE_GAP,
     PARTIAL,
     RANKED,
+    SIGNED_RANK,
     compare,
     holm,
-    mannwhitney_p,
     pairwise_tests,
     rank_runs,
     rank_samples,
-    reaches,
-    repeats_to_reach,
-    smallest_mannwhitney_p,
-    tied_exact_p,
 )
 from harness.cli import main
 from harness.store.results import SessionStore
@@ -164,7 +170,7 @@ def test_the_one_sided_test_asks_whether_the_first_sample_is_larger() -> None:
     assert smallest_mannwhitney_p(3, 3, GREATER) == pytest.approx(0.05) and reaches(0.05, ALPHA)
     assert not reaches(smallest_mannwhitney_p(3, 3), ALPHA) and not reaches(None, ALPHA)
     assert mannwhitney_p(fast, slow, GREATER) == pytest.approx(1.0)  # the other direction: no evidence at all
-    assert repeats_to_reach(ALPHA, GREATER) == 3 and repeats_to_reach(ALPHA) == 4
+    assert repeats_to_reach(ALPHA, alternative=GREATER) == 3 and repeats_to_reach(ALPHA) == 4
     rng = np.random.default_rng(5)
     for n1, n2 in [(3, 3), (3, 5), (4, 4), (6, 5)]:
         a, b = rng.normal(0.8, 1, n1), rng.normal(0, 1, n2)
@@ -202,14 +208,17 @@ def test_failed_and_partly_failed_models_are_listed_not_dropped_or_flattered() -
 
 def test_rank_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
-    latencies = {"fast": [1.0, 1.1, 1.2, 1.05, 1.15], "slow": [3.0, 3.2, 3.1, 3.3, 3.35],
-                 "slow_too": [3.1, 3.0, 3.25, 3.2, 3.15]}
+    # 7 rounds: the fewest in which the paired test can reach Holm's first threshold for 3 pairs (2/2^7 < 0.05/3)
+    latencies = {"fast": [1.0, 1.1, 1.2, 1.05, 1.15, 1.12, 1.08], "slow": [3.0, 3.2, 3.1, 3.3, 3.35, 3.15, 3.22],
+                 "slow_too": [3.1, 3.0, 3.25, 3.2, 3.15, 3.28, 3.05]}
     write_session(results, latencies, cpus=1.0)
     assert main(["rank", "--results-dir", str(results), "--json"]) == 0
     out, err = capsys.readouterr()
     result = json.loads(out)
     ranks = {row["model"]: row["rank"] for row in result["ranking"]}
     assert ranks == {"fast": 1, "slow": 2, "slow_too": 2}
+    assert "Wilcoxon signed-rank p = 0.016 over 7 rounds side by side" in {row["model"]: row for row in
+                                                                           result["ranking"]}["slow_too"]["reason"]
     medians = {row["model"]: row["median"] for row in result["ranking"]}
     assert medians == {m: pytest.approx(float(np.median(v))) for m, v in latencies.items()}
     assert main(["rank", "--results-dir", str(results), "--metric", "runtime_s"]) == 2
@@ -228,8 +237,9 @@ def test_rank_command_says_why_models_tie_how_many_repeats_would_separate_them_a
     assert main(["rank", "--results-dir", str(results)]) == 0
     out, err = capsys.readouterr()
     text = " ".join(out.split())
-    assert "slow shares rank 1 with fast: with 3 + 3 repeats Mann–Whitney cannot reach p ≤ 0.05" in text
-    needed = compare([1.0, 1.1, 1.2], [3.0, 3.1, 3.2], alpha=ALPHA / 3).repeats_needed  # Holm's first step, 3 pairs
+    assert "slow shares rank 1 with fast: with 3 rounds side by side Wilcoxon signed-rank cannot reach p ≤ 0.05" in text
+    needed = compare([1.0, 1.1, 1.2], [3.0, 3.1, 3.2], alpha=ALPHA / 3,  # Holm's first step, 3 pairs
+                     paired=True).repeats_needed
     assert f"about {needed} repeats per model would separate them" in text
     assert "close shares rank 1 with slow:" in text and "under 10%: no number of repeats separates them" in text
     assert "big (failed): no ok run (oom=3)" in text
@@ -247,3 +257,66 @@ def test_a_significant_but_tiny_gap_ties() -> None:
     assert [e.rank for e in rank_samples({"a": a, "b": b})] == [1, 1]
     c = [x * (1 + 2 * MIN_RELATIVE_GAP) for x in a]
     assert compare(a, c).separated is True
+
+
+def test_models_measured_side_by_side_are_compared_round_by_round() -> None:
+    """The host drifts between rounds (here 8 rounds from 10 to 80), and B is 20% slower than A in every round: the
+    runs overlap, so the unpaired test sees no order, while the differences, round by round, all point one way."""
+    drift = [10.0 * r for r in range(1, 9)]
+    a, b = drift, [x * 1.2 for x in drift]
+    assert not compare(a, b).separated and compare(a, b).test == MANN_WHITNEY
+    pair = compare(a, b, paired=True)
+    assert pair.separated and pair.test == SIGNED_RANK and pair.p_value == pytest.approx(2 / 2**8)
+    rounds = {"a": list(range(8)), "b": list(range(8))}
+    assert [e.rank for e in rank_samples({"a": a, "b": b}, rounds=rounds)] == [1, 2]
+    # A model missing a round is compared unpaired: pairing is for models that ran in every round together.
+    assert [e.rank for e in rank_samples({"a": a[:7], "b": b}, rounds={"a": rounds["a"][:7], "b": rounds["b"]})] \
+        == [1, 1]
+
+
+def test_the_paired_test_holds_alpha_where_runs_of_one_round_are_not_independent() -> None:
+    """Identical models; the run that comes second in a round is slower (a position effect, the order shuffled
+    per round as a session shuffles it) and the host drifts between rounds. Then the two models' runs of a round
+    are pulled apart, the unpaired test's "independent draws" is false, and it calls identical models different
+    too often; swapping a round's two runs is still as likely as what was seen, which the paired test rests on."""
+    rng = np.random.default_rng(5)
+    sessions, rounds = 2000, 8
+    calls = {"paired": 0, "unpaired": 0}
+    for _ in range(sessions):
+        drift = 10.0 + np.cumsum(rng.normal(0.0, 0.2, rounds))
+        a_second = rng.integers(0, 2, rounds).astype(bool)
+        a = drift * np.where(a_second, 1.3, 1.0) * rng.lognormal(0.0, 0.02, rounds)
+        b = drift * np.where(a_second, 1.0, 1.3) * rng.lognormal(0.0, 0.02, rounds)
+        calls["paired"] += reaches(signed_rank_p(b - a), ALPHA)  # the p-values compare(..., paired=True) and compare() use
+        calls["unpaired"] += reaches(mannwhitney_p(a, b), ALPHA)
+    tolerance = 3 * math.sqrt(ALPHA * (1 - ALPHA) / sessions)
+    assert calls["paired"] / sessions <= ALPHA + tolerance
+    assert calls["unpaired"] / sessions > ALPHA + tolerance, calls
+
+
+def test_the_signed_rank_p_is_exact_with_ties_and_zeros() -> None:
+    """scipy's exact p where it has one (no ties); with tied and zero differences, every sign pattern counted."""
+    rng = np.random.default_rng(2)
+    for n in (5, 6, 8, 10):
+        d = rng.normal(0.3, 1, n)
+        assert signed_rank_p(d) == pytest.approx(stats.wilcoxon(d, method="exact").pvalue, rel=1e-9)
+    d = np.array([1.0, -1.0, 2.0, 2.0, 3.0, 0.0, -2.0, 4.0])
+    nonzero = d[d != 0]
+    ranks = stats.rankdata(np.abs(nonzero))
+    observed = ranks[nonzero > 0].sum()
+    sums = np.array([ranks[list(signs)].sum() for signs in itertools.product([False, True], repeat=nonzero.size)])
+    expected = min(1.0, 2 * min(np.mean(sums <= observed + 1e-9), np.mean(sums >= observed - 1e-9)))
+    assert signed_rank_p(d) == pytest.approx(expected)
+
+
+def test_five_rounds_cannot_separate_and_the_rounds_said_would() -> None:
+    """5 rounds side by side never give p ≤ 0.05 (2/2^5); the count the tie names does, with runs as far apart."""
+    a, b = [10.0, 11.0, 12.0, 13.0, 14.0], [13.0, 14.5, 15.0, 16.8, 17.0]
+    pair = compare(a, b, paired=True)
+    assert pair.p_value is None and not pair.separated
+    assert "with 5 rounds side by side Wilcoxon signed-rank cannot reach p ≤ 0.05 (its smallest p is 0.062)" \
+        in pair.reason
+    needed = pair.repeats_needed
+    assert needed is not None and needed >= 6
+    steps = np.linspace(10.0, 14.0, needed)
+    assert compare(steps.tolist(), (steps * 1.25).tolist(), paired=True).separated

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 from pathlib import Path
 
@@ -163,3 +164,20 @@ def test_a_result_from_another_harness_version_is_one_error_naming_the_fix() -> 
     assert runner_result(json.dumps(RunResult("ok", runtime_s=1.0).to_dict()), "img").runtime_s == 1.0
     with pytest.raises(BackendError, match=r"image img runs another version of the harness .*`make image`"):
         runner_result('{"status": "ok", "latency_ms": null}', "img")
+
+
+def test_package_versions_are_what_importlib_metadata_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Provenance reads versions from the installed distributions' directory names, not through importlib.metadata
+    (slow to import): the same answer for every package it records, and none for one that is not installed."""
+    import importlib.metadata
+
+    from harness.measure.provenance import RUNTIME_PACKAGES, installed_versions
+
+    expected = {}
+    for name in (*RUNTIME_PACKAGES, "not-a-package-here"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            expected[name] = importlib.metadata.version(name)
+    assert installed_versions([*RUNTIME_PACKAGES, "not-a-package-here"]) == expected
+    (tmp_path / "Old_Egg-0.9-py3.11.egg-info").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert installed_versions(["old-egg"]) == {"old-egg": "0.9"}

@@ -154,12 +154,12 @@ def test_assemble_result(returncode: int, timed_out: bool, oom_kills: int, statu
 
     spec = RunnerInput(model="m", script="s.py", script_args=(), threads=1, cpus=1.0, iterations=4, warmup=0,
                        batch_size=2, sample_interval_ms=10.0, timeout_s=5.0, cpu_mode="pinned")
-    result = assemble_result(
+    result = RunResult.from_dict(assemble_result(  # the runner writes this JSON form; the harness reads it so
         spec=spec, t0=100.0, t_exit=102.0, times=array("d", [100.0, 101.0]), values=array("d", [2**20, 3 * 2**20]),
         phases=[("steady", 101.0)], reported={"load_s": 0.25}, latencies=array("d", [1.0, 2.0, 3.0, 4.0]),
         reported_count=4, notes=[], peak_bytes=4 * 2**20, usage=_rusage(8192, 1.5), returncode=returncode,
         timed_out=timed_out, oom_kills=oom_kills, stderr_tail="tail", cgroup_version=2, tree_mode=False,
-        runner_cores=[0], cpu_delta={}, runner_cpu_s=0.01)
+        runner_cores=[0], cpu_delta={}, runner_cpu_s=0.01))
     assert (result.status, result.signal, result.runtime_s, result.load_s) == (status, signal, 2.0, 0.25)
     assert (result.peak_memory_mib, result.peak_source, result.peak_rss_mib) == (4.0, "kernel", 8.0)
     assert result.avg_memory_mib == 2.0 and result.avg_memory_mib_by_phase == {"startup": 1.0, "steady": 3.0}

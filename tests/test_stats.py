@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.analysis.stats import PERMUTATION_MAX_N, median_ci, rank_correlations, summarize
+from harness.analysis.correlation import PERMUTATION_MAX_N, rank_correlations
+from harness.analysis.stats import median_ci, summarize
 
 
 @pytest.mark.parametrize("values", [[1.0, 2.0, 3.0], [10.0, 10.0, 10.0, 10.0], [4.0, 1.0, 2.0, 3.0, 5.0], [7.0]])

@@ -3,15 +3,16 @@
 One rule makes every tier, so the ranking is transitive and each "ranks above" in it is a tested claim:
 
 - Models are sorted by their median over repeats (lower is better).
-- Every pair is compared by a two-sided Mann–Whitney U test on the per-run values (scipy.stats.mannwhitneyu;
-  an exact permutation p when few values tie, since the normal approximation is too small there). The p-values are
-  Holm-corrected over every pair whose repeat counts let the test reach ALPHA at all: a pair of 3 + 3 repeats
-  never can (its smallest exact p is 0.1), so it is not tested and ties. Holm keeps the chance that any
-  pair of the ranking is wrongly separated at ALPHA or less, however many models are ranked.
-- A p-value reaches ALPHA when it is at most ALPHA (`reaches`): a test of level ALPHA rejects when p <= ALPHA
-  (Lehmann & Romano, *Testing Statistical Hypotheses*, §3.3), which keeps the chance of a wrong rejection at
-  ALPHA or less however discrete the exact p-values are. The regression gate (harness.analysis.regression_gate) asks the
-  one-sided question of the same test, where 3 + 3 fully separated repeats give exactly p = 1/20.
+- Every pair is compared by a two-sided test (harness.analysis.pair_tests): Wilcoxon's signed-rank test on the
+  per-round differences when the two models ran side by side in the same rounds, as a session runs them (exact
+  whatever the host's drift between rounds, since the order within a round is shuffled), else Mann–Whitney U on
+  the per-run values (runs pooled from sessions the two did not share); exact permutation p-values either way.
+  The p-values are Holm-corrected over every pair whose repeat counts let its test reach ALPHA at all: 5 rounds
+  never can (the paired test's smallest p is 2/2^5 = 0.0625), nor can 3 + 3 unpaired repeats (0.1), so such a
+  pair is not tested and ties. Holm keeps the chance that any pair of the ranking is wrongly separated at ALPHA or
+  less, however many models are ranked.
+- A p-value reaches ALPHA when it is at most ALPHA (pair_tests.reaches). The regression gate
+  (harness.analysis.regression_gate) asks the one-sided question of the unpaired test.
 - A pair is *separated* when its Holm-adjusted p reaches ALPHA and, as in asv, its medians also differ by at
   least MIN_RELATIVE_GAP (`material`): a test flags a consistent gap of any size, and an A/A run of one model
   under two names (benchmarks/noise_floor.py) shows gaps between identical models of about 1.5% in memory and
@@ -23,9 +24,8 @@ One rule makes every tier, so the ranking is transitive and each "ranks above" i
   ranks above another only when that pair was separated.
 
 Each tie names the pair that keeps the cut from being made and, where more repeats could help, about how many
-per model would separate it: Noether's sample size for Mann–Whitney at the observed effect (the share of
-run pairs in which the slower model's run is the slower one) with POWER at Holm's strictest threshold, and
-never fewer than the count at which the test can reach that threshold at all.
+per model would separate it: Noether's sample size for the pair's test at the observed effect with POWER at Holm's
+strictest threshold, and never fewer than the count at which the test can reach that threshold at all.
 
 A model with a failed run (oom, timeout, error) is kept out of the tiers: its ok runs are its lightest and
 would flatter it. It is listed after the ranked models, as are models with no ok run, with their statuses.
@@ -34,32 +34,40 @@ Stability: the repeats of every ranked model are resampled (bootstrap) STABILITY
 models re-sorted; a model's stability is the share of resamples that keep its position inside its tier's
 span of positions, and its 95% position interval is reported beside it.
 """
-
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 from scipy import stats as sps
 
+from harness.analysis.pair_tests import (
+    holm,
+    mannwhitney_effect,
+    mannwhitney_p,
+    positive_share,
+    reaches,
+    repeats_needed,
+    signed_rank_p,
+    smallest_mannwhitney_p,
+    smallest_signed_rank_p,
+)
 from harness.analysis.run_values import check_metric, metric_table
 from harness.analysis.stats import summarize
 from harness.core.errors import DataError
 
 ALPHA = 0.05
-POWER = 0.80  # the power at which `repeats_needed` is computed
 STABILITY_RESAMPLES = 1000
 # Medians closer than this tie, however significant the test (asv's "minimum factor", 1.1 by default there):
 # the same 10% above which the summary calls repeats of one model unstable.
 MIN_RELATIVE_GAP = 0.10
-TIED_EXACT_MAX_RUNS = 60  # tied values get exact p-values up to this many runs of a pair; the normal p above
-TWO_SIDED, GREATER = "two-sided", "greater"
-"""Mann–Whitney alternatives, as scipy names them: `greater` asks whether the first sample's values tend to be the
-larger (a model got slower), `two-sided` whether either does (which of two models is faster)."""
+
+MANN_WHITNEY, SIGNED_RANK = "Mann–Whitney", "Wilcoxon signed-rank"
+"""PairTest.test: the unpaired test over the runs, the paired one over the rounds both models ran in."""
 
 RANKED, PARTIAL, FAILED, NO_VALUE = "ranked", "partial", "failed", "no value"
 """RankEntry.status: in the tiers; kept apart for failed runs; no ok run; ok runs without this metric."""
@@ -72,11 +80,12 @@ class PairTest:
     better: str
     worse: str
     gap: float  # (worse median - better median) / |better median|
-    p_value: float | None  # Mann–Whitney; None where these repeat counts cannot reach ALPHA
+    p_value: float | None  # of `test`; None where these repeat counts cannot reach ALPHA
     p_adjusted: float | None  # Holm over the ranking's tested pairs
     separated: bool
     reason: str
     repeats_needed: int | None  # per model, to separate them; None when separated or when no count can
+    test: str = MANN_WHITNEY  # SIGNED_RANK when the two ran in the same rounds
 
 
 @dataclass(frozen=True)
@@ -106,9 +115,8 @@ class RankEntry:
     position_high: int | None
 
 
-def reaches(p: float | None, alpha: float) -> bool:
-    """Whether a p-value rejects at level alpha: p <= alpha (a test of level alpha rejects at its boundary too)."""
-    return p is not None and p <= alpha
+Rounds = dict[str, list[Hashable]]
+"""Per model, the round each of its values comes from (aligned with its values), for the paired test."""
 
 
 def material(low: float, high: float) -> bool:
@@ -117,92 +125,63 @@ def material(low: float, high: float) -> bool:
     return high - low >= MIN_RELATIVE_GAP * abs(low)
 
 
-def smallest_mannwhitney_p(n1: int, n2: int, alternative: str = TWO_SIDED) -> float:
-    """The smallest exact p-value Mann–Whitney U can give for these sample sizes: 1 / C(n1+n2, n1) one-sided,
-    twice that two-sided."""
-    return (2.0 if alternative == TWO_SIDED else 1.0) / math.comb(n1 + n2, n1)
-
-
-def repeats_to_reach(threshold: float, alternative: str = TWO_SIDED) -> int:
-    """The fewest repeats per model with which Mann–Whitney can reach p <= threshold at all."""
-    n = 1
-    while not reaches(smallest_mannwhitney_p(n, n, alternative), threshold):
-        n += 1
-    return n
-
-
-def repeats_needed(effect: float, threshold: float, alternative: str = TWO_SIDED) -> int | None:
-    """Repeats per model for Mann–Whitney to separate two models at `threshold` with POWER, if the share of run
-    pairs in which the worse model's run is the larger one (`effect`, the AUC) is what was seen (Noether 1987:
-    N = (z_{1-t/2} + z_power)^2 / (3 (AUC - 1/2)^2) runs in all, split evenly; z_{1-t} one-sided). None when the
-    runs show no difference (AUC = 1/2)."""
-    if abs(effect - 0.5) < 1e-12:
+def paired_rounds(rounds: Rounds | None, better: str, worse: str) -> list[Hashable] | None:
+    """The rounds two models were both measured in, when that is every round of each (one value a round); None
+    when they were not measured side by side (then they are compared unpaired)."""
+    if rounds is None or better not in rounds or worse not in rounds:
         return None
-    tail = threshold / 2 if alternative == TWO_SIDED else threshold
-    z = sps.norm.ppf(1 - tail) + sps.norm.ppf(POWER)
-    return max(math.ceil(z**2 / (6 * (effect - 0.5) ** 2)), repeats_to_reach(threshold, alternative))
+    mine, theirs = rounds[better], rounds[worse]
+    if len(set(mine)) != len(mine) or set(mine) != set(theirs) or len(theirs) != len(mine):
+        return None
+    return sorted(mine, key=str)
 
 
-def tied_exact_p(a: Sequence[float], b: Sequence[float], alternative: str = TWO_SIDED) -> float:
-    """Exact permutation p of Mann–Whitney with tied values (midranks), as
-    scipy.stats.mannwhitneyu(method=PermutationMethod()) defines it, but counted rather than enumerated: the
-    number of ways to draw len(a) of the pooled midranks with each rank sum (a 0/1 knapsack over the doubled,
-    so integer, midranks). scipy enumerates C(n1+n2, n1) splits in Python: 0.7 s for 8 + 8 runs, per pair.
-    `greater`: the chance of a rank sum of `a` at least the one observed."""
-    doubled = np.rint(2 * sps.rankdata(np.concatenate([a, b]))).astype(int)
-    n1, total = len(a), int(doubled.sum())
-    ways = np.zeros((n1 + 1, total + 1))
-    ways[0, 0] = 1.0
-    for rank in doubled:  # the right side is evaluated before the assignment: each rank is drawn at most once
-        ways[1:, rank:] = ways[1:, rank:] + ways[:-1, :total + 1 - rank]
-    null = ways[n1] / ways[n1].sum()
-    observed = int(doubled[:n1].sum())
-    if alternative == GREATER:
-        return float(min(1.0, null[observed:].sum()))
-    return float(min(1.0, 2 * min(null[:observed + 1].sum(), null[observed:].sum())))
+def _pair_values(samples: dict[str, list[float]], rounds: Rounds | None, better: str, worse: str,
+                 ) -> tuple[str, np.ndarray, np.ndarray]:
+    """(test, better's values, worse's values), aligned round by round when the pair is paired."""
+    common = paired_rounds(rounds, better, worse)
+    if common is None or rounds is None:
+        return MANN_WHITNEY, np.asarray(samples[better], dtype=float), np.asarray(samples[worse], dtype=float)
+    by_round = [dict(zip(rounds[m], samples[m], strict=True)) for m in (better, worse)]
+    return SIGNED_RANK, *(np.asarray([values[r] for r in common], dtype=float) for values in by_round)
 
 
-def mannwhitney_p(a: Sequence[float], b: Sequence[float], alternative: str = TWO_SIDED) -> float:
-    """Mann–Whitney p (`greater`: that `a` tends to be larger): scipy's (exact up to 8 runs a side, normal above)
-    for untied values; for tied values the exact permutation p up to TIED_EXACT_MAX_RUNS runs in all, since
-    scipy's tie-corrected normal p runs too small for few runs (0.013 for [10]*4 against [12]*4, below the 2/70
-    that 4 + 4 runs can give)."""
-    if len(set(a) | set(b)) < len(a) + len(b) and len(a) + len(b) <= TIED_EXACT_MAX_RUNS:
-        return tied_exact_p(a, b, alternative)
-    return float(sps.mannwhitneyu(a, b, alternative=alternative).pvalue)
+def _smallest_p(test: str, a: np.ndarray, b: np.ndarray) -> float:
+    return smallest_signed_rank_p(a.size) if test == SIGNED_RANK else smallest_mannwhitney_p(a.size, b.size)
 
 
-def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm's step-down adjusted p-values: the k-th smallest of m times (m - k + 1), kept monotone, capped at 1."""
-    p = np.asarray(p_values, dtype=float)
-    order = np.argsort(p, kind="stable")
-    adjusted = np.empty_like(p)
-    adjusted[order] = np.minimum(np.maximum.accumulate(p[order] * (p.size - np.arange(p.size))), 1.0)
-    return adjusted
+def _p_value(test: str, a: np.ndarray, b: np.ndarray) -> float:
+    return signed_rank_p(b - a) if test == SIGNED_RANK else mannwhitney_p(a, b)
 
 
-def pairwise_tests(samples: dict[str, list[float]], order: list[str],
-                   alpha: float = ALPHA) -> dict[tuple[str, str], PairTest]:
-    """Every pair (better, worse) of `order` (sorted by median) tested, Holm-corrected over the testable pairs."""
+def _sizes(test: str, a: np.ndarray, b: np.ndarray) -> str:
+    return f"{a.size} rounds side by side" if test == SIGNED_RANK else f"{a.size} + {b.size} repeats"
+
+
+def pairwise_tests(samples: dict[str, list[float]], order: list[str], alpha: float = ALPHA,
+                   rounds: Rounds | None = None) -> dict[tuple[str, str], PairTest]:
+    """Every pair (better, worse) of `order` (sorted by median) tested, Holm-corrected over the testable pairs:
+    paired over their rounds where `rounds` shows them measured side by side, else unpaired."""
     pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1:]]
-    raw = {pair: mannwhitney_p(samples[pair[0]], samples[pair[1]]) for pair in pairs
-           if reaches(smallest_mannwhitney_p(len(samples[pair[0]]), len(samples[pair[1]])), alpha)}
+    values = {pair: _pair_values(samples, rounds, *pair) for pair in pairs}
+    raw = {pair: _p_value(*values[pair]) for pair in pairs if reaches(_smallest_p(*values[pair]), alpha)}
     adjusted = dict(zip(raw, holm(list(raw.values())), strict=True))
     # Holm's first step with every pair tested: what a pair must beat to be sure of separation once the repeats
     # let every pair reach alpha.
     strictest = alpha / max(len(pairs), 1)
     tests = {}
     for better, worse in pairs:
-        a, b = np.asarray(samples[better]), np.asarray(samples[worse])
-        low, high = float(np.median(a)), float(np.median(b))
+        test, a, b = values[better, worse]
+        low, high = float(np.median(samples[better])), float(np.median(samples[worse]))
         gap = (high - low) / abs(low) if low else (math.inf if high > low else 0.0)
-        effect = float(np.mean(np.sign(np.subtract.outer(b, a)))) / 2 + 0.5  # P(worse run > better run)
+        paired = test == SIGNED_RANK
+        effect = positive_share(b - a) if paired else mannwhitney_effect(a, b)
         p, p_adj = raw.get((better, worse)), adjusted.get((better, worse))
         if p is None:
-            reason = (f"with {a.size} + {b.size} repeats Mann–Whitney cannot reach p ≤ {alpha:g} "
-                      f"(its smallest p is {smallest_mannwhitney_p(a.size, b.size):.2g})")
+            reason = (f"with {_sizes(test, a, b)} {test} cannot reach p ≤ {alpha:g} "
+                      f"(its smallest p is {_smallest_p(test, a, b):.2g})")
         else:
-            reason = f"Mann–Whitney p = {p:.2g}, Holm-adjusted over {len(raw)} pairs {p_adj:.2g}"
+            reason = f"{test} p = {p:.2g} over {_sizes(test, a, b)}, Holm-adjusted over {len(raw)} pairs {p_adj:.2g}"
         significant = reaches(p_adj, alpha)
         needed = None
         if not material(low, high):
@@ -210,19 +189,24 @@ def pairwise_tests(samples: dict[str, list[float]], order: list[str],
         elif significant:
             reason += f" ≤ {alpha:g}; medians {gap:.0%} apart"
         else:
-            needed = repeats_needed(effect, strictest)
+            needed = repeats_needed(effect, strictest, paired)
             reason += "" if p is None else f" > {alpha:g}"
             reason += (f"; about {needed} repeats per model would separate them" if needed
                        else "; the runs show no difference")
-        separated = significant and material(low, high)
-        tests[better, worse] = PairTest(better, worse, gap, p, p_adj, separated, reason, needed)
+        tests[better, worse] = PairTest(better, worse, gap, p, p_adj, significant and material(low, high), reason,
+                                        needed, test)
     return tests
 
 
-def compare(a: list[float], b: list[float], alpha: float = ALPHA) -> PairTest:
-    """Two models' per-run values (named "a" and "b") tested as the ranking tests a pair of models."""
+def compare(a: list[float], b: list[float], alpha: float = ALPHA, *, paired: bool = False) -> PairTest:
+    """Two models' values (named "a" and "b") tested as the ranking tests a pair of models: unpaired runs (two
+    sessions, a baseline and a new one), or `paired`, where a[i] and b[i] are the two models' runs of round i of
+    one interleaved session."""
     order = ["a", "b"] if np.median(a) <= np.median(b) else ["b", "a"]
-    return pairwise_tests({"a": a, "b": b}, order, alpha)[order[0], order[1]]
+    if paired and len(a) != len(b):
+        raise ValueError(f"paired values come in rounds: {len(a)} values of a against {len(b)} of b")
+    rounds: Rounds | None = {"a": list(range(len(a))), "b": list(range(len(b)))} if paired else None
+    return pairwise_tests({"a": a, "b": b}, order, alpha, rounds)[order[0], order[1]]
 
 
 def _tiers(order: list[str], tests: dict[tuple[str, str], PairTest]) -> list[list[str]]:
@@ -271,13 +255,15 @@ def _positions(samples: dict[str, list[float]], order: list[str], seed: int) -> 
     return sps.rankdata(medians, method="min", axis=1)
 
 
-def rank_samples(samples: dict[str, list[float]], alpha: float = ALPHA, seed: int = 0) -> list[RankEntry]:
-    """Rank models by their per-run values (lower is better); see the module docstring for the rules."""
+def rank_samples(samples: dict[str, list[float]], alpha: float = ALPHA, seed: int = 0,
+                 rounds: Rounds | None = None) -> list[RankEntry]:
+    """Rank models by their per-run values (lower is better); see the module docstring for the rules. `rounds`
+    says which round each value comes from; without it every pair is compared unpaired."""
     samples = {model: list(values) for model, values in samples.items() if len(values)}
     if not samples:
         raise DataError("nothing to rank: no model has an ok run with this metric")
     order = sorted(samples, key=lambda m: (float(np.median(samples[m])), m))
-    tests = pairwise_tests(samples, order, alpha)
+    tests = pairwise_tests(samples, order, alpha, rounds)
     positions = _positions(samples, order, seed)
     entries, start = [], 1
     for tier in _tiers(order, tests):
@@ -334,11 +320,16 @@ def rank_runs(runs: Iterable[dict[str, Any]], metric: str, alpha: float = ALPHA)
     for run in runs:
         by_model = counts.setdefault(float(run["cpus"]), {})
         by_model.setdefault(str(run["model_name"]), Counter())[run.get("status", "error")] += 1
+    round_of = {run.get("run_id"): (run.get("session_id"), run.get("round")) for run in runs}
     rankings = {}
     for cpus, by_model in sorted(counts.items()):
-        values = table.loc[table["cpus"] == cpus].groupby("model_name")["value"].apply(list).to_dict()
+        at_cpus = table.loc[table["cpus"] == cpus]
+        values = at_cpus.groupby("model_name")["value"].apply(list).to_dict()
+        run_ids = at_cpus.groupby("model_name")["run_id"].apply(list).to_dict()
         complete = {m: values[m] for m, c in by_model.items() if m in values and set(c) == {"ok"}}
-        ranked = rank_samples(complete, alpha) if complete else []
+        rounds: Rounds = {m: [round_of[run_id] for run_id in run_ids[m]] for m in complete
+                          if all(round_of[run_id][1] is not None for run_id in run_ids[m])}
+        ranked = rank_samples(complete, alpha, rounds=rounds) if complete else []
         ranked = [replace(e, runs=sum(by_model[e.model].values()), statuses=_statuses_text(by_model[e.model]))
                   for e in ranked]
         rankings[cpus] = ranked + [_unranked(m, values.get(m, []), by_model[m], metric)

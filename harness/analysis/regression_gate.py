@@ -33,18 +33,16 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.ranking import (
-    ALPHA,
+from harness.analysis.pair_tests import (
     GREATER,
-    MIN_RELATIVE_GAP,
     holm,
     mannwhitney_p,
-    material,
     reaches,
     repeats_needed,
     repeats_to_reach,
     smallest_mannwhitney_p,
 )
+from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, material
 from harness.analysis.stats import metric_value
 from harness.core import conditions, metric_registry
 from harness.core.errors import DataError
@@ -182,7 +180,7 @@ def _slowdown_check(item: _Slowdown, p_adjusted: float | None, tested: int, comp
               "p_adjusted": p_adjusted, "repeats": (n_new, n_old)}
     strictest = alpha / max(compared, 1)  # Holm's first step, once every model's repeats can reach alpha
     if item.p_value is None:
-        reach = repeats_to_reach(strictest, GREATER)
+        reach = repeats_to_reach(strictest, alternative=GREATER)
         reason = (f"with {n_new} + {n_old} repeats the one-sided test cannot reach p ≤ {alpha:g} (its smallest p is "
                   f"{smallest_mannwhitney_p(n_new, n_old, GREATER):.2g}), so no slowdown can fail this check; "
                   f"{reach} repeats per model can")
@@ -196,7 +194,7 @@ def _slowdown_check(item: _Slowdown, p_adjusted: float | None, tested: int, comp
         return Check(*item.key, metric, PASS, f"{moved}, {why}", **common)
     if reaches(p_adjusted, alpha):
         return Check(*item.key, metric, FAIL, f"{value / base:.2f}× slower: {moved}, {test} ≤ {alpha:g}", **common)
-    needed = repeats_needed(item.effect, strictest, GREATER)
+    needed = repeats_needed(item.effect, strictest, alternative=GREATER)
     tell = f"; about {needed} repeats per model would tell" if needed else "; the runs overlap too much to tell"
     return Check(*item.key, metric, PASS, f"{moved}, but not shown slower: {test} > {alpha:g}{tell}",
                  repeats_needed=needed, **common)
@@ -224,7 +222,7 @@ def reach_note(checks: list[Check], alpha: float) -> str | None:
     best = min((smallest_mannwhitney_p(*c.repeats, GREATER) for c in tested), default=math.inf)
     if reaches(best * max(len(tested), 1), alpha):
         return None
-    reach = repeats_to_reach(alpha / len(compared), GREATER)
+    reach = repeats_to_reach(alpha / len(compared), alternative=GREATER)
     return (f"with these repeats no slowdown of the {len(compared)} models compared can fail the gate (Holm's first "
             f"step needs p ≤ {alpha:g}/{len(compared)}); profile {reach} repeats per model (REPEATS={reach})")
 

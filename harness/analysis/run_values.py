@@ -21,9 +21,7 @@ from harness.analysis.stats import metric_value
 from harness.core import conditions, metric_registry
 from harness.core.config import load_profile
 from harness.core.errors import ConfigError, DataError
-from harness.store.results import iter_all_runs, load_runs, resolve_session
-
-ALL_SESSIONS = "all"
+from harness.store.results import ALL_SESSIONS, iter_all_runs, load_runs, resolve_session
 
 
 def check_metric(metric: str, accept: Callable[[metric_registry.Metric], bool] = lambda m: m.lower_is_better) -> str:

@@ -14,10 +14,9 @@ n = 3 to 5 its percentile interval is [min, max] and claims 95% where it has 75 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
-
-import numpy as np
 
 from harness.core import conditions, metric_registry
 
@@ -25,11 +24,10 @@ IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a metric unstable (torc
 UNSTABLE_RULE = f"IQR/median > {IQR_WARN_THRESHOLD:.0%}"  # how warnings and reports state the rule
 HEAVY_THROTTLE_RATIO = 0.10  # share of CFS periods throttled above which a run's latency tail is suspect
 CONFIDENCE = 0.95
-# Rank correlations of at most this many points get permutation p-values: the t and normal approximations
-# spearmanr and kendalltau use are far off there (a perfect ranking of 3 points gets p = 0; exact: 1/3).
-PERMUTATION_MAX_N = 10
-# All n! pairings are enumerated (an exact p) while n! <= this, so up to n = 8; above, this many random ones.
-PERMUTATION_RESAMPLES = 40_320  # 8!
+ALPHA = 0.05  # the level of the ranking's tests (harness.analysis.ranking), Holm-corrected over its pairs
+# Medians closer than this tie in a ranking, however significant its test (asv's "minimum factor", 1.1 by default
+# there): the same 10% above which the summary calls repeats of one model unstable.
+MIN_RELATIVE_GAP = IQR_WARN_THRESHOLD
 
 SUMMARY_METRICS: tuple[str, ...] = tuple(m.name for m in metric_registry.METRICS)
 """Every registered metric is summarised per group."""
@@ -44,66 +42,35 @@ def median_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[
     """(low, high, achieved level) of the distribution-free order-statistic CI of the median, or None when even
     [min, max] falls short of `confidence` (n < 6 at 95%). The level is exact for continuous data, a lower
     bound with ties."""
-    from scipy.stats import binom  # loaded on first use: every CLI command imports this module
-
-    data = np.sort(np.asarray(values, dtype=float))
-    n = int(data.size)
-    # levels[k]: coverage of [x_(k+1), x_(n-k)] (0-based k), falling as the interval narrows.
-    levels = 1.0 - 2.0 * binom.cdf(np.arange((n + 1) // 2), n, 0.5)
-    reaching = np.flatnonzero(levels >= confidence)
-    if not reaching.size:
-        return None
-    k = int(reaching[-1])
-    return float(data[k]), float(data[n - 1 - k]), float(levels[k])
+    data = sorted(float(v) for v in values)
+    n = len(data)
+    below, level = 0, None  # below: P(Binomial(n, 1/2) <= k), summed exactly over k
+    for k in range((n + 1) // 2):
+        below += math.comb(n, k)
+        coverage = 1.0 - 2.0 * below / 2**n  # of [x_(k+1), x_(n-k)] (0-based k), falling as the interval narrows
+        if coverage < confidence:
+            break
+        level = (data[k], data[n - 1 - k], coverage)
+    return level
 
 
 def summarize(values: Sequence[float]) -> dict[str, Any]:
-    """median, IQR, mean, std, the 95% CI of the median with the level it achieves, n, and the unstable flag."""
-    data = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
-    n = int(data.size)
+    """median, IQR, mean, std, the 95% CI of the median with the level it achieves, n, and the unstable flag.
+    Quartiles interpolate linearly between order statistics (numpy's default percentile method)."""
+    data = sorted(float(v) for v in values if v is not None and math.isfinite(v))
+    n = len(data)
     if n == 0:
         return {"n": 0, "median": None, "iqr": None, "mean": None, "std": None,
                 "ci95_low": None, "ci95_high": None, "ci95_level": None, "unstable": False}
-    median = float(np.median(data))
-    q1, q3 = np.percentile(data, [25, 75])
+    median = statistics.median(data)
+    q1, _, q3 = statistics.quantiles(data, n=4, method="inclusive") if n > 1 else (data[0],) * 3
     low, high, level = median_ci(data) or (None, None, None)
-    iqr = float(q3 - q1)
+    iqr = q3 - q1
     return {
-        "n": n, "median": median, "iqr": iqr, "mean": float(np.mean(data)),
-        "std": float(np.std(data, ddof=1)) if n > 1 else 0.0, "ci95_low": low, "ci95_high": high,
+        "n": n, "median": median, "iqr": iqr, "mean": statistics.fmean(data),
+        "std": statistics.stdev(data) if n > 1 else 0.0, "ci95_low": low, "ci95_high": high,
         "ci95_level": level, "unstable": bool(median and abs(iqr / median) > IQR_WARN_THRESHOLD),
     }
-
-
-def rank_correlations(x: Sequence[float], y: Sequence[float], seed: int = 0) -> dict[str, Any]:
-    """Spearman rho and Kendall tau-b with two-sided p-values, and how the p-values were found: `exact`
-    (every pairing of x with y), `permutation` (PERMUTATION_RESAMPLES random pairings, seeded) or `asymptotic`
-    (scipy's approximations, good above PERMUTATION_MAX_N points). Permutation p-values keep ties in place."""
-    from scipy import stats as sps
-
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    spearman, kendall = sps.spearmanr(x, y), sps.kendalltau(x, y)
-    result = {"spearman_rho": float(spearman.statistic), "spearman_p": float(spearman.pvalue),
-              "kendall_tau": float(kendall.statistic), "kendall_p": float(kendall.pvalue),
-              "rank_p_method": "asymptotic"}
-    n = int(x.size)
-    if n > PERMUTATION_MAX_N or not (math.isfinite(result["spearman_rho"]) and math.isfinite(result["kendall_tau"])):
-        return result
-    # Spearman's rho is Pearson's r of the ranks; Kendall's tau-b over pairings is its concordance count scaled
-    # by a denominator that no pairing changes, so the concordance count gives the same p-value.
-    i, j = np.triu_indices(n, 1)
-    y_signs = np.sign(y[i] - y[j])
-
-    def concordance(xs: np.ndarray, axis: int = -1) -> np.ndarray:
-        return (np.sign(xs[..., i] - xs[..., j]) * y_signs).sum(axis=-1)
-
-    pairings = sps.PermutationMethod(n_resamples=PERMUTATION_RESAMPLES, rng=np.random.default_rng(seed))
-    result["spearman_p"] = float(sps.pearsonr(sps.rankdata(x), sps.rankdata(y), method=pairings).pvalue)
-    result["kendall_p"] = float(sps.permutation_test(
-        (x,), concordance, permutation_type="pairings", vectorized=True, n_resamples=PERMUTATION_RESAMPLES,
-        rng=np.random.default_rng(seed)).pvalue)
-    result["rank_p_method"] = "exact" if math.factorial(n) <= PERMUTATION_RESAMPLES else "permutation"
-    return result
 
 
 def throttled(run: dict[str, Any]) -> bool:

@@ -14,7 +14,7 @@ from harness.models.resolve import ModelInfo
 # The script runs with oom_score_adj=1000, so an OOM kill of the runner is the runner's own memory, not the model's:
 # such a run is an `error`, never the model's `oom`.
 RUNNER_KILLED = ("the harness's runner was killed at the memory limit (its own memory, not the model's: the script "
-                 "is always the OOM killer's first choice); raise MEMORY (an idle script peaks near 14 MiB)")
+                 "is always the OOM killer's first choice); raise MEMORY (an idle script peaks near 10 MiB)")
 
 
 class Backend(Protocol):

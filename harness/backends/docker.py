@@ -10,6 +10,7 @@ Containers carry a label and a unique name, and are removed whatever happens (Ct
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -34,6 +35,8 @@ from harness.backends.base import RUNNER_KILLED, cache_model_file
 from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import SOURCE_LABEL, source_digest
 from harness.backends.engine import connect
+from harness.backends.removals import Removals
+from harness.core.cache import cached
 from harness.core.errors import BackendError
 from harness.core.records import Limits, RunOutcome, RunResult
 from harness.measure.spec import CPU_PERIOD_US, RunSpec, parse_cpu_list
@@ -259,6 +262,7 @@ class DockerBackend:
         self.image_attrs = found.attrs
         self._info: dict[str, Any] | None = None
         self._live: set[str] = set()  # names of run containers in flight, for cancel() (parallel slots)
+        self.removals = Removals(self._remove)
 
     def describe(self) -> dict[str, Any]:
         if self._info is None:
@@ -290,14 +294,22 @@ class DockerBackend:
         }
 
     def _probe_image(self) -> dict[str, Any]:
-        """Python and framework versions inside the image (the host's are not the ones that run)."""
-        try:
-            frameworks = sorted({module for _, _, module, _ in KINDS.values()})
-            done = self._contain(["python", "-c", _PACKAGES_PROBE, *frameworks], name=container_name("probe"),
-                                 labels={LABEL: "probe"}, timeout_s=PROBE_TIMEOUT_S, mem_limit=PROBE_MEMORY_BYTES)
-        except (DockerException, requests.RequestException):
-            return {}
-        return (last_json_line(done.stdout) or {}) if done else {}
+        """Python and framework versions inside the image (the host's are not the ones that run). An image id names
+        the image's content, so each image is probed once (harness.core.cache) rather than by a container per
+        session; a probe that fails gives {} and is tried again next time."""
+        frameworks = sorted({module for _, _, module, _ in KINDS.values()})
+        command = ["python", "-c", _PACKAGES_PROBE, *frameworks]
+
+        def probe() -> dict[str, Any]:
+            try:
+                done = self._contain(command, name=container_name("probe"), labels={LABEL: "probe"},
+                                     timeout_s=PROBE_TIMEOUT_S, mem_limit=PROBE_MEMORY_BYTES)
+            except (DockerException, requests.RequestException):
+                return {}
+            return (last_json_line(done.stdout) or {}) if done else {}
+
+        probe_digest = hashlib.sha256(json.dumps(command).encode()).hexdigest()[:12]
+        return cached("images", f"{self.image_id.removeprefix('sha256:')}-{probe_digest}", probe)
 
     def check(self, models: Sequence[ModelInfo]) -> None:
         """Every file the runs mount must be readable inside, and the image must hold each model's framework."""
@@ -329,17 +341,20 @@ class DockerBackend:
             inside_model = f"{MODEL_DIR}/{model.name}"
             mounts.append(Mount(inside_model, str(model.resolve()), type="bind", read_only=True))
         started = time.monotonic()
+        clock = {"backend_called": started}
         cache_model_file(spec.model)
         with tempfile.TemporaryDirectory(prefix="harness-docker-") as workdir:
             spec_path = Path(workdir) / "spec.json"
             spec_path.write_text(json.dumps(spec.runner_input(model=inside_model, script=inside_script).to_dict()))
             spec_path.chmod(0o644)
             mounts.insert(0, Mount(SPEC_PATH, str(spec_path), type="bind", read_only=True))
-            outcome_ = self._run_container(spec, mounts)
-        outcome_.overhead_s = max(time.monotonic() - started - (outcome_.result.runtime_s or 0.0), 0.0)
+            outcome_ = self._run_container(spec, mounts, clock)
+        clock["backend_returned"] = time.monotonic()
+        outcome_.clock_s = clock
+        outcome_.overhead_s = max(clock["backend_returned"] - started - (outcome_.result.runtime_s or 0.0), 0.0)
         return outcome_
 
-    def _run_container(self, spec: RunSpec, mounts: list[Mount]) -> RunOutcome:
+    def _run_container(self, spec: RunSpec, mounts: list[Mount], clock: dict[str, float]) -> RunOutcome:
         """One run's container; engine faults become one BackendError line naming the run."""
         limits = {"mem_limit": spec.memory_bytes, "memswap_limit": spec.memory_bytes + spec.swap_bytes,
                   **cpu_options(spec)}
@@ -347,7 +362,7 @@ class DockerBackend:
             done = self._contain(
                 RUNNER_COMMAND, name=container_name(spec.run_id), timeout_s=spec.timeout_s + self.grace_s,
                 labels={LABEL: spec.run_id, "org.harness.session": spec.session_id}, mounts=mounts + self.extra.mounts,
-                tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,mode=1777,size={spec.memory_bytes}"},
+                tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,mode=1777,size={spec.memory_bytes}"}, clock=clock,
                 **limits, **self.extra.options())
         except ImageNotFound:
             raise BackendError(f"Docker image {self.image} ({self.image_id}) was removed during the session; "
@@ -370,10 +385,12 @@ class DockerBackend:
         return RunOutcome(result, applied_limits(done.host_config, swap_capped), container=container)
 
     def _contain(self, command: list[str], *, name: str, labels: dict[str, str], timeout_s: float,
-                 **options: Any) -> Finished | None:
-        """Create, start and wait for one hardened container, collect its output, and always remove it
-        (Ctrl-C included). None when it outlived timeout_s and was killed. Engine errors propagate."""
-        container = None
+                 clock: dict[str, float] | None = None, **options: Any) -> Finished | None:
+        """Create, start and wait for one hardened container, collect its output, and always remove it: at once when
+        something went wrong (Ctrl-C, a lost engine), else off the critical path (Removals). None when it outlived
+        timeout_s and was killed. Engine errors propagate. `clock` gets when it was created, started, seen ended and
+        read."""
+        clock = {} if clock is None else clock
         self._live.add(name)
         try:
             deadline = str(int(time.time() + timeout_s + SWEEP_MARGIN_S))
@@ -381,29 +398,46 @@ class DockerBackend:
                                                       labels={**labels, DEADLINE_LABEL: deadline,
                                                               OWNER_LABEL: owner_label()},
                                                       **HARDENING, **options)
+            clock["container_created"] = time.monotonic()
+            self.removals.settle()  # no engine teardown of an earlier run goes on beside this one's script
             started = time.monotonic()
             container.start()
-            try:
-                container.wait(timeout=timeout_s)
-            except requests.RequestException:
-                # The SDK reports a wait that timed out as a connection error: tell it apart from a lost engine.
-                if not self._engine_answers():
-                    raise
-                with contextlib.suppress(APIError):  # it may have exited just now
-                    container.kill()
-                return None
-            elapsed = time.monotonic() - started
-            container.reload()
-            return Finished(
-                name=container.name, id=container.id, state=container.attrs.get("State", {}),
-                host_config=container.attrs.get("HostConfig", {}), elapsed_s=elapsed,
-                stdout=container.logs(stdout=True, stderr=False).decode(errors="replace"),
-                stderr=container.logs(stdout=False, stderr=True).decode(errors="replace"))
+            clock["container_started"] = time.monotonic()
+            finished = self._finish(container, timeout_s, started, clock)
+        except BaseException:
+            self._remove(name)  # by name: Ctrl-C may have come while the engine was creating it (no handle yet)
+            raise
         finally:
             self._live.discard(name)
-            with contextlib.suppress(NotFound, APIError, requests.RequestException, DockerException):
-                # By name when Ctrl-C came while the engine was creating it (no handle yet).
-                (container or self.client.containers.get(name)).remove(force=True)
+        self.removals.submit(name)  # while the harness stores this run and creates the next container
+        return finished
+
+    def _finish(self, container: Any, timeout_s: float, started: float, clock: dict[str, float]) -> Finished | None:
+        """Wait for a started container to end and read what the engine tells about it; None when it outlived
+        timeout_s and was killed."""
+        try:
+            container.wait(timeout=timeout_s)
+        except requests.RequestException:
+            # The SDK reports a wait that timed out as a connection error: tell it apart from a lost engine.
+            if not self._engine_answers():
+                raise
+            with contextlib.suppress(APIError):  # it may have exited just now
+                container.kill()
+            return None
+        clock["container_exited"] = time.monotonic()
+        container.reload()
+        finished = Finished(
+            name=container.name, id=container.id, state=container.attrs.get("State", {}),
+            host_config=container.attrs.get("HostConfig", {}), elapsed_s=clock["container_exited"] - started,
+            stdout=container.logs(stdout=True, stderr=False).decode(errors="replace"),
+            stderr=container.logs(stdout=False, stderr=True).decode(errors="replace"))
+        clock["container_read"] = time.monotonic()
+        return finished
+
+    def _remove(self, name: str) -> None:
+        """Remove a container by name, whatever state it is in; one the engine no longer knows is no error."""
+        with contextlib.suppress(NotFound, APIError, requests.RequestException, DockerException):
+            self.client.containers.get(name).remove(force=True)
 
     def _engine_answers(self) -> bool:
         try:
@@ -418,4 +452,6 @@ class DockerBackend:
                 self.client.containers.get(name).remove(force=True)
 
     def close(self) -> None:
+        """Wait for the containers still being removed, then drop the engine connection."""
+        self.removals.settle()
         self.client.close()

@@ -8,9 +8,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
+import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from harness.backends.base import RUNNER_KILLED, cache_model_file
 from harness.core.errors import BackendError
 from harness.core.records import Limits, RunnerInput, RunOutcome, RunResult
 from harness.measure import cgroups
+from harness.measure.launch import inside, runner_command
 from harness.measure.spec import RunSpec, cpu_list, parse_cpu_list
 from harness.models.resolve import ModelInfo
 
@@ -100,9 +102,10 @@ class LocalBackend:
     def run(self, spec: RunSpec) -> RunOutcome:
         workdir = Path(tempfile.mkdtemp(prefix="harness-local-"))
         spec_path, out_path, err_path = workdir / "spec.json", workdir / "result.json", workdir / "runner.err"
-        command = [sys.executable, "-m", "harness.measure.runner", "--spec", str(spec_path), "--out", str(out_path)]
+        command = runner_command(spec_path, out_path)
         run_cgroup: cgroups.RunCgroup | None = None
         started = time.monotonic()
+        clock = {"backend_called": started}
         try:
             # On v2 the runner stays in the run's one cgroup, whose cpuset allows only the workload's cores.
             apart = self.runner_off_workload_cores and self.isolation != "cgroup-v2"
@@ -122,20 +125,18 @@ class LocalBackend:
                 runner_input = spec.runner_input(runner_affinity=runner_affinity,
                                                  workload_cgroup_procs=tuple(workload_only))
                 applied = cgroup_applied(spec, self.swap_capped)
-                for procs in runner_joins:
-                    command += ["--join-cgroup", str(procs)]
+                command = inside(runner_joins, command)
             spec_path.write_text(json.dumps(runner_input.to_dict()))
             if spec.model:  # a script profiled as a whole has no model file
                 cache_model_file(spec.model)
-            result = self._wait(command, spec, out_path, err_path, run_cgroup)
+            result = self._wait(command, spec, out_path, err_path, run_cgroup, clock)
         finally:
             if run_cgroup is not None:
                 run_cgroup.remove()
-            for path in workdir.iterdir():
-                path.unlink()
-            workdir.rmdir()
-        overhead = max(time.monotonic() - started - (result.runtime_s or 0.0), 0.0)
-        return RunOutcome(result, applied, overhead)
+            shutil.rmtree(workdir, ignore_errors=True)  # with the runner's scratch files, should it have died
+        clock["backend_returned"] = time.monotonic()
+        overhead = max(clock["backend_returned"] - started - (result.runtime_s or 0.0), 0.0)
+        return RunOutcome(result, applied, overhead, clock_s=clock)
 
     def _clear_earlier_attempt(self, name: str) -> None:
         """A run retried on this host after its first attempt's process was killed (a lost cluster worker) finds
@@ -146,25 +147,26 @@ class LocalBackend:
             earlier.remove()
 
     def _wait(self, command: list[str], spec: RunSpec, out_path: Path, err_path: Path,
-              run_cgroup: cgroups.RunCgroup | None) -> RunResult:
-        started = time.monotonic()
+              run_cgroup: cgroups.RunCgroup | None, clock: dict[str, float]) -> RunResult:
+        """The runner's RunResult; `clock` gets when it was spawned and when it exited."""
+        started = clock["runner_spawned"] = time.monotonic()
         with open(err_path, "wb") as err:
             # A session of its own: Ctrl-C reaches the harness, which then tears the run down in order.
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                        start_new_session=True)
             self._live.add(process)
             try:
-                process.wait(timeout=spec.timeout_s + GRACE_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-                return RunResult.failure("timeout", time.monotonic() - started, "runner did not stop in time")
+                if not ended_within(process, spec.timeout_s + GRACE_S):
+                    process.kill()
+                    process.wait()
+                    return RunResult.failure("timeout", time.monotonic() - started, "runner did not stop in time")
             except BaseException:
                 process.kill()
                 process.wait()
                 raise
             finally:
                 self._live.discard(process)
+                clock["runner_exited"] = time.monotonic()
         if out_path.exists():
             return RunResult.from_dict(json.loads(out_path.read_text()))
         elapsed = time.monotonic() - started
@@ -183,6 +185,21 @@ class LocalBackend:
 
     def close(self) -> None:
         """Nothing persists between runs."""
+
+
+def ended_within(process: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """Whether `process` ended (and was reaped) within timeout_s. A pidfd says so the moment it ends, where
+    Popen.wait(timeout) polls in sleeps that grow to 50 ms: half of that, on average, added to every run."""
+    pidfd = os.pidfd_open(process.pid)
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        ended = bool(poller.poll(timeout_s * 1000))
+    finally:
+        os.close(pidfd)
+    if ended:
+        process.wait()
+    return ended
 
 
 def cgroup_applied(spec: RunSpec, swap_capped: bool) -> Limits:

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.analysis.correlation import rank_correlations
 from harness.analysis.run_values import check_metric, harness_values
-from harness.analysis.stats import rank_correlations
 from harness.calibration.choice import (
     AUTO,
     CHOICE_BAND,

@@ -13,10 +13,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.run_values import ALL_SESSIONS
 from harness.core import metric_registry
 from harness.report.console import err_console, out_console
-from harness.store.results import SCHEMA_VERSION
+from harness.store.results import ALL_SESSIONS, SCHEMA_VERSION
 
 stdout, stderr = out_console, err_console  # the analysis commands print through the shared consoles
 

@@ -34,7 +34,7 @@ VERDICT_STYLE = {PASS: "green", FAIL: "bold red"}
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "check", help="regression gate: exit 1 when a model got slower or bigger than in a baseline session",
+        "check", help=COMMANDS["check"],
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--baseline", required=True, metavar="SESSION",

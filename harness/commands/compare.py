@@ -18,6 +18,7 @@ from rich.table import Table
 from harness.analysis.model_runs import model_matcher
 from harness.analysis.run_values import resolve_results_dir
 from harness.analysis.stats import UNSTABLE_RULE, metric_value, summarize
+from harness.commands import COMMANDS
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.core import conditions, metric_registry
 from harness.core.errors import ConfigError, DataError
@@ -34,7 +35,7 @@ CHECKED_SETTINGS = ("device_name",)
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "compare", help="two models side by side: size, params, MACs, latency, memory, with B/A ratios",
+        "compare", help=COMMANDS["compare"],
         description=__doc__,
     )
     parser.add_argument("models", nargs=2, metavar="MODEL",

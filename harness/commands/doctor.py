@@ -8,6 +8,7 @@ import os
 from rich.table import Table
 
 from harness.backends.local import probe_isolation
+from harness.commands import COMMANDS
 from harness.core.config import load_profile
 from harness.measure import cgroups
 from harness.report.console import out_console
@@ -53,6 +54,6 @@ def run_doctor(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("doctor", help="what this machine can enforce", description=__doc__)
+    parser = subparsers.add_parser("doctor", help=COMMANDS["doctor"], description=__doc__)
     parser.add_argument("--env", default=os.environ.get("HARNESS_ENV_FILE") or None, help="device profile env file")
     parser.set_defaults(func=run_doctor)

@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from harness.commands import COMMANDS
 from harness.core.config import load_profile
 from harness.core.errors import ConfigError
 
@@ -13,7 +14,7 @@ DEFAULT_BASE_IMAGE = "python:3.11-slim"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("image", help="build the Docker runtime image (IMAGE) for BACKEND=docker",
+    parser = subparsers.add_parser("image", help=COMMANDS["image"],
                                    description=__doc__)
     parser.add_argument("--env", default=os.environ.get("HARNESS_ENV_FILE") or None,
                         help="device profile env file whose IMAGE names the tag (default: $ENV)")

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis.run_values import resolve_results_dir
+from harness.commands import COMMANDS
 from harness.commands._analysis import add_device_option, fmt, print_json, stdout, warn
 from harness.device.importer import DeviceFile, ImportResult, import_device
 from harness.device.log_formats import FORMAT_NAMES
@@ -22,7 +23,7 @@ from harness.store.results import iter_all_runs
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "import-device", help="import on-device measurements: a CSV or device tools' logs (see docs/device-logs.md)",
+        "import-device", help=COMMANDS["import-device"],
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", metavar="[MODEL=]FILE",

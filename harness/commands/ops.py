@@ -20,6 +20,7 @@ from rich.table import Table
 from harness.analysis.model_runs import profiled_runs
 from harness.analysis.per_op import PerOp, pooled
 from harness.analysis.run_values import resolve_results_dir
+from harness.commands import COMMANDS
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.core.errors import ConfigError
 
@@ -30,7 +31,7 @@ TYPE_HEADINGS = {"op_type": "op type", "nodes": "nodes", "macs": "MMACs", "mean_
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("ops", help="per-operator table of a model profiled with --per-op",
+    parser = subparsers.add_parser("ops", help=COMMANDS["ops"],
                                    description=__doc__)
     parser.add_argument("model", metavar="MODEL", help="model name as profiled, model file or zoo name")
     parser.add_argument("--session", help="session id or path (default: the newest that profiled MODEL per op)")

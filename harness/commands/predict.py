@@ -10,6 +10,7 @@ from harness.analysis.run_values import resolve_results_dir, select_runs
 from harness.calibration.calibrate import calibrate_runs, group_label, predict_models
 from harness.calibration.fits import FIT_NAMES
 from harness.calibration.reach import EXTRAPOLATION_SPREAD
+from harness.commands import COMMANDS
 from harness.commands import _analysis as ui
 from harness.core.errors import DataError
 from harness.device.data import load_device
@@ -17,7 +18,7 @@ from harness.device.data import load_device
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "predict", help="predict device values (95%% prediction interval) for profiled models",
+        "predict", help=COMMANDS["predict"],
         description="Predict a device's numbers for models the harness profiled, from each group's chosen fit.",
     )
     parser.add_argument("models", nargs="+", metavar="MODEL", help="harness model names, as `harness rank` lists them")

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.backends import Backend, select_backend
+from harness.commands import COMMANDS
 from harness.core.config import DeviceProfile, environment_values, load_profile
 from harness.core.errors import ConfigError
 from harness.models.resolve import SCRIPT_KIND, ModelInfo, example_models, resolve_model, resolve_script
@@ -27,9 +28,11 @@ FLAG_VARIABLES = {
     "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout": "TIMEOUT_S", "backend": "BACKEND", "image": "IMAGE",
     "results_dir": "RESULTS_DIR", "per_op": "PER_OP",
 }
-EXAMPLE_SETTINGS = {"REPEATS": 6, "ITERATIONS": 50, "WARMUP": 5}
-"""The example run's settings where the user set none (env.template's 500 iterations would take minutes): six
-repeats are the fewest that give each median a 95% CI, and the whole run stays near a minute on 2 cores."""
+EXAMPLE_SETTINGS = {"REPEATS": 7, "ITERATIONS": 50, "WARMUP": 5}
+"""The example run's settings where the user set none (env.template's 500 iterations would take minutes): seven
+repeats are the fewest with which the ranking can order its three models (its paired test over 7 rounds reaches
+0.05/3, Holm's first threshold for 3 pairs; six already give each median a 95% CI), and the whole run stays near a
+minute on 2 cores."""
 NEXT_STEPS = (
     "your model:  make profile MODEL=path/to/model.onnx   (or a zoo name: MODEL=mobilenet_v2_0.5_224)",
     "your script: make profile SCRIPT=job.py ARGS=\"--epochs 1\"   (profiled as a whole)",
@@ -69,7 +72,7 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("profile", help="measure models under the device profile's limits",
+    parser = subparsers.add_parser("profile", help=COMMANDS["profile"],
                                    description=__doc__)
     add_profile_options(parser, "CPUS, e.g. 2 or 0.5")
     parser.add_argument("--resume", metavar="SESSION", help="finish the runs an interrupted session did not do")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness import zoo
+from harness.commands import COMMANDS
 from harness.commands._analysis import stdout
 from harness.core.errors import ModelError
 from harness.models.facts import onnx_facts
@@ -14,7 +15,7 @@ from harness.zoo.quantize import MODES, quantize
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "quantize", help="write an int8 variant of an ONNX model (onnxruntime.quantization)",
+        "quantize", help=COMMANDS["quantize"],
         description="dynamic: uint8 weights, activations quantized at run time. static: int8 weights and "
         "activations calibrated on random inputs shaped like the model's (QDQ). A zoo MODEL gets the cached "
         "variant <name>_int8_<mode>, which `make profile MODEL=...` accepts directly.",

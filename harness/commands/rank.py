@@ -9,15 +9,17 @@ from rich.table import Table
 from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, RANKED, RankEntry, rank_runs, ranking_rows
 from harness.analysis.run_values import check_metric, resolve_results_dir, select_runs
 from harness.analysis.stats import UNSTABLE_RULE
+from harness.commands import COMMANDS
 from harness.commands._analysis import add_metric_option, add_results_options, fmt, print_json, stdout, warn
 from harness.core import metric_registry
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "rank", help="rank the session's models; not-significant differences share a rank",
-        description=f"Rank models (lower is better). Models share a rank unless Mann–Whitney U, Holm-corrected "
-                    f"over all pairs at alpha={ALPHA}, separates them and their medians differ by "
+        "rank", help=COMMANDS["rank"],
+        description=f"Rank models (lower is better). Models share a rank unless their test (Wilcoxon's signed-rank "
+                    f"test on the per-round differences for models run side by side, else Mann–Whitney U), "
+                    f"Holm-corrected over all pairs at alpha={ALPHA}, separates them and their medians differ by "
                     f"{MIN_RELATIVE_GAP:.0%} or more.",
     )
     default = metric_registry.DEFAULT_METRIC

@@ -10,13 +10,14 @@ from rich.table import Table
 from harness.analysis.run_values import resolve_results_dir, select_runs
 from harness.calibration.calibrate import ACROSS_FAMILIES, Calibration, calibrate_runs, group_label
 from harness.calibration.fits import FIT_NAMES
+from harness.commands import COMMANDS
 from harness.commands import _analysis as ui
 from harness.device.data import load_device
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "regress", help="calibrate harness numbers against a device's (fits compared by nested leave-one-out)",
+        "regress", help=COMMANDS["regress"],
         description="Fit device ≈ f(harness) for each metric and group; the fit is chosen by held-out error.",
     )
     ui.add_device_option(parser)

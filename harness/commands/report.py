@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness.analysis.run_values import ALL_SESSIONS, resolve_results_dir
+from harness.commands import COMMANDS
 from harness.commands._analysis import add_results_options, env_default, stdout
 from harness.report.document import REPORT_DIR, build_report, write_report
 from harness.store.results import ensure_writable_dir, list_sessions, resolve_session
@@ -13,7 +14,7 @@ from harness.store.results import ensure_writable_dir, list_sessions, resolve_se
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "report", help="write report.md + report.html (+ PNG, CSV, JSON) for a session",
+        "report", help=COMMANDS["report"],
         description="Summary, ranking and, for every imported device, the calibration with its plots.",
     )
     add_results_options(parser, json_flag=False)

@@ -19,6 +19,7 @@ from harness.calibration.fits import FIT_NAMES
 from harness.calibration.line import MIN_POINTS
 from harness.calibration.points import model_facts_table
 from harness.calibration.suggest import relative_widths, suggest, suggest_first
+from harness.commands import COMMANDS
 from harness.commands import _analysis as ui
 from harness.core import metric_registry
 from harness.core.errors import ConfigError, DataError
@@ -30,7 +31,7 @@ DEFAULT_COUNT = 3
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "suggest", help="which profiled models to measure on the device next (largest interval shrinkage)",
+        "suggest", help=COMMANDS["suggest"],
         description="Rank the profiled models the device data lacks by how much measuring each on the device "
         "would shrink the prediction intervals of the others (greedy I-optimal picks).",
     )

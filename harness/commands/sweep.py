@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from harness.commands import COMMANDS
 from harness.commands.profile import add_profile_options, finish, profile_from_args, start_session, write_session_report
 from harness.core.config import VARIABLES
 from harness.core.errors import ConfigError
@@ -36,7 +37,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("sweep", help="models x CPUS values x repeats, one session and one report",
+    parser = subparsers.add_parser("sweep", help=COMMANDS["sweep"],
                                    description=__doc__)
     add_profile_options(parser, "comma-separated CPUS values, e.g. 1,2,4 (default: make's CPUS, else the profile's)")
     parser.add_argument("--no-report", action="store_true", help="skip writing the session report")

@@ -14,8 +14,8 @@ from pathlib import Path
 from rich.table import Table
 
 from harness import zoo
+from harness.commands import COMMANDS
 from harness.commands._analysis import stdout as _console
-from harness.models.facts import onnx_facts
 
 _GRAMMAR_NOTE = (
     "A name is <family>[_<values>]; append _int8_dynamic or _int8_static for an onnxruntime int8 variant "
@@ -25,7 +25,7 @@ _GRAMMAR_NOTE = (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("zoo", help="list or export the built-in model zoo (random weights)")
+    parser = subparsers.add_parser("zoo", help=COMMANDS["zoo"])
     actions = parser.add_subparsers(dest="zoo_command", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="families, their name grammar and the published variants")
     listing.add_argument("--json", action="store_true", help="print JSON on stdout")
@@ -70,6 +70,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from harness.models.facts import onnx_facts  # onnx: for an export only, never for `zoo list`
+
     rows = []
     for name in args.names:
         path = zoo.export(name, args.format)

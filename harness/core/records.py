@@ -1,4 +1,4 @@
-"""The typed records a run passes through, stdlib only so the runner can import them inside any image.
+"""The typed records a run passes through, stdlib only.
 
     RunnerInput  what crosses into the limited environment (the runner's spec.json)
     RunResult    what the runner measured; a run whose runner never reported gets the same fields
@@ -6,7 +6,9 @@
     RunOutcome   what a backend returns: the result, the applied limits, and what only the outside sees
     RunRecord    one line of runs.jsonl: the spec's facts, both sets of limits, the outcome, provenance
 
-On disk a record is one flat JSON object, so `jq` and pandas read it directly; field names carry units.
+On disk a record is one flat JSON object, so `jq` and pandas read it directly; field names carry units. The runner
+reads RunnerInput's JSON and writes RunResult's without importing this module (dataclasses would slow every run's
+start); RunResult.from_dict then refuses a key this version does not know.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-STDERR_TAIL_CHARS = 2000
+from harness.core import STDERR_TAIL_CHARS
 
 
 def refuse_unknown_keys(cls: type, data: dict[str, Any], message: str) -> None:
@@ -103,6 +105,9 @@ class RunResult:
     metrics: dict[str, Any] = field(default_factory=dict)  # the script's own reported values
     per_op_files: dict[str, str] | None = None  # PER_OP: the profiling phase's files, gzip + base64
     phases_s: list[list[Any]] | None = None  # PER_OP: (phase, seconds since spawn) marks
+    clock_s: dict[str, float] = field(default_factory=dict)
+    """When the runner started, spawned the script, saw it exit and had its result ready: seconds on the host's
+    monotonic clock (a container shares it), so only differences mean anything; the backend adds its own steps."""
 
     @classmethod
     def failure(cls, status: str, runtime_s: float, detail: str, exit_code: int | None = None,
@@ -153,6 +158,7 @@ class RunOutcome:
     applied: Limits
     overhead_s: float = 0.0  # wall time of the run outside the script: environment set-up and tear-down
     container: dict[str, Any] | None = None  # Docker only: name, id, the engine's OOM flag and exit code
+    clock_s: dict[str, float] = field(default_factory=dict)  # the backend's steps, on the clock of RunResult.clock_s
 
 
 @dataclass
@@ -193,6 +199,7 @@ class RunRecord:
             **{k: v for k, v in head.items() if k not in ("session_id", "run_id", "device_name")},
             "limits_requested": self.limits_requested.to_dict(), "limits_applied": outcome.applied.to_dict(),
             **outcome.result.to_dict(), "overhead_s": outcome.overhead_s,
+            "clock_s": {**outcome.result.clock_s, **outcome.clock_s},
             **({"container": outcome.container} if outcome.container is not None else {}),
             **({"node": self.node} if self.node is not None else {}),
             "conditions": self.conditions, "provenance": self.provenance,

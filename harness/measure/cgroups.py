@@ -1,8 +1,5 @@
-"""cgroup v1 and v2: discovery, cheap readers (pread on fds kept open), and limit writers.
-
-Discovery joins /proc/self/mountinfo (where each hierarchy is mounted and which part of it is visible)
-with /proc/self/cgroup (which cgroup we are in). That one rule finds our cgroup on a host, in a Docker
-container (where the container's cgroup is mounted as the root), and in a delegated systemd slice.
+"""cgroup v1 and v2 on the harness's side: our own cgroup as paths, the per-run cgroups with their limits, and their
+removal. Discovery and the readers the runner samples with are in harness.measure.cgroup_probe.
 """
 
 from __future__ import annotations
@@ -12,57 +9,16 @@ import errno
 import os
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-V1_CONTROLLERS = ("memory", "cpu", "cpuset")
+from harness.measure.cgroup_probe import V1_CONTROLLERS, own_cgroup_dirs, parse_flat_keyed
+
 SUPERVISOR_LEAF = "harness-supervisor"  # v2: where the harness's own processes live, beside its run cgroups
 MOVE_ATTEMPTS = 20  # rounds of moving processes into the leaf (a process may fork while we move it)
 
 
-@dataclass(frozen=True)
-class Hierarchy:
-    mount_point: Path
-    root: str  # the part of the hierarchy visible at mount_point
-
-
-def _mounts() -> tuple[dict[str, Hierarchy], Hierarchy | None]:
-    """v1 hierarchies by controller, and the v2 (unified) hierarchy if one is mounted."""
-    v1: dict[str, Hierarchy] = {}
-    v2: Hierarchy | None = None
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        left, _, right = line.partition(" - ")
-        fields, extra = left.split(), right.split()
-        if not extra:
-            continue
-        hierarchy = Hierarchy(Path(fields[4]), fields[3])
-        if extra[0] == "cgroup2":
-            v2 = v2 or hierarchy
-        elif extra[0] == "cgroup":
-            for option in extra[2].split(","):
-                v1.setdefault(option, hierarchy)
-    return v1, v2
-
-
-def _membership() -> dict[str, str]:
-    """Controller -> cgroup path from /proc/self/cgroup; the v2 entry is keyed ''."""
-    paths: dict[str, str] = {}
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        for controller in controllers.split(",") if controllers else [""]:
-            paths[controller] = path
-    return paths
-
-
-def _locate(hierarchy: Hierarchy, path: str) -> Path:
-    relative = os.path.relpath(path, hierarchy.root) if path.startswith(hierarchy.root) else "."
-    candidate = (hierarchy.mount_point / relative).resolve()
-    # A private cgroup namespace can show paths the mount does not: fall back to the mount's root.
-    return candidate if candidate.is_dir() else hierarchy.mount_point
-
-
-@dataclass(frozen=True)
-class OwnCgroup:
+class OwnCgroup(NamedTuple):
     """The cgroup(s) this process lives in. For v1, one directory per controller."""
 
     version: int  # 1 or 2; 0 when no memory controller is visible
@@ -70,111 +26,16 @@ class OwnCgroup:
 
 
 def discover() -> OwnCgroup:
-    v1, v2 = _mounts()
-    membership = _membership()
-    if v2 is not None and "" in membership:
-        unified = _locate(v2, membership[""])
-        available = (v2.mount_point / "cgroup.controllers").read_text().split() if (
-            v2.mount_point / "cgroup.controllers").exists() else []
-        if "memory" in available:
-            return OwnCgroup(2, {name: unified for name in V1_CONTROLLERS})
-    if "memory" in v1:
-        dirs = {name: _locate(v1[name], membership.get(name, "/")) for name in V1_CONTROLLERS if name in v1}
-        return OwnCgroup(1, dirs)
-    return OwnCgroup(0, {})
-
-
-class FileReader:
-    """One cgroup file opened once and re-read with pread: no open/close per sample."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-
-    def read(self) -> str:
-        return os.pread(self._fd, 65536, 0).decode()
-
-    def close(self) -> None:
-        os.close(self._fd)
-
-
-def parse_flat_keyed(text: str) -> dict[str, int]:
-    """memory.stat, cpu.stat, memory.events, memory.oom_control: 'key value' lines."""
-    values: dict[str, int] = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if value.strip().lstrip("-").isdigit():
-            values[key] = int(value)
-    return values
-
-
-def flat_keyed_value(text: str, key: str) -> int | None:
-    """One key of a flat-keyed file without parsing the others: the sampler reads memory.stat (40-odd lines) up to
-    a thousand times a second, and parsing every line cost twice what reading it does."""
-    start = ("\n" + text).find(f"\n{key} ")
-    if start < 0:
-        return None
-    end = text.find("\n", start)
-    return int(text[start + len(key) + 1:end if end >= 0 else None])
-
-
-class MemoryProbe:
-    """Reads a cgroup's memory usage, working set, kernel peak, OOM kills and CPU throttling."""
-
-    def __init__(self, cgroup: OwnCgroup) -> None:
-        memory = cgroup.dirs["memory"]
-        self.version = cgroup.version
-        if self.version == 2:
-            names = {"usage": "memory.current", "stat": "memory.stat", "peak": "memory.peak",
-                     "events": "memory.events"}
-            self._inactive_key = "inactive_file"
-        else:
-            names = {"usage": "memory.usage_in_bytes", "stat": "memory.stat", "peak": "memory.max_usage_in_bytes",
-                     "events": "memory.oom_control"}
-            self._inactive_key = "total_inactive_file"
-        self._readers = {key: FileReader(memory / name) for key, name in names.items() if (memory / name).exists()}
-        cpu_stat = cgroup.dirs.get("cpu", memory) / "cpu.stat"
-        self._cpu = FileReader(cpu_stat) if cpu_stat.exists() else None
-
-    @property
-    def has_kernel_peak(self) -> bool:
-        return "peak" in self._readers
-
-    def usage_bytes(self) -> int:
-        return int(self._readers["usage"].read())
-
-    def working_set_bytes(self) -> int:
-        """Usage minus inactive page cache: what `docker stats` and kubelet call the working set."""
-        usage = self.usage_bytes()
-        inactive = flat_keyed_value(self._readers["stat"].read(), self._inactive_key) or 0
-        return max(usage - inactive, 0)
-
-    def peak_bytes(self) -> int | None:
-        return int(self._readers["peak"].read()) if "peak" in self._readers else None
-
-    def oom_kills(self) -> int:
-        return parse_flat_keyed(self._readers["events"].read()).get("oom_kill", 0) if "events" in self._readers else 0
-
-    def cpu_stat(self) -> dict[str, int]:
-        """nr_periods, nr_throttled and throttled time in ns (v1 throttled_time, v2 throttled_usec*1000)."""
-        if self._cpu is None:
-            return {}
-        stat = parse_flat_keyed(self._cpu.read())
-        throttled_ns = stat.get("throttled_time", stat.get("throttled_usec", 0) * 1000)
-        return {"nr_periods": stat.get("nr_periods", 0), "nr_throttled": stat.get("nr_throttled", 0),
-                "throttled_ns": throttled_ns}
-
-    def close(self) -> None:
-        for reader in [*self._readers.values(), *([self._cpu] if self._cpu else [])]:
-            reader.close()
+    """This process's cgroup(s), as cgroup_probe finds them."""
+    version, dirs = own_cgroup_dirs()
+    return OwnCgroup(version, {name: Path(path) for name, path in dirs.items()})
 
 
 def _write(path: Path, value: str) -> None:
     path.write_text(value)
 
 
-@dataclass
-class RunCgroup:
+class RunCgroup(NamedTuple):
     """A per-run child cgroup (one directory per v1 controller, one for v2), created with its limits."""
 
     version: int

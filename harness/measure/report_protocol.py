@@ -18,7 +18,6 @@ import json
 import os
 import time
 from array import array
-from typing import Any
 
 ENV_VAR = "HARNESS_METRICS"
 LATENCIES_KEY = "latency_ms"  # a list of per-inference latencies in ms, when not written to HARNESS_LATENCIES
@@ -30,7 +29,7 @@ MAX_LATENCIES = 100_000  # per run: 800 KB binary; longer runs keep a uniform sa
 PROFILE_DIR_ENV = "HARNESS_PROFILE_DIR"
 
 
-def report(**values: Any) -> None:
+def report(**values: object) -> None:
     """Append one JSON line of metrics (e.g. load_s=0.4, latency_ms=[...], or any custom key)."""
     path = os.environ.get(ENV_VAR)
     if not path:

@@ -1,52 +1,47 @@
 """The in-environment measurement: the only module that measures, used unchanged by every backend.
 
-    python -m harness.measure.runner --spec spec.json [--out result.json] [--join-cgroup .../cgroup.procs ...]
+    python -m harness.measure.runner --spec spec.json [--out result.json]
 
 It spawns the bench script, times it from spawn to exit on the monotonic clock, samples the cgroup's
 working set every SAMPLE_INTERVAL_MS (pread on open fds), and at the end reads the kernel's exact
-high-water mark. Stdlib only, so it stays small in memory and starts fast. It writes one JSON RunResult.
+high-water mark. It writes one JSON RunResult.
+
+Its start is part of every run's cost, so it imports little: the lighter half of the standard library (no
+subprocess, pathlib, argparse, typing, statistics, tempfile or dataclasses, which together cost more than the rest of
+its start; gzip and base64 only for a per-op run), and harness.core.records not at all: it reads the spec as the
+JSON form of a RunnerInput and writes the JSON form of a RunResult, which the harness then checks.
 """
 
 from __future__ import annotations
 
-import argparse
-import base64
 import contextlib
-import gzip
 import json
 import math
 import os
-import random
 import resource
 import select
-import shutil
 import signal
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from array import array
-from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
 
-from harness.core.records import STDERR_TAIL_CHARS, RunnerInput, RunResult
-from harness.measure import cgroups
-from harness.measure.report_protocol import (
-    BATCH_SIZE_KEY,
-    LATENCIES_ENV_VAR,
-    LATENCIES_KEY,
-    LOAD_KEY,
-    MAX_LATENCIES,
-    PROFILE_DIR_ENV,
-)
+from harness.core import STDERR_TAIL_CHARS
+from harness.measure.cgroup_probe import MemoryProbe, own_cgroup_dirs
+from harness.measure.report_protocol import BATCH_SIZE_KEY, LATENCIES_ENV_VAR, LOAD_KEY, MAX_LATENCIES, PROFILE_DIR_ENV
 from harness.measure.report_protocol import ENV_VAR as METRICS_ENV
+from harness.measure.script_output import latency_summary, read_latencies, read_metrics
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from harness.core.records import RunnerInput
 
 MIB = 1024 * 1024
 MAX_CATCH_UP = 10  # samples owed after a stall (a suspended VM, say) beyond which the schedule restarts
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
-MAX_METRICS_LINE_CHARS = 8 * MIB  # a longer line (a huge JSON latency list) is skipped, not parsed into memory
-
 
 
 def child_command(spec: RunnerInput) -> list[str]:
@@ -57,7 +52,7 @@ def child_command(spec: RunnerInput) -> list[str]:
 
 
 def child_env(spec: RunnerInput, metrics_path: str, latencies_path: str,
-              profile_dir: Path | None = None) -> dict[str, str]:
+              profile_dir: str | None = None) -> dict[str, str]:
     """What a bench script needs to know, plus thread caps so frameworks don't oversubscribe."""
     env = dict(os.environ)
     threads = str(spec.threads)
@@ -77,32 +72,81 @@ def child_env(spec: RunnerInput, metrics_path: str, latencies_path: str,
         # OpenMP threads (torch's intra-op pool) sleep at once instead of spinning through the quota.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if profile_dir is not None:
-        env[PROFILE_DIR_ENV] = str(profile_dir)
+        env[PROFILE_DIR_ENV] = profile_dir
     return env
 
 
-def pack_profile(directory: Path) -> dict[str, str]:
+def pack_profile(directory: str) -> dict[str, str]:
     """The per-op phase's files (raw framework trace, meta), gzip + base64, to travel inside the RunResult:
     out of a container they can only leave on the runner's stdout. Read after the kernel's peak, so packing is
     never charged to the run; the directory is removed."""
-    packed = {path.name: base64.b64encode(gzip.compress(path.read_bytes())).decode("ascii")
-              for path in sorted(directory.iterdir()) if path.is_file()}
+    import base64  # per-op runs only: the others never pay for these imports
+    import gzip
+    import shutil
+
+    packed = {}
+    for entry in sorted(os.scandir(directory), key=lambda entry: entry.name):
+        if entry.is_file():
+            with open(entry.path, "rb") as handle:
+                packed[entry.name] = base64.b64encode(gzip.compress(handle.read())).decode("ascii")
     shutil.rmtree(directory, ignore_errors=True)
     return packed
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
 
 
 def _prepare_child(spec: RunnerInput) -> None:
     """Runs in the child between fork and exec (the runner is single-threaded at that point)."""
     # The OOM killer must pick the workload, never the runner that records what happened.
     with contextlib.suppress(OSError):
-        Path("/proc/self/oom_score_adj").write_text("1000")
+        _write("/proc/self/oom_score_adj", "1000")
     if spec.rlimit_as_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (spec.rlimit_as_bytes, spec.rlimit_as_bytes))
     if spec.affinity:
         os.sched_setaffinity(0, spec.affinity)
     # The workload's own cgroups (the pinned cores), which the runner itself stays out of: see place_runner().
     for procs in spec.workload_cgroup_procs:
-        Path(procs).write_text(str(os.getpid()))
+        _write(procs, str(os.getpid()))
+
+
+def spawn(command: list[str], env: dict[str, str], stderr_path: str, prepare: Callable[[], None]) -> int:
+    """Start `command` as a session leader with stdin and stdout on /dev/null and stderr into `stderr_path`, after
+    `prepare` has run in the child between fork and exec; return its pid. It is what subprocess.Popen(...,
+    start_new_session=True, preexec_fn=prepare) does, default signals restored, without importing subprocess (a
+    fifth of the runner's start): the runner is single-threaded, so forking it is safe. Whatever stops the child
+    before its program runs (no such file, a failed `prepare`) is raised here, as Popen raises it."""
+    stderr_fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    failure_read, failure_write = os.pipe()  # closed by a successful exec: nothing read means it ran
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            for source, target in ((null, 0), (null, 1), (stderr_fd, 2)):
+                os.dup2(source, target)
+            for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores them; the program must not inherit that
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+            prepare()
+            os.execvpe(command[0], command, env)
+        except BaseException as err:  # the child must end here, never return into the runner
+            with contextlib.suppress(BaseException):
+                os.write(failure_write, f"{getattr(err, 'errno', None) or 0}:{err}".encode())
+        finally:
+            os._exit(127)
+    os.close(failure_write)
+    os.close(stderr_fd)
+    failure = b""
+    while chunk := os.read(failure_read, 4096):
+        failure += chunk
+    os.close(failure_read)
+    if failure:
+        os.waitpid(pid, 0)
+        code, _, message = failure.decode(errors="replace").partition(":")
+        raise OSError(int(code), f"cannot start {command[0]}: {message}") if int(code) else OSError(message)
+    return pid
 
 
 def place_runner(spec: RunnerInput) -> list[int]:
@@ -155,76 +199,6 @@ def time_weighted_mean(times: array, values: array, start: float, end: float) ->
     return total / weight if weight > 0 else None
 
 
-def read_metrics(path: Path) -> tuple[list[tuple[str, float]], dict[str, Any], list[str]]:
-    """Phase marks, reported values and notes. A torn or foreign line is skipped, never fatal; a line longer than
-    MAX_METRICS_LINE_CHARS is skipped unread, so a script cannot make the runner grow inside the measured memory."""
-    phases: list[tuple[str, float]] = []
-    values: dict[str, Any] = {}
-    notes: list[str] = []
-    if not path.exists():
-        return phases, values, notes
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        while line := handle.readline(MAX_METRICS_LINE_CHARS):
-            if not line.endswith("\n") and len(line) == MAX_METRICS_LINE_CHARS:
-                while (rest := handle.readline(MAX_METRICS_LINE_CHARS)) and not rest.endswith("\n"):
-                    pass
-                notes.append(f"a metrics line longer than {MAX_METRICS_LINE_CHARS // MIB} MiB was skipped; report "
-                             "long latency series with harness.measure.report_protocol.report_latencies "
-                             "(binary) instead")
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(item, dict):
-                continue
-            if "phase" in item and "t" in item:
-                phases.append((str(item["phase"]), float(item["t"])))
-            else:
-                values.update(item)
-    return phases, values, notes
-
-
-def read_latencies(path: Path, reported: dict[str, Any]) -> tuple[array, int]:
-    """The per-inference latencies (ms): the binary file if the script wrote one, else a reported JSON list.
-
-    At most MAX_LATENCIES are kept (the binary file's first ones; a uniform seeded sample of a longer JSON list), so
-    the runner's footprint is bounded. Returns them and how many the script reported in all."""
-    listed = reported.pop(LATENCIES_KEY, None)
-    latencies = array("d")
-    if path.exists() and path.stat().st_size:
-        count = path.stat().st_size // latencies.itemsize
-        with open(path, "rb") as handle:
-            latencies.fromfile(handle, min(count, MAX_LATENCIES))
-        return latencies, count
-    if not isinstance(listed, list):
-        return latencies, 0
-    numbers = [float(x) for x in listed if isinstance(x, (int, float)) and math.isfinite(x)]
-    if len(numbers) > MAX_LATENCIES:
-        keep = sorted(random.Random(0).sample(range(len(numbers)), MAX_LATENCIES))
-        numbers = [numbers[i] for i in keep]
-    latencies.extend(numbers)
-    return latencies, len(listed)
-
-
-def latency_summary(latencies_ms: array, exact: dict[str, Any] | None = None) -> dict[str, float] | None:
-    """p50/p90/p99/mean/std/min/max/n. `exact` (the bench loop's `latency_all`) replaces n, mean, min and max with the
-    figures over every call when the latencies are a sample of a longer run."""
-    if not latencies_ms:
-        return None
-    ordered = sorted(latencies_ms)
-    cuts = statistics.quantiles(ordered, n=100, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 99
-    summary = {
-        "p50": statistics.median(ordered), "p90": cuts[89], "p99": cuts[98],
-        "mean": statistics.fmean(ordered), "std": statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
-        "min": ordered[0], "max": ordered[-1], "n": len(ordered),
-    }
-    if isinstance(exact, dict):
-        summary.update({key: exact[key] for key in ("n", "mean", "min", "max") if isinstance(exact.get(key),
-                                                                                              (int, float))})
-    return summary
-
-
 def _status(timed_out: bool, returncode: int, oom_kills: int, stderr_tail: str, rlimited: bool) -> str:
     """A non-zero exit after an OOM kill in the run is `oom` even when the killed process was a grandchild and the
     script exited with an error of its own."""
@@ -237,43 +211,52 @@ def _status(timed_out: bool, returncode: int, oom_kills: int, stderr_tail: str, 
     return "ok" if returncode == 0 else "error"
 
 
-def read_tail(path: Path, size: int) -> bytes:
+def read_tail(path: str, size: int) -> bytes:
     """The last `size` bytes of a file, without reading the rest into memory."""
     with open(path, "rb") as handle:
         handle.seek(max(handle.seek(0, os.SEEK_END) - size, 0))
         return handle.read()
 
 
-def measure(spec: RunnerInput) -> RunResult:
-    """Run the script once under whatever limits this process already sits in; return the RunResult.
+def scratch_dir(near: str | None) -> str:
+    """A new private directory for the run's files: beside the result file when there is one (in the backend's own
+    directory), else in $TMPDIR or /tmp (a container's own tmpfs)."""
+    base = os.path.dirname(os.path.abspath(near)) if near else os.environ.get("TMPDIR") or "/tmp"
+    for attempt in range(100):
+        path = os.path.join(base, f"harness-run-{os.getpid()}-{attempt}")
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+            return path
+    raise FileExistsError(f"no free scratch directory name under {base}")
+
+
+def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
+    """Run the script once under whatever limits this process already sits in; return the RunResult's JSON form.
+    Its scratch files go beside `near` (the result file) when given.
 
     With a cgroup of the run's own (local cgroup backend, container) memory comes from that cgroup. In rlimit mode
     the runner shares the harness's cgroup, whose usage and high-water mark are not the run's: memory then comes
     from the script's process tree (ProcessTree, and the kernel's RSS high-water mark of its largest process)."""
     tree_mode = spec.isolation == "rlimit"
-    cgroup = cgroups.OwnCgroup(0, {}) if tree_mode else cgroups.discover()
-    probe = cgroups.MemoryProbe(cgroup) if cgroup.version else None
+    version, dirs = (0, {}) if tree_mode else own_cgroup_dirs()
+    probe = MemoryProbe(version, dirs) if version else None
     runner_cores = place_runner(spec)
     oom_before = probe.oom_kills() if probe else 0
     cpu_before = probe.cpu_stat() if probe else {}
-    workdir = Path(tempfile.mkdtemp(prefix="harness-run-"))
-    metrics_path, stderr_path = workdir / "metrics.jsonl", workdir / "stderr.txt"
-    latencies_path = workdir / "latencies.f64"
-    profile_dir = workdir / "profile" if spec.per_op else None
+    workdir = scratch_dir(near)
+    metrics_path, stderr_path = os.path.join(workdir, "metrics.jsonl"), os.path.join(workdir, "stderr.txt")
+    latencies_path = os.path.join(workdir, "latencies.f64")
+    profile_dir = os.path.join(workdir, "profile") if spec.per_op else None
     if profile_dir is not None:
-        profile_dir.mkdir()
+        os.mkdir(profile_dir)
     interval = spec.sample_interval_ms / 1000.0
     times, values = array("d"), array("d")  # 16 bytes a sample: a 600 s run at 100 Hz adds under 1 MiB
     self_before = resource.getrusage(resource.RUSAGE_SELF)
-    with open(stderr_path, "wb") as stderr_file:
-        t0 = time.monotonic()
-        child = subprocess.Popen(
-            child_command(spec), env=child_env(spec, str(metrics_path), str(latencies_path), profile_dir),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr_file, start_new_session=True,
-            preexec_fn=lambda: _prepare_child(spec),  # noqa: PLW1509 - single-threaded here
-        )
-    sampler = probe or ProcessTree(child.pid)
-    pidfd = os.pidfd_open(child.pid)
+    env = child_env(spec, metrics_path, latencies_path, profile_dir)
+    t0 = time.monotonic()
+    child_pid = spawn(child_command(spec), env, stderr_path, lambda: _prepare_child(spec))
+    sampler = probe or ProcessTree(child_pid)
+    pidfd = os.pidfd_open(child_pid)
     poller = select.epoll()
     poller.register(pidfd, select.EPOLLIN)
     deadline, next_sample, timed_out = t0 + spec.timeout_s, t0, False
@@ -282,7 +265,7 @@ def measure(spec: RunnerInput) -> RunResult:
         if now >= deadline:
             timed_out = True
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
+                os.killpg(child_pid, signal.SIGKILL)
             break
         if now >= next_sample:
             with contextlib.suppress(OSError, ValueError):
@@ -296,7 +279,7 @@ def measure(spec: RunnerInput) -> RunResult:
         if poller.poll(min(next_sample, deadline) - now):
             break
     t_exit = time.monotonic()
-    _, wait_status, usage = os.wait4(child.pid, 0)
+    _, wait_status, usage = os.wait4(child_pid, 0)
     self_after = resource.getrusage(resource.RUSAGE_SELF)
     poller.close()
     os.close(pidfd)
@@ -310,20 +293,22 @@ def measure(spec: RunnerInput) -> RunResult:
     phases, reported, notes = read_metrics(metrics_path)
     latencies, reported_count = read_latencies(latencies_path, reported)
     for path in (metrics_path, stderr_path, latencies_path):
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
     profile_files = pack_profile(profile_dir) if profile_dir is not None else None
-    workdir.rmdir()
+    os.rmdir(workdir)
     result = assemble_result(
         spec=spec, t0=t0, t_exit=t_exit, times=times, values=values, phases=phases, reported=reported,
         latencies=latencies, reported_count=reported_count, notes=notes,
         peak_bytes=peak, usage=usage, returncode=returncode, timed_out=timed_out, oom_kills=oom_kills,
-        stderr_tail=stderr_tail, cgroup_version=cgroup.version, tree_mode=tree_mode, runner_cores=runner_cores,
+        stderr_tail=stderr_tail, cgroup_version=version, tree_mode=tree_mode, runner_cores=runner_cores,
         cpu_delta={k: cpu_after.get(k, 0) - cpu_before.get(k, 0) for k in cpu_after},
         runner_cpu_s=(self_after.ru_utime + self_after.ru_stime) - (self_before.ru_utime + self_before.ru_stime),
     )
+    result["clock_s"] = {"script_spawned": t0, "script_exited": t_exit}
     if profile_files is not None:
-        result.per_op_files = profile_files
-        result.phases_s = [[name, round(t - t0, 6)] for name, t in phases]
+        result["per_op_files"] = profile_files
+        result["phases_s"] = [[name, round(t - t0, 6)] for name, t in phases]
     return result
 
 
@@ -372,8 +357,8 @@ def assemble_result(
     peak_bytes: int | None, usage: resource.struct_rusage, returncode: int, timed_out: bool, oom_kills: int,
     stderr_tail: str, cgroup_version: int, tree_mode: bool, runner_cores: list[int], cpu_delta: dict[str, int],
     runner_cpu_s: float,
-) -> RunResult:
-    """Turn raw observations into the RunResult (units in every name)."""
+) -> dict[str, Any]:
+    """Turn raw observations into the RunResult's JSON form (units in every name)."""
     runtime_s = t_exit - t0
     summary = latency_summary(latencies, reported.pop("latency_all", None))
     if summary and summary["n"] > len(latencies):
@@ -401,7 +386,7 @@ def assemble_result(
     periods = cpu_delta.get("nr_periods", 0)
     status = _status(timed_out, returncode, oom_kills, stderr_tail, bool(spec.rlimit_as_bytes))
     load_s = reported.pop(LOAD_KEY, None)
-    return RunResult(
+    return dict(
         status=status,
         exit_code=returncode if returncode >= 0 else None,
         signal=-returncode if returncode < 0 else None,
@@ -438,33 +423,42 @@ def assemble_result(
     )
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m harness.measure.runner")
-    parser.add_argument("--spec", required=True, help="JSON file with the run's spec")
-    parser.add_argument("--out", help="where to write the RunResult JSON (default: stdout)")
-    parser.add_argument("--join-cgroup", action="append", default=[], help="cgroup.procs file to enter first")
-    return parser.parse_args(argv)
+USAGE = "usage: python -m harness.measure.runner --spec SPEC.json [--out RESULT.json]"
+
+
+def parse_args(argv: list[str]) -> tuple[str, str | None]:
+    """(spec file, result file or None for stdout). A backend calls the runner, never a person, so two options are
+    parsed by hand: argparse would cost every run's start more than the runner's own code."""
+    options = dict(zip(argv[::2], argv[1::2], strict=False))
+    if len(argv) % 2 or "--spec" not in options or set(options) - {"--spec", "--out"}:
+        raise SystemExit(USAGE)
+    return options["--spec"], options.get("--out")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parse_args(argv)
-    if args.join_cgroup:
-        # Enter the run's cgroup, then exec a fresh interpreter so all of the runner's memory is charged there.
-        for procs in args.join_cgroup:
-            Path(procs).write_text(str(os.getpid()))
-        rest = ["--spec", args.spec, *(["--out", args.out] if args.out else [])]
-        os.execv(sys.executable, [sys.executable, "-m", "harness.measure.runner", *rest])
-    spec = RunnerInput.from_dict(json.loads(Path(args.spec).read_text()))
-    result = measure(spec)
-    text = json.dumps(result.to_dict())
-    if args.out:
-        tmp = Path(args.out + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, args.out)
+    """The runner starts already inside the run's cgroup (harness.measure.launch; a container's own cgroup)."""
+    started = time.monotonic()
+    spec_path, out = parse_args(sys.argv[1:] if argv is None else argv)
+    with open(spec_path, encoding="utf-8") as handle:
+        spec = SimpleNamespace(**json.load(handle))
+    result = measure(spec, out)
+    result["clock_s"] = {"runner_started": started, **result["clock_s"], "result_ready": time.monotonic()}
+    text = json.dumps(result)
+    if out:
+        _write(out + ".tmp", text)
+        os.replace(out + ".tmp", out)
     else:
         sys.stdout.write(text + "\n")
     return 0
 
 
+def entry() -> None:
+    """main(), then leave at once: the result is out, and the interpreter's own teardown (tens of milliseconds, freeing
+    every object one by one) would only keep the backend waiting for this process to end."""
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ModelError
-from harness.models.facts import onnx_facts
+from harness.models.facts_cache import model_facts
 
 BENCH_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "bench_scripts"
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
@@ -88,9 +88,10 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
     kind, default_script, module, extra = KINDS.get(suffix, ("custom", "", "", ""))
     if script is None and check_runtime and importlib.util.find_spec(module) is None:
         raise ModelError(f"model {path.name} needs {module}, which is not installed: install {extra}")
-    facts = onnx_facts(path) if kind == "onnx" else None  # also rejects a corrupt file, now
+    sha256 = sha256_of(path)
+    facts = model_facts(path, sha256) if kind == "onnx" else None  # also rejects a corrupt file, now
     return ModelInfo(name=name, path=path.resolve(), kind=kind, script=(script or BENCH_SCRIPTS_DIR / default_script),
-                     sha256=sha256_of(path), size_mib=path.stat().st_size / 1024**2, facts=facts)
+                     sha256=sha256, size_mib=path.stat().st_size / 1024**2, facts=facts)
 
 
 

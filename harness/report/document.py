@@ -114,7 +114,8 @@ def answer_section(results_dir: Path, runs: list[dict[str, Any]], info: dict[str
 
 def ranking_section(runs: list[dict[str, Any]]) -> Section:
     section = Section("Ranking", [
-        f"Lower is better. Two models rank apart only when Mann–Whitney U, Holm-corrected over every pair, separates "
+        f"Lower is better. Two models rank apart only when their test (Wilcoxon's signed-rank test on the per-round "
+        f"differences for models run side by side, else Mann–Whitney U), Holm-corrected over every pair, separates "
         f"them at α = {ALPHA} and their medians differ by {MIN_RELATIVE_GAP:.0%} or more; a model that no cut "
         "can separate from the one above shares its rank (`reason` says why, `repeats_needed` how many repeats "
         "per model could separate them). Models with a failed run are listed without a rank. Stability is the "

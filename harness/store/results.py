@@ -3,7 +3,8 @@
 Layout: RESULTS_DIR/<session_id>/
   runs.jsonl     one RunResult per line, appended, flushed and fsynced the moment a run ends
   session.json   the plan: profile, models, seed, provenance (written atomically before the first run)
-  summary.json / summary.csv   per-model statistics (rewritten atomically after every run)
+  summary.json / summary.csv   per-model statistics, rewritten atomically after every run but not fsynced:
+                 they are derived from runs.jsonl, which is, so a power cut can cost a summary, never a run
 
 Every file carries `schema_version`; a newer one is refused with a clear message rather than misread, and
 an older one is migrated on reading, one version at a time (asv's habit; steps in store_migrations.py).
@@ -30,6 +31,7 @@ RUNS_FILE = "runs.jsonl"
 SESSION_FILE = "session.json"
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
+ALL_SESSIONS = "all"  # the session name that pools every session of a results directory
 
 
 def new_session_id() -> str:
@@ -38,26 +40,29 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"{int(now % 1 * 1000):03d}-{secrets.token_hex(2)}"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory + fsync + rename: readers never see half a file."""
+def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
+    """Write via a temp file in the same directory + rename: readers never see half a file. `durable` fsyncs it
+    first, so it also survives a power cut (a few milliseconds that derived files, rewritten after every run,
+    skip)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+def atomic_write_json(path: Path, obj: Any, durable: bool = True) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n", durable)
 
 
-def atomic_write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+def atomic_write_csv(path: Path, rows: list[dict[str, Any]], durable: bool = True) -> None:
     """Rows may have different keys; the header is their ordered union."""
     fields: list[str] = []
     for row in rows:
@@ -66,7 +71,7 @@ def atomic_write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    atomic_write_text(path, buffer.getvalue())
+    atomic_write_text(path, buffer.getvalue(), durable)
 
 
 def ensure_writable_dir(path: Path, what: str) -> Path:
@@ -125,8 +130,9 @@ class SessionStore:
         atomic_write_json(self.path / SESSION_FILE, {"schema_version": SCHEMA_VERSION, **info})
 
     def write_summary(self, summary: dict[str, Any], rows: list[dict[str, Any]]) -> None:
-        atomic_write_json(self.path / SUMMARY_JSON, {"schema_version": SCHEMA_VERSION, **summary})
-        atomic_write_csv(self.path / SUMMARY_CSV, rows)
+        """Derived from runs.jsonl, so not fsynced (see the module docstring)."""
+        atomic_write_json(self.path / SUMMARY_JSON, {"schema_version": SCHEMA_VERSION, **summary}, durable=False)
+        atomic_write_csv(self.path / SUMMARY_CSV, rows, durable=False)
 
     def runs(self) -> list[dict[str, Any]]:
         return load_runs(self.path)

@@ -1,0 +1,36 @@
+"""An ONNX model's static facts by content: read from its graph once, then from harness.core.cache.
+
+Reading the facts loads onnx and runs shape inference (a third of a second and more for a large graph), which
+would otherwise start every session. The key is the file's sha256 and the recipe (this package's facts code and
+the onnx version), so a changed model, a changed count or another onnx never reuses an entry. A file that parsed
+once is whole, so a cache hit also stands for the check that the model is not corrupt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from harness.core.cache import cached
+from harness.measure.provenance import installed_versions
+
+FACTS_CODE = Path(__file__).with_name("facts.py")
+
+
+def recipe() -> str:
+    """12 hex digits over what shapes the facts besides the model: the facts code and the onnx version."""
+    onnx_version = installed_versions(["onnx"]).get("onnx", "")
+    return hashlib.sha256(FACTS_CODE.read_bytes() + onnx_version.encode()).hexdigest()[:12]
+
+
+def model_facts(path: Path, sha256: str) -> dict[str, Any]:
+    """harness.models.facts.onnx_facts of the file whose content hashes to `sha256`, from the cache when it holds
+    them; a model that is not readable ONNX raises ModelError, as onnx_facts does."""
+
+    def read_graph() -> dict[str, Any]:
+        from harness.models.facts import onnx_facts  # onnx: only for a model (or recipe) not seen before
+
+        return onnx_facts(path)
+
+    return cached("facts", f"{sha256}-{recipe()}", read_graph)
