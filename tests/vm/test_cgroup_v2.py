@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from harness.core.records import RunnerInput
 from harness.measure.cgroups import SUPERVISOR_LEAF, discover
 from tests.vm.scenarios import SPIKE_MIB, SPIKE_MS, WORKLOADS
 
@@ -177,11 +178,10 @@ exec "$@"
 def run_in_cgroup_namespace(container: Scope, tmp: Path, model: Path, script: str, args: list[str],
                             hide_peak: bool = False) -> dict[str, Any]:
     """The runner alone (as the Docker backend starts it), in a namespace rooted at `container`."""
-    spec = {"model": str(model), "script": str(WORKLOADS / script), "script_args": args, "threads": 1,
-            "cpus": 1.0, "iterations": 1, "warmup": 0, "batch_size": 1, "sample_interval_ms": 1000.0,
-            "timeout_s": 300.0, "keep_samples": False}
+    spec = RunnerInput(model=str(model), script=str(WORKLOADS / script), script_args=tuple(args), threads=1,
+                       cpus=1.0, iterations=1, warmup=0, batch_size=1, sample_interval_ms=1000.0, timeout_s=300.0)
     spec_path, out = tmp / "spec.json", tmp / "result.json"
-    spec_path.write_text(json.dumps(spec))
+    spec_path.write_text(json.dumps(spec.to_dict()))  # every key, as a backend writes it: the runner takes no defaults
     out.unlink(missing_ok=True)
     os.environ["HIDE_PEAK"] = "1" if hide_peak else "0"
     container.run("unshare", "--cgroup", "--mount", "sh", "-c", IN_NAMESPACE, "sh",
