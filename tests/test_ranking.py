@@ -287,7 +287,8 @@ def test_the_paired_test_holds_alpha_where_runs_of_one_round_are_not_independent
         a_second = rng.integers(0, 2, rounds).astype(bool)
         a = drift * np.where(a_second, 1.3, 1.0) * rng.lognormal(0.0, 0.02, rounds)
         b = drift * np.where(a_second, 1.0, 1.3) * rng.lognormal(0.0, 0.02, rounds)
-        calls["paired"] += reaches(signed_rank_p(b - a), ALPHA)  # the p-values compare(..., paired=True) and compare() use
+        # the p-values compare(..., paired=True) and compare() use
+        calls["paired"] += reaches(signed_rank_p(b - a), ALPHA)
         calls["unpaired"] += reaches(mannwhitney_p(a, b), ALPHA)
     tolerance = 3 * math.sqrt(ALPHA * (1 - ALPHA) / sessions)
     assert calls["paired"] / sessions <= ALPHA + tolerance

@@ -133,9 +133,10 @@ def tied_exact_p(a: Sequence[float], b: Sequence[float], alternative: str = TWO_
 
 
 def mannwhitney_p(a: Sequence[float], b: Sequence[float], alternative: str = TWO_SIDED) -> float:
-    """Mann–Whitney p (`greater`: that `a` tends to be larger): scipy's (exact up to 8 runs a side, normal above) for untied values; for tied
-    values the exact permutation p up to TIED_EXACT_MAX_RUNS runs in all, since scipy's tie-corrected normal p
-    runs too small for few runs (0.013 for [10]*4 against [12]*4, below the 2/70 that 4 + 4 runs can give)."""
+    """Mann–Whitney p (`greater`: that `a` tends to be larger): scipy's (exact up to 8 runs a side, normal above)
+    for untied values; for tied values the exact permutation p up to TIED_EXACT_MAX_RUNS runs in all, since
+    scipy's tie-corrected normal p runs too small for few runs (0.013 for [10]*4 against [12]*4, below the 2/70
+    that 4 + 4 runs can give)."""
     if len(set(a) | set(b)) < len(a) + len(b) and len(a) + len(b) <= TIED_EXACT_MAX_RUNS:
         return tied_exact_p(a, b, alternative)
     return float(sps.mannwhitneyu(a, b, alternative=alternative).pvalue)

@@ -3,9 +3,10 @@ baseline session was not? The model's content may differ between the two: that i
 
 One check per model and CPUS value, each a verdict (pass, fail or skip) with a one-line reason:
 
-- **slower** (the --metric, latency_ms by default): the ranking's test and minimum factor
-  (harness.analysis.ranking), asked one-sided. Mann–Whitney U on the per-run values, alternative `greater`
-  (the session's runs tend to be the slower), Holm-corrected over the models whose repeat counts can reach ALPHA.
+- **slower** (the --metric, latency_ms by default): the ranking's unpaired test and minimum factor
+  (harness.analysis.pair_tests, harness.analysis.ranking), asked one-sided, since two sessions share no rounds.
+  Mann–Whitney U on the per-run values, alternative `greater` (the session's runs tend to be the slower),
+  Holm-corrected over the models whose repeat counts can reach ALPHA.
   It fails when the adjusted p reaches ALPHA (p <= ALPHA), the medians are MIN_RELATIVE_GAP apart or more (the
   noise between identical models stays under it) and the median grew by more than max_slowdown.
   One-sided, because the gate asks one question fixed before the data, "slower?", and a speed-up never fails it:
