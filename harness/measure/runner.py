@@ -233,9 +233,10 @@ def scratch_dir(near: str | None) -> str:
     raise FileExistsError(f"no free scratch directory name under {base}")
 
 
-def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
+def measure(spec: RunnerInput, near: str | None = None, measured: Callable[[], None] | None = None) -> dict[str, Any]:
     """Run the script once under whatever limits this process already sits in; return the RunResult's JSON form.
-    Its scratch files go beside `near` (the result file) when given.
+    Its scratch files go beside `near` (the result file) when given; `measured` is called once the script has ended
+    and the cgroup's figures are read, before the result is put together.
 
     With a cgroup of the run's own (local cgroup backend, container) memory comes from that cgroup. In rlimit mode
     the runner shares the harness's cgroup, whose usage and high-water mark are not the run's: memory then comes
@@ -292,6 +293,8 @@ def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
     cpu_after = probe.cpu_stat() if probe else {}
     if probe:
         probe.close()
+    if measured is not None:
+        measured()
     stderr_tail = read_tail(stderr_path, STDERR_TAIL_CHARS).decode(errors="replace")
     phases, reported, notes = read_metrics(metrics_path)
     latencies, reported_count = read_latencies(latencies_path, reported)
@@ -426,26 +429,50 @@ def assemble_result(
     )
 
 
-USAGE = "usage: python -m harness.measure.runner --spec SPEC.json [--out RESULT.json]"
+USAGE = "usage: python -m harness.measure.runner --spec SPEC.json|- [--out RESULT.json]"
 
 
 def parse_args(argv: list[str]) -> tuple[str, str | None]:
-    """(spec file, result file or None for stdout). A backend calls the runner, never a person, so two options are
-    parsed by hand: argparse would cost every run's start more than the runner's own code."""
+    """(spec file or "-" for stdin, result file or None for stdout). A backend calls the runner, never a person, so
+    two options are parsed by hand: argparse would cost every run's start more than the runner's own code."""
     options = dict(zip(argv[::2], argv[1::2], strict=False))
     if len(argv) % 2 or "--spec" not in options or set(options) - {"--spec", "--out"}:
         raise SystemExit(USAGE)
     return options["--spec"], options.get("--out")
 
 
+def read_spec(path: str) -> str:
+    """The spec's text. "-": from stdin, where a runner started ahead of its run (harness.backends.warm) waits for it
+    until the backend has written it and closed the pipe; empty if the backend closed it without one."""
+    if path != "-":
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    chunks = []
+    while chunk := os.read(0, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8")
+
+
+def release_stdout() -> None:
+    """With the result going to a file, stdout carries nothing: closing it (onto /dev/null) tells a backend that holds
+    its other end that the run's measurement is over, and it may start the next run's runner (harness.backends.warm)
+    while this one puts its result together."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The runner starts already inside the run's cgroup (harness.measure.launch; a container's own cgroup)."""
     started = time.monotonic()
     spec_path, out = parse_args(sys.argv[1:] if argv is None else argv)
-    with open(spec_path, encoding="utf-8") as handle:
-        spec = SimpleNamespace(**lean_stdlib.loads(handle.read()))
-    result = measure(spec, out)
-    result["clock_s"] = {"runner_started": started, **result["clock_s"], "result_ready": time.monotonic()}
+    text = read_spec(spec_path)
+    if not text:  # a runner started ahead that the backend let go: no run, no result
+        return 0
+    spec_read = time.monotonic()
+    result = measure(SimpleNamespace(**lean_stdlib.loads(text)), out, release_stdout if out else None)
+    result["clock_s"] = {"runner_started": started, "spec_read": spec_read, **result["clock_s"],
+                         "result_ready": time.monotonic()}
     text = lean_stdlib.dumps(result)
     if out:
         _write(out + ".tmp", text)
