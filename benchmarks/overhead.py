@@ -55,12 +55,18 @@ GOAL_SESSION_S = 0.5
 ONE_THREAD = ["--threads", "1"]  # the script's own speed then does not hang on whether another process holds a core
 # Each backend's steps in the order a run takes them: (label, from stamp, to stamp) of clock_s.
 STEPS = {
-    "local": [("set-up: cgroup, spec, model file read", "backend_called", "runner_spawned"),
-              ("runner interpreter start and imports", "runner_spawned", "runner_started"),
-              ("runner set-up until the script spawns", "runner_started", "script_spawned"),
-              ("result assembled after the script's exit", "script_exited", "result_ready"),
+    # From the second run on, the runner starts at the run before's script_exited, beside the steps from there to
+    # spec_handed: its start is then not a step of the gap, and only what remains of it once the spec is handed over.
+    "local": [("runner interpreter start and imports (from the 2nd run on: begun ahead, when the script before ended)",
+               "runner_spawned", "runner_started"),
+              ("set-up: cgroup limits, spec, model file read, last run's cgroup removed", "backend_called",
+               "spec_handed"),
+              ("runner's start left when the spec is handed over, spec read", "spec_handed", "spec_read"),
+              ("runner set-up until the script spawns", "spec_read", "script_spawned"),
+              ("result assembled after the script's exit (the next runner spawned meanwhile)", "script_exited",
+               "result_ready"),
               ("runner exit seen by the backend", "result_ready", "runner_exited"),
-              ("result parsed, cgroup removed", "runner_exited", "backend_returned")],
+              ("result parsed (cgroup removal goes on apart)", "runner_exited", "backend_returned")],
     "docker": [("set-up: spec, model file read, container created", "backend_called", "container_created"),
                ("container started (after the last removal)", "container_created", "container_started"),
                ("runner interpreter start and imports", "container_started", "runner_started"),

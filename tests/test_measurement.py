@@ -127,7 +127,7 @@ def test_a_huge_json_latency_line_does_not_kill_the_runner(tmp_path: Path, tiny_
 
 def test_a_runner_killed_at_the_limit_is_not_the_models_oom(tiny_onnx: Path, workloads: Path) -> None:
     """Below what the runner itself needs, the OOM killer takes the runner before the script ever starts."""
-    run = run_fields(LocalBackend(), run_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=6))
+    run = run_fields(LocalBackend(), run_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=3))
     assert run["status"] == "error", run
     assert "runner was killed at the memory limit" in run["stderr_tail"]
 

@@ -13,12 +13,15 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness.backends import warm
 from harness.backends.base import RUNNER_KILLED, cache_model_file
 from harness.core.errors import BackendError
 from harness.core.records import Limits, RunnerInput, RunOutcome, RunResult
@@ -87,6 +90,16 @@ class LocalBackend:
         self.isolation, self.reason, self.parent, self.swap_capped = (
             found.mode, found.reason, found.parent, found.swap_capped)
         self._live: set[subprocess.Popen[bytes]] = set()  # runners in flight, for cancel() (parallel slots)
+        # Start each run's runner ahead, during the run before's teardown (harness.backends.warm): one per calling
+        # thread. Off where runs share the host (parallel slots, cluster workers: harness.run.parallel), where it
+        # would start beside another run's measured script.
+        self.warm_runners = self.isolation != "rlimit"
+        self._warm: dict[int, warm.WarmRunner] = {}  # thread id -> the runner waiting for that thread's next run
+        self._warm_lock = threading.Lock()
+        self._warm_count = 0
+        self._removals: list[threading.Thread] = []  # cgroups of finished runs being removed (see run)
+        # A backend dropped without close() (a test, a script) still takes its waiting runners down with it.
+        weakref.finalize(self, discard_all, self._warm, self._removals)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "isolation": self.isolation, "isolation_reason": self.reason,
@@ -100,16 +113,17 @@ class LocalBackend:
                     raise BackendError(f"{what} {path} is not readable by this user; run `chmod u+r {path}`")
 
     def run(self, spec: RunSpec) -> RunOutcome:
-        workdir = Path(tempfile.mkdtemp(prefix="harness-local-"))
-        spec_path, out_path, err_path = workdir / "spec.json", workdir / "result.json", workdir / "runner.err"
-        command = runner_command(spec_path, out_path)
-        run_cgroup: cgroups.RunCgroup | None = None
         started = time.monotonic()
         clock = {"backend_called": started}
+        ahead = self._take_warm()
+        run_cgroup: cgroups.RunCgroup | None = None
+        workdir: Path | None = None
         try:
             # On v2 the runner stays in the run's one cgroup, whose cpuset allows only the workload's cores.
             apart = self.runner_off_workload_cores and self.isolation != "cgroup-v2"
             runner_affinity = runner_cores(spec.cpu.cpuset) if apart else None
+            limits = (spec.memory_bytes, spec.swap_bytes, spec.cpu.quota_us, spec.cpu.period_us, spec.cpu.cpuset)
+            runner_joins: list[Path] = []
             if self.isolation == "rlimit" or self.parent is None:
                 runner_input = spec.runner_input(
                     isolation="rlimit", rlimit_as_bytes=spec.memory_bytes + spec.swap_bytes,
@@ -118,25 +132,84 @@ class LocalBackend:
                 applied = rlimit_applied(spec, runner_input)
             else:
                 self._clear_earlier_attempt(f"harness-{spec.run_id}")
-                run_cgroup = cgroups.create_run_cgroup(
-                    self.parent, f"harness-{spec.run_id}", spec.memory_bytes, spec.swap_bytes,
-                    spec.cpu.quota_us, spec.cpu.period_us, spec.cpu.cpuset)
+                if ahead is not None and not self._limit(ahead, limits):
+                    ahead = None  # a limit below what it already uses: a cold start in a cgroup of its own
+                run_cgroup = ahead.cgroup if ahead else cgroups.create_run_cgroup(
+                    self.parent, f"harness-{spec.run_id}", *limits)
                 runner_joins, workload_only = split_cgroups(run_cgroup, bool(runner_affinity))
                 runner_input = spec.runner_input(runner_affinity=runner_affinity,
                                                  workload_cgroup_procs=tuple(workload_only))
                 applied = cgroup_applied(spec, self.swap_capped)
-                command = inside(runner_joins, command)
-            spec_path.write_text(json.dumps(runner_input.to_dict()))
+            workdir = ahead.workdir if ahead else Path(tempfile.mkdtemp(prefix="harness-local-"))
+            spec_path, out_path, err_path = workdir / "spec.json", workdir / "result.json", workdir / "runner.err"
+            spec_text = json.dumps(runner_input.to_dict())
+            if ahead is None:
+                spec_path.write_text(spec_text)
             if spec.model:  # a script profiled as a whole has no model file
                 cache_model_file(spec.model)
-            result = self._wait(command, spec, out_path, err_path, run_cgroup, clock)
-        finally:
-            if run_cgroup is not None:
-                run_cgroup.remove()
-            shutil.rmtree(workdir, ignore_errors=True)  # with the runner's scratch files, should it have died
+            self._removed()  # whatever the runs before left in their cgroups is dead before this script starts
+            if ahead is not None:
+                warm.handover(ahead, runner_joins, spec_text)
+            command = inside(runner_joins, runner_command(spec_path, out_path))
+            result = self._wait(ahead, command, spec, out_path, err_path, run_cgroup, clock)
+        except BaseException:
+            clean_up(ahead, run_cgroup, workdir)
+            raise
+        if self.warm_runners:
+            # Beside the next runner's start, removing a memory cgroup takes milliseconds (the kernel drains every
+            # CPU's page lists): apart, joined before the next script starts.
+            removal = threading.Thread(target=clean_up, args=(ahead, run_cgroup, workdir), daemon=True,
+                                       name=f"remove-{spec.run_id}")
+            removal.start()
+            with self._warm_lock:
+                self._removals.append(removal)
+        else:
+            clean_up(ahead, run_cgroup, workdir)
         clock["backend_returned"] = time.monotonic()
         overhead = max(clock["backend_returned"] - started - (result.runtime_s or 0.0), 0.0)
         return RunOutcome(result, applied, overhead, clock_s=clock)
+
+    def _removed(self) -> None:
+        """Wait until the cgroups of the runs before are removed, with whatever was left in them."""
+        with self._warm_lock:
+            pending = self._removals[:]
+            self._removals.clear()
+        for removal in pending:
+            removal.join()
+
+    def _take_warm(self) -> warm.WarmRunner | None:
+        """This thread's runner started ahead, if it is still waiting (one that died is cleared away)."""
+        with self._warm_lock:
+            ahead = self._warm.pop(threading.get_ident(), None)
+        if ahead is not None and ahead.process.poll() is not None:
+            warm.discard(ahead)
+            return None
+        return ahead
+
+    @staticmethod
+    def _limit(ahead: warm.WarmRunner, limits: tuple[int, int, int | None, int, str | None]) -> bool:
+        """Write the run's limits into the cgroup of the runner started ahead; False (and it is discarded) if the
+        kernel refused one (v1: a memory limit below what the runner already uses)."""
+        try:
+            cgroups.limit_run_cgroup(ahead.cgroup, *limits)
+        except OSError:
+            warm.discard(ahead)
+            return False
+        return True
+
+    def _start_warm(self, spec: RunSpec) -> None:
+        """Start this thread's next runner now that this run's measurement is over (its script has ended)."""
+        if not self.warm_runners or self.parent is None:
+            return
+        with self._warm_lock:
+            self._warm_count += 1
+            name = f"harness-{spec.session_id}-next-{os.getpid()}-{self._warm_count}"
+        try:
+            ahead = warm.start_warm(self.parent, name)
+        except OSError:
+            return  # the next run starts its runner itself
+        with self._warm_lock:
+            self._warm[threading.get_ident()] = ahead
 
     def _clear_earlier_attempt(self, name: str) -> None:
         """A run retried on this host after its first attempt's process was killed (a lost cluster worker) finds
@@ -146,27 +219,35 @@ class LocalBackend:
         if any(d.exists() for d in earlier.dirs.values()):
             earlier.remove()
 
-    def _wait(self, command: list[str], spec: RunSpec, out_path: Path, err_path: Path,
+    def _wait(self, ahead: warm.WarmRunner | None, command: list[str], spec: RunSpec, out_path: Path, err_path: Path,
               run_cgroup: cgroups.RunCgroup | None, clock: dict[str, float]) -> RunResult:
-        """The runner's RunResult; `clock` gets when it was spawned and when it exited."""
-        started = clock["runner_spawned"] = time.monotonic()
-        with open(err_path, "wb") as err:
-            # A session of its own: Ctrl-C reaches the harness, which then tears the run down in order.
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                       start_new_session=True)
-            self._live.add(process)
-            try:
-                if not ended_within(process, spec.timeout_s + GRACE_S):
-                    process.kill()
-                    process.wait()
-                    return RunResult.failure("timeout", time.monotonic() - started, "runner did not stop in time")
-            except BaseException:
+        """The runner's RunResult (one started ahead, else `command` spawned now); `clock` gets when the runner was
+        spawned, when it had its spec and when it exited."""
+        if ahead is not None:
+            clock["runner_spawned"], process = ahead.spawned, ahead.process
+            started = clock["spec_handed"] = time.monotonic()
+        else:
+            started = clock["runner_spawned"] = clock["spec_handed"] = time.monotonic()
+            with open(err_path, "wb") as err:
+                # A session of its own: Ctrl-C reaches the harness, which then tears the run down in order.
+                process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                           start_new_session=True)
+        self._live.add(process)
+        try:
+            # The next run's runner starts once this run's measurement is over (the runner closed its stdout).
+            if not ended_within(process, spec.timeout_s + GRACE_S, lambda: self._start_warm(spec)):
                 process.kill()
                 process.wait()
-                raise
-            finally:
-                self._live.discard(process)
-                clock["runner_exited"] = time.monotonic()
+                return RunResult.failure("timeout", time.monotonic() - started, "runner did not stop in time")
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        finally:
+            self._live.discard(process)
+            clock["runner_exited"] = time.monotonic()
+            if process.stdout is not None:
+                process.stdout.close()
         if out_path.exists():
             return RunResult.from_dict(json.loads(out_path.read_text()))
         elapsed = time.monotonic() - started
@@ -178,28 +259,69 @@ class LocalBackend:
                                  exit_code=code if code >= 0 else None, signal=-code if code < 0 else None)
 
     def cancel(self) -> None:
-        """Kill every runner in flight (from another thread); each run's cgroup removal takes its script down."""
+        """Kill every runner in flight (from another thread); each run's cgroup removal takes its script down. The
+        runners started ahead go too, cgroups and all."""
         for process in list(self._live):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
+        self.close()
 
     def close(self) -> None:
-        """Nothing persists between runs."""
+        """Kill the runners started ahead that no run took, and remove their cgroups: nothing else persists between
+        runs."""
+        with self._warm_lock:
+            discard_all(self._warm, self._removals)
 
 
-def ended_within(process: subprocess.Popen[bytes], timeout_s: float) -> bool:
+def ended_within(process: subprocess.Popen[bytes], timeout_s: float,
+                 measured: Callable[[], None] | None = None) -> bool:
     """Whether `process` ended (and was reaped) within timeout_s. A pidfd says so the moment it ends, where
-    Popen.wait(timeout) polls in sleeps that grow to 50 ms: half of that, on average, added to every run."""
+    Popen.wait(timeout) polls in sleeps that grow to 50 ms: half of that, on average, added to every run. `measured`
+    is called once, when the process's stdout (a pipe) closes: a runner closes it once its measurement is over, and at
+    the latest when it ends."""
+    deadline = time.monotonic() + timeout_s
     pidfd = os.pidfd_open(process.pid)
+    out = process.stdout.fileno() if measured is not None and process.stdout is not None else None
     try:
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
-        ended = bool(poller.poll(timeout_s * 1000))
+        if out is not None:
+            poller.register(out, select.POLLIN)
+        ended = False
+        while not ended and (left := deadline - time.monotonic()) > 0:
+            for fd, _ in poller.poll(left * 1000):
+                if fd == pidfd:
+                    ended = True
+                elif fd == out and not os.read(out, 4096):  # end of file: the runner closed its stdout
+                    poller.unregister(out)
+                    out = None
+                    measured()  # type: ignore[misc]
     finally:
         os.close(pidfd)
     if ended:
         process.wait()
     return ended
+
+
+def discard_all(waiting: dict[int, warm.WarmRunner], removals: list[threading.Thread]) -> None:
+    """Kill the runners started ahead in `waiting` and remove their cgroups; wait for the removals under way."""
+    for ahead in list(waiting.values()):
+        warm.discard(ahead)
+    waiting.clear()
+    for removal in list(removals):
+        removal.join()
+    removals.clear()
+
+
+def clean_up(ahead: warm.WarmRunner | None, run_cgroup: cgroups.RunCgroup | None, workdir: Path | None) -> None:
+    """Remove a finished run's cgroup (killing whatever is left in it) and its files."""
+    if ahead is not None:
+        warm.discard(ahead)  # the runner has exited (else it is killed); its cgroup and files go
+        return
+    if run_cgroup is not None:
+        run_cgroup.remove()
+    if workdir is not None:  # with the runner's scratch files, should it have died
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def cgroup_applied(spec: RunSpec, swap_capped: bool) -> Limits:

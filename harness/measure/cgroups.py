@@ -129,37 +129,57 @@ def create_run_cgroup(
     parent: OwnCgroup, name: str, memory_bytes: int, swap_bytes: int,
     cpu_quota_us: int | None, cpu_period_us: int, cpuset: str | None,
 ) -> RunCgroup:
-    """Create `name` under `parent` (from run_parent: nested, as v2 delegation requires) and write its limits.
+    """Create `name` under `parent` (from run_parent: nested, as v2 delegation requires) and write its limits."""
+    created = make_run_cgroup(parent, name)
+    try:
+        limit_run_cgroup(created, memory_bytes, swap_bytes, cpu_quota_us, cpu_period_us, cpuset)
+    except OSError:
+        created.remove()
+        raise
+    return created
 
-    Memory and memory+swap are both capped so a run never swaps silently past MEMORY+SWAP.
-    """
+
+def make_run_cgroup(parent: OwnCgroup, name: str) -> RunCgroup:
+    """Create `name` under `parent` without limits (v1: its cpuset gets the parent's cores and memory nodes, without
+    which no process may join it)."""
     dirs: dict[str, Path] = {}
     try:
         if parent.version == 2:
             child = parent.dirs["memory"] / name
             child.mkdir()
             dirs = {c: child for c in V1_CONTROLLERS}
-            _write(child / "memory.max", str(memory_bytes))
-            if (child / "memory.swap.max").exists():
-                _write(child / "memory.swap.max", str(swap_bytes))
-            _write(child / "cpu.max", f"{cpu_quota_us if cpu_quota_us else 'max'} {cpu_period_us}")
-            if cpuset:
-                _write(child / "cpuset.cpus", cpuset)
         else:
             for controller in V1_CONTROLLERS:
                 dirs[controller] = parent.dirs[controller] / name
                 dirs[controller].mkdir()
-            memory = dirs["memory"]
-            _write(memory / "memory.limit_in_bytes", str(memory_bytes))
-            if (memory / "memory.memsw.limit_in_bytes").exists():
-                _write(memory / "memory.memsw.limit_in_bytes", str(memory_bytes + swap_bytes))
-            _write(dirs["cpu"] / "cpu.cfs_period_us", str(cpu_period_us))
-            _write(dirs["cpu"] / "cpu.cfs_quota_us", str(cpu_quota_us or -1))
             cpuset_dir = dirs["cpuset"]
-            _write(cpuset_dir / "cpuset.mems", (cpuset_dir.parent / "cpuset.mems").read_text().strip())
-            _write(cpuset_dir / "cpuset.cpus", cpuset or (cpuset_dir.parent / "cpuset.cpus").read_text().strip())
+            for key in ("cpuset.mems", "cpuset.cpus"):
+                _write(cpuset_dir / key, (cpuset_dir.parent / key).read_text().strip())
     except OSError:
         RunCgroup(parent.version, dirs).remove()
         raise
     return RunCgroup(parent.version, dirs)
+
+
+def limit_run_cgroup(run: RunCgroup, memory_bytes: int, swap_bytes: int, cpu_quota_us: int | None,
+                     cpu_period_us: int, cpuset: str | None) -> None:
+    """Write a run's limits into its cgroup, freshly made or already holding a runner (a limit below what the cgroup
+    uses fails on v1). Memory and memory+swap are both capped so a run never swaps silently past MEMORY+SWAP."""
+    if run.version == 2:
+        child = run.dirs["memory"]
+        _write(child / "memory.max", str(memory_bytes))
+        if (child / "memory.swap.max").exists():
+            _write(child / "memory.swap.max", str(swap_bytes))
+        _write(child / "cpu.max", f"{cpu_quota_us if cpu_quota_us else 'max'} {cpu_period_us}")
+        if cpuset:
+            _write(child / "cpuset.cpus", cpuset)
+        return
+    memory = run.dirs["memory"]
+    _write(memory / "memory.limit_in_bytes", str(memory_bytes))
+    if (memory / "memory.memsw.limit_in_bytes").exists():
+        _write(memory / "memory.memsw.limit_in_bytes", str(memory_bytes + swap_bytes))
+    _write(run.dirs["cpu"] / "cpu.cfs_period_us", str(cpu_period_us))
+    _write(run.dirs["cpu"] / "cpu.cfs_quota_us", str(cpu_quota_us or -1))
+    if cpuset:
+        _write(run.dirs["cpuset"] / "cpuset.cpus", cpuset)
 

@@ -8,26 +8,29 @@ high-water mark. It writes one JSON RunResult.
 
 Its start is part of every run's cost, so it imports little: the lighter half of the standard library (no
 subprocess, pathlib, argparse, typing, statistics, tempfile or dataclasses, which together cost more than the rest of
-its start; gzip and base64 only for a per-op run), and harness.core.records not at all: it reads the spec as the
-JSON form of a RunnerInput and writes the JSON form of a RunResult, which the harness then checks.
+its start; no json, contextlib or signal either, whose re, enum, collections and functools imports were half of what
+remained: harness.measure.lean_stdlib calls json's C accelerator directly; gzip and base64 only for a per-op run), and
+harness.core.records not at all: it reads the spec as the JSON form of a RunnerInput and writes the JSON form of a
+RunResult, which the harness then checks.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
 import os
 import resource
 import select
-import signal
 import sys
 import time
+from _signal import SIG_DFL, SIGKILL, SIGPIPE, SIGXFSZ
+from _signal import signal as set_signal_handler
 from array import array
 from types import SimpleNamespace
 
 from harness.core import STDERR_TAIL_CHARS
+from harness.measure import lean_stdlib
 from harness.measure.cgroup_probe import MemoryProbe, own_cgroup_dirs
+from harness.measure.lean_stdlib import suppress
 from harness.measure.report_protocol import BATCH_SIZE_KEY, LATENCIES_ENV_VAR, LOAD_KEY, MAX_LATENCIES, PROFILE_DIR_ENV
 from harness.measure.report_protocol import ENV_VAR as METRICS_ENV
 from harness.measure.script_output import latency_summary, read_latencies, read_metrics
@@ -101,7 +104,7 @@ def _write(path: str, text: str) -> None:
 def _prepare_child(spec: RunnerInput) -> None:
     """Runs in the child between fork and exec (the runner is single-threaded at that point)."""
     # The OOM killer must pick the workload, never the runner that records what happened.
-    with contextlib.suppress(OSError):
+    with suppress(OSError):
         _write("/proc/self/oom_score_adj", "1000")
     if spec.rlimit_as_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (spec.rlimit_as_bytes, spec.rlimit_as_bytes))
@@ -127,12 +130,12 @@ def spawn(command: list[str], env: dict[str, str], stderr_path: str, prepare: Ca
             null = os.open(os.devnull, os.O_RDWR)
             for source, target in ((null, 0), (null, 1), (stderr_fd, 2)):
                 os.dup2(source, target)
-            for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores them; the program must not inherit that
-                signal.signal(getattr(signal, name), signal.SIG_DFL)
+            for number in (SIGPIPE, SIGXFSZ):  # Python ignores them; the program must not inherit that
+                set_signal_handler(number, SIG_DFL)
             prepare()
             os.execvpe(command[0], command, env)
         except BaseException as err:  # the child must end here, never return into the runner
-            with contextlib.suppress(BaseException):
+            with suppress(BaseException):
                 os.write(failure_write, f"{getattr(err, 'errno', None) or 0}:{err}".encode())
         finally:
             os._exit(127)
@@ -173,16 +176,16 @@ class ProcessTree:
         while queue:
             pid = queue.pop()
             found.append(pid)
-            with contextlib.suppress(OSError):
+            with suppress(OSError):
                 for task in os.scandir(f"/proc/{pid}/task"):
-                    with contextlib.suppress(OSError), open(f"{task.path}/children", "rb") as handle:
+                    with suppress(OSError), open(f"{task.path}/children", "rb") as handle:
                         queue.extend(int(child) for child in handle.read().split())
         return found
 
     def working_set_bytes(self) -> int:
         pages = 0
         for pid in self.pids():
-            with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{pid}/statm", "rb") as handle:
+            with suppress(OSError, IndexError, ValueError), open(f"/proc/{pid}/statm", "rb") as handle:
                 pages += int(handle.read().split()[1])
         return pages * self._page
 
@@ -224,15 +227,16 @@ def scratch_dir(near: str | None) -> str:
     base = os.path.dirname(os.path.abspath(near)) if near else os.environ.get("TMPDIR") or "/tmp"
     for attempt in range(100):
         path = os.path.join(base, f"harness-run-{os.getpid()}-{attempt}")
-        with contextlib.suppress(FileExistsError):
+        with suppress(FileExistsError):
             os.mkdir(path, 0o700)
             return path
     raise FileExistsError(f"no free scratch directory name under {base}")
 
 
-def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
+def measure(spec: RunnerInput, near: str | None = None, measured: Callable[[], None] | None = None) -> dict[str, Any]:
     """Run the script once under whatever limits this process already sits in; return the RunResult's JSON form.
-    Its scratch files go beside `near` (the result file) when given.
+    Its scratch files go beside `near` (the result file) when given; `measured` is called once the script has ended
+    and the cgroup's figures are read, before the result is put together.
 
     With a cgroup of the run's own (local cgroup backend, container) memory comes from that cgroup. In rlimit mode
     the runner shares the harness's cgroup, whose usage and high-water mark are not the run's: memory then comes
@@ -264,11 +268,11 @@ def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
         now = time.monotonic()
         if now >= deadline:
             timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child_pid, signal.SIGKILL)
+            with suppress(ProcessLookupError):
+                os.killpg(child_pid, SIGKILL)
             break
         if now >= next_sample:
-            with contextlib.suppress(OSError, ValueError):
+            with suppress(OSError, ValueError):
                 values.append(float(sampler.working_set_bytes()))
                 times.append(now)
             # A fixed schedule, caught up after a late wake-up, keeps the mean rate at 1/interval.
@@ -289,11 +293,13 @@ def measure(spec: RunnerInput, near: str | None = None) -> dict[str, Any]:
     cpu_after = probe.cpu_stat() if probe else {}
     if probe:
         probe.close()
+    if measured is not None:
+        measured()
     stderr_tail = read_tail(stderr_path, STDERR_TAIL_CHARS).decode(errors="replace")
     phases, reported, notes = read_metrics(metrics_path)
     latencies, reported_count = read_latencies(latencies_path, reported)
     for path in (metrics_path, stderr_path, latencies_path):
-        with contextlib.suppress(FileNotFoundError):
+        with suppress(FileNotFoundError):
             os.unlink(path)
     profile_files = pack_profile(profile_dir) if profile_dir is not None else None
     os.rmdir(workdir)
@@ -423,27 +429,51 @@ def assemble_result(
     )
 
 
-USAGE = "usage: python -m harness.measure.runner --spec SPEC.json [--out RESULT.json]"
+USAGE = "usage: python -m harness.measure.runner --spec SPEC.json|- [--out RESULT.json]"
 
 
 def parse_args(argv: list[str]) -> tuple[str, str | None]:
-    """(spec file, result file or None for stdout). A backend calls the runner, never a person, so two options are
-    parsed by hand: argparse would cost every run's start more than the runner's own code."""
+    """(spec file or "-" for stdin, result file or None for stdout). A backend calls the runner, never a person, so
+    two options are parsed by hand: argparse would cost every run's start more than the runner's own code."""
     options = dict(zip(argv[::2], argv[1::2], strict=False))
     if len(argv) % 2 or "--spec" not in options or set(options) - {"--spec", "--out"}:
         raise SystemExit(USAGE)
     return options["--spec"], options.get("--out")
 
 
+def read_spec(path: str) -> str:
+    """The spec's text. "-": from stdin, where a runner started ahead of its run (harness.backends.warm) waits for it
+    until the backend has written it and closed the pipe; empty if the backend closed it without one."""
+    if path != "-":
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    chunks = []
+    while chunk := os.read(0, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8")
+
+
+def release_stdout() -> None:
+    """With the result going to a file, stdout carries nothing: closing it (onto /dev/null) tells a backend that holds
+    its other end that the run's measurement is over, and it may start the next run's runner (harness.backends.warm)
+    while this one puts its result together."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The runner starts already inside the run's cgroup (harness.measure.launch; a container's own cgroup)."""
     started = time.monotonic()
     spec_path, out = parse_args(sys.argv[1:] if argv is None else argv)
-    with open(spec_path, encoding="utf-8") as handle:
-        spec = SimpleNamespace(**json.load(handle))
-    result = measure(spec, out)
-    result["clock_s"] = {"runner_started": started, **result["clock_s"], "result_ready": time.monotonic()}
-    text = json.dumps(result)
+    text = read_spec(spec_path)
+    if not text:  # a runner started ahead that the backend let go: no run, no result
+        return 0
+    spec_read = time.monotonic()
+    result = measure(SimpleNamespace(**lean_stdlib.loads(text)), out, release_stdout if out else None)
+    result["clock_s"] = {"runner_started": started, "spec_read": spec_read, **result["clock_s"],
+                         "result_ready": time.monotonic()}
+    text = lean_stdlib.dumps(result)
     if out:
         _write(out + ".tmp", text)
         os.replace(out + ".tmp", out)

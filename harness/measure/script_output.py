@@ -7,11 +7,11 @@ strings here, since pathlib costs the runner's start more than this module; typi
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from array import array
 
+from harness.measure.lean_stdlib import loads
 from harness.measure.report_protocol import LATENCIES_KEY, MAX_LATENCIES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -40,8 +40,8 @@ def read_metrics(path: str) -> tuple[list[tuple[str, float]], dict[str, Any], li
                              "(binary) instead")
                 continue
             try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
+                item = loads(line)
+            except ValueError:
                 continue
             if not isinstance(item, dict):
                 continue

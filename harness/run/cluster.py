@@ -58,6 +58,8 @@ class NodeAgent:
                                           psutil.virtual_memory().available, Path(profile.results_dir))
         if self.slots.count > 1:
             confine_runners(self.backend)
+        if hasattr(self.backend, "warm_runners"):  # runs come from Dask's threads, each a runner started ahead
+            self.backend.warm_runners = False
         self.metadata = collect_metadata()
         self._free = list(range(self.slots.count))
         self._slot_free = threading.Condition()

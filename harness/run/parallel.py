@@ -45,9 +45,12 @@ class Overlap:
 def confine_runners(backend: Any) -> None:
     """Keep each run's runner (its 100 Hz sampler) on its own slot's cores: the other cores belong to other runs.
     Serially the local backend moves it off a pinned workload's cores; with slots, that would land it on a
-    neighbour's core."""
+    neighbour's core. Nor does it start a run's runner ahead (during the run before's teardown): with slots, that
+    start would fall beside a neighbour's measured script."""
     if hasattr(backend, "runner_off_workload_cores"):
         backend.runner_off_workload_cores = False
+    if hasattr(backend, "warm_runners"):
+        backend.warm_runners = False
 
 
 class ParallelSession(Session):

@@ -18,11 +18,12 @@ from harness.store.results import list_sessions, load_runs
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 SPIKE_MIB, SPIKE_MS = 300, 30
-SCENARIOS = {  # name: (script, harness flags, script arguments); one run each, since every start-up is slow
+SCENARIOS = {  # name: (script, harness flags, script arguments); one run each, since every start-up is slow, but two
+    # where the second run's runner, started ahead during the first one's teardown, must get the same limits
     "baseline": ("spike.py", ("--sample-interval-ms", "1000"), ("0", str(SPIKE_MS))),
     "spike": ("spike.py", ("--sample-interval-ms", "1000"), (str(SPIKE_MIB), str(SPIKE_MS))),
-    "oom": ("alloc.py", ("--memory", "150m"), ("400",)),
-    "limits": ("cgroup_limits.py", ("--cpus", "0.5", "--memory", "256m"), ("1.0",)),
+    "oom": ("alloc.py", ("--memory", "150m", "--repeats", "2"), ("400",)),
+    "limits": ("cgroup_limits.py", ("--cpus", "0.5", "--memory", "256m", "--repeats", "2"), ("1.0",)),
 }
 
 
