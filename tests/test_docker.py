@@ -188,8 +188,9 @@ def test_oom_is_recorded_and_session_goes_on(capsys, in_tmp_cwd: Path, tiny_onnx
 def test_runner_killed_at_the_limit_is_not_the_models_oom(backend: DockerBackend, engine: docker.DockerClient,
                                                           workloads: Path, tiny_onnx: Path) -> None:
     """Below what the runner needs (the CLI refuses MEMORY < 16 MiB) the engine's flag tells of an OOM kill, but the
-    model never ran: an error naming the runner, not the model's oom."""
-    spec = make_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=6)
+    model never ran: an error naming the runner, not the model's oom. The runner alone fits in the engine's smallest
+    limit (6 MiB), so the spec it reads is made bigger than that: 8 MiB of script arguments."""
+    spec = make_spec(workloads / "alloc.py", "0", *["x" * 4096] * 2048, model=tiny_onnx, memory_mib=6)
     run = run_fields(backend, spec)
     assert run["status"] == "error" and run["container"]["oom_killed"] and run["signal"] == 9
     assert "runner was killed at the memory limit" in run["stderr_tail"]
