@@ -99,8 +99,7 @@ class ParallelSession(Session):
             raise
         finally:
             self.backend.close()
-        self.store.write_session(self._session_info("complete"))
-        return self.write_summary()
+        return self._complete()
 
     def _work(self, spec: RunSpec, slot: int, started_at: str, finished: queue.Queue[Any]) -> None:
         try:

@@ -199,6 +199,10 @@ class Session:
             raise
         finally:
             self.backend.close()
+        return self._complete()
+
+    def _complete(self) -> dict[str, Any]:
+        """Every run kept: the session is marked complete and its final summary written."""
         self.store.write_session(self._session_info("complete"))
         return self.write_summary()
 
