@@ -155,24 +155,34 @@ def groups_of(points: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return groups
 
 
-def table_points(table: Table, runs: list[dict[str, Any]], facts: pd.DataFrame, rule: str) -> pd.DataFrame:
+def table_points(device: DeviceData, values: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     """The table's device latencies beside the harness's, each model's repeats summarised by `rule`."""
-    points = paired_points(table.device_data(), harness_values(runs, METRIC, rule), METRIC, "cpus")
+    points = paired_points(device, values, METRIC, "cpus")
     return points if points.empty else points.join(facts, on="harness_model")
 
 
-def calibrate_cases(runs: list[dict[str, Any]]) -> list[Case]:
+def all_points(runs: list[dict[str, Any]]) -> dict[tuple[Table, str], pd.DataFrame]:
+    """Every table's points under every harness-value rule: each table read once, the runs summarised once per
+    rule, the models' facts read once."""
     facts = model_facts_table(runs)
-    cases = []
+    values = {rule: harness_values(runs, METRIC, rule) for rule in ACROSS_REPEATS}
+    points = {}
     for table in TABLES:
+        device = table.device_data()
         for rule in ACROSS_REPEATS:
-            points = table_points(table, runs, facts, rule)
-            if points.empty:
-                continue
-            for group, subset in groups_of(points).items():
-                for policy in (p for p in POLICIES if p.rule == rule):
-                    calibration = calibrate_points(METRIC, {}, subset, candidates=policy.candidates)
-                    cases.append(Case(table.name, group, policy, calibration))
+            points[(table, rule)] = table_points(device, values[rule], facts)
+    return points
+
+
+def calibrate_cases(points_by: dict[tuple[Table, str], pd.DataFrame]) -> list[Case]:
+    cases = []
+    for (table, rule), points in points_by.items():
+        if points.empty:
+            continue
+        for group, subset in groups_of(points).items():
+            for policy in (p for p in POLICIES if p.rule == rule):
+                calibration = calibrate_points(METRIC, {}, subset, candidates=policy.candidates)
+                cases.append(Case(table.name, group, policy, calibration))
     return cases
 
 
@@ -246,13 +256,13 @@ def loto_rows(cases: list[Case]) -> tuple[list[dict[str, Any]], dict[str, tuple[
     return rows, chosen
 
 
-def few_shot_trials(runs: list[dict[str, Any]], draws: int) -> dict[tuple[str, int], list[Trial]]:
+def few_shot_trials(points_by: dict[tuple[Table, str], pd.DataFrame], draws: int
+                    ) -> dict[tuple[str, int], list[Trial]]:
     """Per table and few-models threshold: the learning-curve trials of every model of the table, from the shipped
     rule, the same picks and random draws for every threshold."""
-    facts = model_facts_table(runs)
     trials = {}
     for table in TABLES:
-        points = table_points(table, runs, facts, SHIPPED.rule)
+        points = points_by[(table, SHIPPED.rule)]
         if points.empty:
             continue
         for few_models in FEW_MODELS_OPTIONS:
@@ -345,7 +355,8 @@ def main() -> None:
     args = parser.parse_args()
     sessions = profiled_sessions(args)
     runs = [run for session in sessions for run in load_runs(session)]
-    cases = calibrate_cases(runs)
+    points_by = all_points(runs)
+    cases = calibrate_cases(points_by)
     scores = policy_rows(cases)
     print_table("Each table's mean nested share within ±10% under each policy", scores)
     rows, chosen = loto_rows(cases)
@@ -353,7 +364,7 @@ def main() -> None:
     all_tables = list(chosen)
     policy = choose_policy(cases, all_tables)
     everywhere = (policy, choose_spread(cases, all_tables, policy))
-    trials = few_shot_trials(runs, args.draws)
+    trials = few_shot_trials(points_by, args.draws)
     few, curves = few_shot_rows(trials)
     print_table("Few-shot: k models measured on the device, the others predicted (shipped rule; `auto` below the "
                 "few-models threshold chosen on the other tables)",
