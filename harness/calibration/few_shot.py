@@ -45,8 +45,7 @@ class Trial:
 
 def held_out_of(calibration: Calibration, rest: pd.DataFrame) -> tuple[float, float]:
     """(share within ±10%, share inside the 95% interval) of the chosen fit's predictions for `rest`."""
-    design = points_design(rest)
-    predicted = calibration.predictions(calibration.design(design.harness, rest.set_index("harness_model"),
+    predicted = calibration.predictions(calibration.design(rest["harness"], rest.set_index("harness_model"),
                                                            rest["harness_model"]))
     yhat = np.array([p[1] for p in predicted])
     low, high = np.array([p[2] for p in predicted]), np.array([p[3] for p in predicted])
