@@ -32,11 +32,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
-
 from harness.analysis.pair_tests import (
     GREATER,
     holm,
+    mannwhitney_effect,
     mannwhitney_p,
     reaches,
     repeats_needed,
@@ -166,7 +165,7 @@ class _Slowdown:
     @property
     def effect(self) -> float:
         """The share of run pairs in which the session's run is the slower one (the AUC)."""
-        return float(np.mean(np.sign(np.subtract.outer(self.new, self.old)))) / 2 + 0.5
+        return mannwhitney_effect(self.old, self.new)
 
 
 def _slowdown_check(item: _Slowdown, p_adjusted: float | None, tested: int, compared: int, metric: str,
