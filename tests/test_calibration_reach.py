@@ -5,6 +5,7 @@ nested choice that never sees the model it predicts."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -184,3 +185,13 @@ def test_every_fit_recovers_exact_synthetic_data_of_its_own_law(name: str) -> No
     np.testing.assert_allclose(model.predict(design), y, rtol=1e-8)
     held = choice.leave_one_out(fit_spec(name), design, y)
     np.testing.assert_allclose(held.predicted, y, rtol=1e-8)
+
+
+def test_a_log_fit_far_beyond_three_close_models_gives_an_unbounded_interval_without_a_warning() -> None:
+    design = Design(np.array([1.00, 1.01, 1.02]))
+    y = np.array([2.0, 2.1, 1.9])
+    model = fit_spec("loglog").train(design, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yhat, low, high = model.interval(Design(np.array([1e6])), 0.95)
+    assert np.isfinite(yhat[0]) and low[0] >= 0 and high[0] == np.inf

@@ -154,7 +154,8 @@ class FittedModel:
         half = stats.t.ppf(0.5 + confidence / 2, self.solution.df) * np.sqrt(self.solution.s2 * (own + fitted))
         t = self.rows(design) @ self.solution.coef
         if self.log_space:
-            return np.exp(t), np.exp(t - half), np.exp(t + half)
+            with np.errstate(over="ignore"):  # far out on few degrees of freedom the interval is unbounded: inf
+                return np.exp(t), np.exp(t - half), np.exp(t + half)
         return t, t - half, t + half
 
 
