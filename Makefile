@@ -158,6 +158,13 @@ bench-calibration: export HARNESS_BENCH_SESSION := $(SESSION)
 bench-calibration: $(ZOO_STAMP)
 	$(VENV)/bin/python benchmarks/calibration_tables.py
 
+# What else the calibration could do where it misses (averaging fits, other priors and fits for the first picks),
+# scored on the same tables from the sessions of bench-calibration: SESSION="DIR [DIR ...]" (about 20 seconds).
+.PHONY: bench-calibration-alternatives
+bench-calibration-alternatives: export HARNESS_BENCH_SESSION := $(SESSION)
+bench-calibration-alternatives:
+	$(VENV)/bin/python benchmarks/calibration_alternatives.py
+
 # Zoo MACs against published counts, and float vs int8 under the Jetson Nano preset (about a minute once cached).
 BENCHMARKS += zoo_facts
 # --parallel 2 against serial wall time, and co-runner interference (stored for --parallel auto; about 3 minutes).
