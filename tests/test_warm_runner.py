@@ -37,6 +37,21 @@ def alive(pid: int) -> bool:
     return True
 
 
+def second_run(backend: LocalBackend, tiny_onnx: Path, workloads: Path, alloc_mib: str, *, first_memory_mib: int,
+               memory_mib: int) -> tuple[dict, str]:
+    """A session's second run (alloc.py allocating `alloc_mib` under `memory_mib`), whose runner the first run
+    (allocating nothing, under `first_memory_mib`) started ahead, then the backend closed: its fields and the
+    session's id."""
+    first = run_spec(workloads / "alloc.py", "0", "0", model=tiny_onnx, memory_mib=first_memory_mib)
+    try:
+        backend.run(first)
+        second = run_fields(backend, run_spec(workloads / "alloc.py", alloc_mib, model=tiny_onnx, memory_mib=memory_mib,
+                                              session_id=first.session_id))
+    finally:
+        backend.close()
+    return second, first.session_id
+
+
 def test_the_next_runner_starts_ahead_and_is_charged_to_its_run(tiny_onnx: Path, workloads: Path) -> None:
     """From the second run on, the runner was spawned before the backend was called, inside the run's cgroup: what
     its start used is in that cgroup before the spec arrives, and the run's peak holds it, as the cold first run's
@@ -66,15 +81,9 @@ def test_a_memory_limit_still_kills_the_script_at_the_limit(tiny_onnx: Path, wor
     backend = LocalBackend()
     if backend.isolation == "rlimit":
         pytest.skip(backend.reason)
-    first = run_spec(workloads / "alloc.py", "0", "0", model=tiny_onnx, memory_mib=100)
-    try:
-        backend.run(first)
-        limited = run_fields(backend, run_spec(workloads / "alloc.py", "300", model=tiny_onnx, memory_mib=100,
-                                               session_id=first.session_id))
-    finally:
-        backend.close()
+    limited, session_id = second_run(backend, tiny_onnx, workloads, "300", first_memory_mib=100, memory_mib=100)
     assert limited["status"] == "oom" and limited["peak_memory_mib"] <= 100.5, limited
-    assert not leftovers(first.session_id)
+    assert not leftovers(session_id)
 
 
 def test_a_limit_below_the_waiting_runner_falls_back_to_a_cold_start(tiny_onnx: Path, workloads: Path) -> None:
@@ -83,15 +92,9 @@ def test_a_limit_below_the_waiting_runner_falls_back_to_a_cold_start(tiny_onnx: 
     backend = LocalBackend()
     if backend.isolation != "cgroup-v1":
         pytest.skip("v1 refuses a memory limit below the usage; v2 would reclaim and kill")
-    first = run_spec(workloads / "alloc.py", "0", "0", model=tiny_onnx)
-    try:
-        backend.run(first)
-        tiny = run_fields(backend, run_spec(workloads / "alloc.py", "0", model=tiny_onnx, memory_mib=2,
-                                            session_id=first.session_id))
-    finally:
-        backend.close()
+    tiny, session_id = second_run(backend, tiny_onnx, workloads, "0", first_memory_mib=256, memory_mib=2)
     assert tiny["status"] == "error" and "runner was killed at the memory limit" in tiny["stderr_tail"], tiny
-    assert not leftovers(first.session_id)
+    assert not leftovers(session_id)
 
 
 @pytest.mark.parametrize("end", ["close", "cancel"])
