@@ -33,7 +33,7 @@ from harness.analysis.stats import summarize_runs, summary_rows
 from harness.core.config import DeviceProfile
 from harness.core.errors import BackendError, ConfigError
 from harness.measure.spec import CpuLimits, RunSpec
-from harness.run.parallel import Overlap, confine_runners
+from harness.run.parallel import Overlap, confine_runners, no_runners_ahead
 from harness.run.session import OnRun, Plan, Session
 from harness.run.slots import SlotPlan, place, plan_slots, run_needs
 
@@ -58,8 +58,7 @@ class NodeAgent:
                                           psutil.virtual_memory().available, Path(profile.results_dir))
         if self.slots.count > 1:
             confine_runners(self.backend)
-        if hasattr(self.backend, "warm_runners"):  # runs come from Dask's threads, each a runner started ahead
-            self.backend.warm_runners = False
+        no_runners_ahead(self.backend)  # runs come from Dask's threads, each of which would start one
         self.metadata = collect_metadata()
         self._free = list(range(self.slots.count))
         self._slot_free = threading.Condition()

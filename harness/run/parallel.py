@@ -49,6 +49,12 @@ def confine_runners(backend: Any) -> None:
     start would fall beside a neighbour's measured script."""
     if hasattr(backend, "runner_off_workload_cores"):
         backend.runner_off_workload_cores = False
+    no_runners_ahead(backend)
+
+
+def no_runners_ahead(backend: Any) -> None:
+    """Where runs share the host or come from several threads, no run's runner starts during the run before's
+    teardown (harness.backends.warm): it would start beside another run's measured script."""
     if hasattr(backend, "warm_runners"):
         backend.warm_runners = False
 
