@@ -32,11 +32,10 @@ from calibration_tables import SHIPPED, TABLES, all_points, groups_of
 from harness.calibration.calibrate import AUTO_CANDIDATES, points_design
 from harness.calibration.choice import (
     FEW_MODEL_FITS,
-    available_fits,
+    candidate_predictions,
     choose,
     error_stats,
     folds,
-    loo_predictions,
     tied_with_best,
 )
 from harness.calibration.few_shot import FIRST_PICKS_FIT, trial
@@ -52,19 +51,14 @@ K_VALUES = (3, 5, 8)
 
 def _predict(design: Design, y: np.ndarray, query: Design, how: str) -> float:
     """`auto`'s prediction for `query` from these models, choosing one fit or averaging several (in log space)."""
-    usable = [name for name, reason in available_fits(design, y).items()
-              if reason is None and name in AUTO_CANDIDATES.among(len(y))]
-    models = {name: fit_spec(name).train(design, y) for name in usable}
-    models = {name: m for name, m in models.items()
-              if m is not None and not (fit_spec(name).within_reach_only and m.beyond_reach(query).any())}
-    held = {name: loo_predictions(fit_spec(name), design, y) for name in models}
+    held = candidate_predictions(design, y, AUTO_CANDIDATES, query)
     if how == AVERAGES[0]:
         names = [choose(held, y)]
     elif how == AVERAGES[1]:
         names = tied_with_best(held, y)
     else:
-        names = [name for name in models if name != "ols"]
-    return float(np.exp(np.mean([np.log(models[name].predict(query)[0]) for name in names])))
+        names = [name for name, predicted in held.items() if predicted is not None and name != "ols"]
+    return float(np.exp(np.mean([np.log(fit_spec(name).train(design, y).predict(query)[0]) for name in names])))
 
 
 def averaging_rows(points_by: dict) -> list[dict]:
@@ -81,23 +75,26 @@ def averaging_rows(points_by: dict) -> list[dict]:
     return rows
 
 
-def _picks_share(points: pd.DataFrame, prior: str, fits: tuple[str, ...], k: int) -> float:
-    names = points["harness_model"].tolist()
-    picks = [pick.model for pick in suggest_first(points_design(points), names, prior, k)]
+def _share(points: pd.DataFrame, picks: list[str], fits: tuple[str, ...]) -> float:
+    """The share within ±10% of the models not in `picks`, predicted by `auto` among `fits` from the picks."""
     done = trial(points, picks, "suggest", replace(AUTO_CANDIDATES, names=fits, few_models=0))
     return np.nan if done is None else done.within_10pct
 
 
 def few_shot_rows(points_by: dict) -> list[dict]:
     """Per table and k: the share within ±10% of the rest under each prior (shipped fits) and each fit set
-    (shipped prior)."""
+    (shipped prior). Greedy picks for k are the first k of the picks for the largest k, so each prior picks once."""
     rows = []
     for table in TABLES:
         points = points_by[(table, SHIPPED.rule)].reset_index(drop=True)
-        for k in (k for k in K_VALUES if k + 3 <= len(points)):
+        k_values = [k for k in K_VALUES if k + 3 <= len(points)]
+        names = points["harness_model"].tolist()
+        picks = {prior: [pick.model for pick in suggest_first(points_design(points), names, prior, max(k_values))]
+                 for prior in PRIORS}
+        for k in k_values:
             row = {"table": table.name, "k": k}
-            row |= {f"prior {prior}": _picks_share(points, prior, FEW_MODEL_FITS, k) for prior in PRIORS}
-            row |= {f"fits {'+'.join(fits)}": _picks_share(points, FIRST_PICKS_FIT, fits, k) for fits in FEW_FIT_SETS}
+            row |= {f"prior {prior}": _share(points, picks[prior][:k], FEW_MODEL_FITS) for prior in PRIORS}
+            row |= {f"fits {'+'.join(fits)}": _share(points, picks[FIRST_PICKS_FIT][:k], fits) for fits in FEW_FIT_SETS}
             rows.append(row)
     return rows
 

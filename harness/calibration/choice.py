@@ -228,13 +228,21 @@ class Candidates:
         return few if n < self.few_models and few else self.names
 
 
+def candidate_predictions(design: Design, y: np.ndarray, candidates: Candidates,
+                          query: Design | None = None) -> dict[str, np.ndarray | None]:
+    """Each candidate fit usable on these models and allowed to predict `query` → its leave-one-out predictions
+    (None where a fold cannot be fitted): what the automatic choice chooses from."""
+    specs = [spec for spec in _usable(design, y, candidates.among(len(y))) if _reaches(spec, design, y, query)]
+    return {spec.name: loo_predictions(spec, design, y) for spec in specs}
+
+
 def select(design: Design, y: np.ndarray, candidates: Candidates, query: Design | None = None) -> str | None:
     """The automatic choice on these models (by their leave-one-out) for predicting `query`, or None when no fit
     trains."""
-    specs = [spec for spec in _usable(design, y, candidates.among(len(y))) if _reaches(spec, design, y, query)]
-    chosen = choose({spec.name: loo_predictions(spec, design, y) for spec in specs}, y)
+    predicted = candidate_predictions(design, y, candidates, query)
+    chosen = choose(predicted, y)
     if chosen is None:
-        fallback = simplest_trainable(design, y, tuple(spec.name for spec in specs))
+        fallback = simplest_trainable(design, y, tuple(predicted))
         chosen = None if fallback is None else fallback.name
     return chosen
 
