@@ -101,5 +101,5 @@ def run_export(args: argparse.Namespace) -> int:
 def run_needs_extra(args: argparse.Namespace) -> int:
     """0 when a zoo name is asked for but torch, torchvision or onnxscript is missing (make then installs them)."""
     names = args.names or shlex.split(os.environ.get("HARNESS_MODEL", ""))
-    wanted = any(not Path(n).expanduser().exists() and zoo.is_zoo_name(n) for n in names)
+    wanted = any(not Path(n).expanduser().exists() and zoo.needs_torch(n) for n in names)
     return 0 if wanted and any(importlib.util.find_spec(m) is None for m in zoo.ZOO_EXTRA_MODULES) else 1

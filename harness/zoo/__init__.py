@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ModelError
-from harness.zoo.cache import cache_dir, cached_files
-from harness.zoo.registry import FAMILIES, ZooSpec, get_family, is_zoo_name, listed_specs, parse
+from harness.zoo.cache import cache_dir, cached_files, keyed_path
+from harness.zoo.registry import FAMILIES, ZooSpec, family_key, get_family, is_zoo_name, listed_specs, parse
 
-__all__ = ["FAMILIES", "ZOO_EXTRA_MODULES", "cache_dir", "export", "is_zoo_name", "list_models", "parse"]
+__all__ = ["FAMILIES", "ZOO_EXTRA_MODULES", "cache_dir", "export", "is_zoo_name", "list_models", "needs_torch", "parse"]
 
 FORMATS = ("onnx", "torchscript")
 ZOO_EXTRA_MODULES = ("torch", "torchvision", "onnxscript")
@@ -40,13 +40,24 @@ def _exporter() -> Any:
         raise
 
 
-def _export_quantized(spec: ZooSpec, exporter: Any) -> Path:
+def _export_float(spec: ZooSpec, fmt: str) -> Path:
+    if get_family(spec.family).builder == "onnx":
+        if fmt != "onnx":
+            raise ModelError(f"{spec.name} is built as an ONNX graph and exists as onnx only; drop the format")
+        from harness.zoo.nb201 import export_onnx  # numpy and onnx only: no zoo extra needed
+
+        return export_onnx(spec)
+    return _exporter().export_float(spec, fmt)
+
+
+def _export_quantized(spec: ZooSpec) -> Path:
+    """Keyed by the float file's own cached name (which keys its recipe) and the quantization's."""
     import onnxruntime
 
     from harness.zoo.quantize import RECIPE, quantize
 
-    base = exporter.export_float(parse(spec.base_name), "onnx")
-    path = exporter.cached_path(spec, "onnx", {"onnxruntime": onnxruntime.__version__, **RECIPE})
+    base = _export_float(parse(spec.base_name), "onnx")
+    path = keyed_path(spec.name, ".onnx", {"base": base.name, "onnxruntime": onnxruntime.__version__, **RECIPE})
     return path if path.exists() else quantize(base, spec.quant, path)
 
 
@@ -57,5 +68,10 @@ def export(name: str, fmt: str = "onnx") -> Path:
     spec = parse(name)
     if spec.quant and fmt != "onnx":
         raise ModelError(f"{spec.name} is an onnxruntime int8 variant and exists as onnx only; drop the format")
-    exporter = _exporter()
-    return _export_quantized(spec, exporter) if spec.quant else exporter.export_float(spec, fmt)
+    return _export_quantized(spec) if spec.quant else _export_float(spec, fmt)
+
+
+def needs_torch(name: str) -> bool:
+    """True when the zoo name `name` is built through torch (the zoo extra)."""
+    family = family_key(name)
+    return family is not None and get_family(family).builder == "torch"

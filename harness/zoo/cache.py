@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def cache_dir() -> Path:
@@ -17,6 +20,13 @@ def cached_files(name: str) -> list[Path]:
     """Every cached export of the canonical zoo name `name` (any format, any library version)."""
     root = cache_dir()
     return sorted(p for p in root.glob(f"{name}-*") if p.suffix in (".onnx", ".pt")) if root.is_dir() else []
+
+
+def keyed_path(name: str, suffix: str, recipe: dict[str, Any]) -> Path:
+    """`<name>-<key><suffix>` in the cache, the key 12 hex digits over everything in `recipe` that changes the
+    bytes (spec, format, builder settings, library versions): a changed recipe never reuses a stale file."""
+    key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+    return cache_dir() / f"{name}-{key}{suffix}"
 
 
 def write_atomically(path: Path, writer: Callable[[Path], None]) -> Path:

@@ -8,18 +8,15 @@ the graph a deployed model has. The batch dimension is left dynamic so BATCH_SIZ
 
 from __future__ import annotations
 
-import hashlib
-import json
 import warnings
 from pathlib import Path
-from typing import Any
 
 import onnxscript  # noqa: F401  (used by torch's dynamo exporter; imported here so its absence names the extra)
 import torch
 import torchvision
 
 from harness.zoo.build import SEED, build
-from harness.zoo.cache import cache_dir, write_atomically
+from harness.zoo.cache import keyed_path, write_atomically
 from harness.zoo.registry import ZooSpec
 
 OPSET = 18
@@ -27,8 +24,8 @@ CACHE_FORMAT = 1  # bump when the export recipe changes, so stale cache entries 
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
 
 
-def cache_key(spec: ZooSpec, fmt: str, extra: dict[str, Any] | None = None) -> str:
-    """12 hex digits over the name, parameters, input, format, exporter settings and library versions."""
+def cached_path(spec: ZooSpec, fmt: str) -> Path:
+    """Keyed by the name, parameters, input, format, exporter settings and library versions."""
     recipe = {
         "cache_format": CACHE_FORMAT,
         "spec": spec.as_dict(),
@@ -37,13 +34,8 @@ def cache_key(spec: ZooSpec, fmt: str, extra: dict[str, Any] | None = None) -> s
         "seed": SEED,
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
-        **(extra or {}),
     }
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def cached_path(spec: ZooSpec, fmt: str, extra: dict[str, Any] | None = None) -> Path:
-    return cache_dir() / f"{spec.name}-{cache_key(spec, fmt, extra)}{SUFFIXES[fmt]}"
+    return keyed_path(spec.name, SUFFIXES[fmt], recipe)
 
 
 def _export_onnx(spec: ZooSpec, target: Path) -> None:

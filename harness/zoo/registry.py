@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.errors import ModelError
+from harness.zoo import nb201_cells
 
 QUANT_SUFFIXES = {"_int8_dynamic": "dynamic", "_int8_static": "static"}
 _DECIMAL = r"\d+(?:\.\d+)?"
 # Resolutions the MobileNets and MnasNet accept: their stride is 32 and torchvision pools adaptively.
 _RES_MIN, _RES_MAX, _RES_STEP = 32, 640, 32
 IMAGENET_CLASSES = 1000
+CIFAR_CLASSES = 10
 KINETICS_CLASSES = 600  # Efficient-3DCNNs' default head (Kinetics-600).
 VIDEO_CLIP = (16, 112, 112)  # frames, height, width: the Efficient-3DCNNs benchmark input.
 
@@ -40,6 +42,9 @@ class Family:
     choices: dict[str, tuple[str, ...]]
     listed: tuple[dict[str, str], ...]
     description: str
+    builder: str = "torch"
+    """What builds it: "torch" (the zoo extra, then torch's ONNX exporter) or "onnx" (an ONNX graph written
+    directly, with the core install)."""
 
     @property
     def pattern(self) -> str:
@@ -104,6 +109,9 @@ def _grid(**values: tuple[str, ...]) -> tuple[dict[str, str], ...]:
 _TORCHVISION = "torchvision"
 # Köpüklü et al., "Resource Efficient 3D Convolutional Neural Networks", ICCVW 2019.
 _EFFICIENT_3D = "hand-written after Efficient-3DCNNs (Köpüklü et al. 2019)"
+
+NB201_REFERENCE = (11982, 431, 55, 9, 14451, 8636, 9881, 13479, 6196, 1462)
+"""The ten NAS-Bench-201 architectures HELP measures on every device: the ones `harness zoo list` shows."""
 
 FAMILIES: tuple[Family, ...] = (
     Family(
@@ -196,6 +204,16 @@ FAMILIES: tuple[Family, ...] = (
         listed=_grid(width=("0.2", "0.45", "0.7", "1.0")),
         description="3D MobileNetV2, clip 16 x 112 x 112, 600 classes",
     ),
+    Family(
+        key="nb201",
+        template="nb201_{index}",
+        source="hand-written after Dong & Yang 2020 (NAS-Bench-201), as ONNX",
+        choices={},
+        listed=tuple({"index": str(index)} for index in NB201_REFERENCE),
+        description=f"NAS-Bench-201 CIFAR-10 network of benchmark index 0..{nb201_cells.ARCHITECTURES - 1} "
+                    "(or give its cell string), 32 x 32, 10 classes",
+        builder="onnx",
+    ),
 )
 _BY_KEY = {family.key: family for family in FAMILIES}
 
@@ -209,6 +227,9 @@ def _split_quant(name: str) -> tuple[str, str | None]:
 
 def _match(name: str) -> tuple[Family, dict[str, str], str | None] | None:
     base, quant = _split_quant(name)
+    cell = nb201_cells.parse_cell(base.removeprefix("nb201_"))
+    if cell is not None:  # a NAS-Bench-201 cell string stands for its index
+        return _BY_KEY["nb201"], {"index": str(nb201_cells.index_of(cell))}, quant
     for family in FAMILIES:
         found = family.match(base)
         if found is not None:
@@ -233,6 +254,8 @@ def _input_shape(family: Family, params: dict[str, str]) -> tuple[int, ...]:
         return (1, 3, res, res)
     if family.key == "inception_v3":
         return (1, 3, 299, 299)
+    if family.key == "nb201":
+        return (1, 3, 32, 32)
     if family.key.endswith("3d"):
         return (1, 3, *VIDEO_CLIP)
     return (1, 3, 224, 224)
@@ -249,6 +272,10 @@ def _canonical(family: Family, raw: dict[str, str], name: str) -> dict[str, str]
                     f"{_RES_MIN}..{_RES_MAX}; pick one such as 224 (see `harness zoo list`)"
                 )
             params[key] = str(res)
+            continue
+        if key == "index":
+            nb201_cells.cell_ops(int(value))  # names the range when it is outside
+            params[key] = str(int(value))
             continue
         allowed = family.choices.get(key, ())
         if "." in "".join(allowed):
@@ -270,7 +297,8 @@ def parse(name: str) -> ZooSpec:
     family, raw, quant = found
     params = _canonical(family, raw, name)
     canonical = family.compose(params) + (f"_int8_{quant}" if quant else "")
-    classes = KINETICS_CLASSES if family.key.endswith("3d") else IMAGENET_CLASSES
+    classes = {"nb201": CIFAR_CLASSES}.get(family.key, KINETICS_CLASSES if family.key.endswith("3d") else
+                                           IMAGENET_CLASSES)
     return ZooSpec(canonical, family.key, params, _input_shape(family, params), classes, quant)
 
 
