@@ -299,7 +299,7 @@ def test_forced_fit_reports_its_own_leave_one_out() -> None:
     held = leave_one_out(fit_spec("loglog"), Design(x), y)
     relative = np.abs(held.predicted - y) / y
     assert calibration.stats["loo_within_10pct"] == pytest.approx(np.mean(relative <= 0.10))
-    assert [row["fit"] for row in calibration.comparison] == ["ols", "ops", "relative", "loglog", "features"]
+    assert [row["fit"] for row in calibration.comparison] == ["ols", "ops", "relative", "loglog", "features", "work"]
     assert "PER_OP=1" in calibration.comparison[1]["note"]
     assert "needs static facts" in calibration.comparison[4]["note"]
 

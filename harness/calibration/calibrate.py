@@ -33,7 +33,16 @@ from harness.calibration.choice import (
     nested_leave_one_out,
     tied_with_best,
 )
-from harness.calibration.fits import FACT_NAMES, FIT_FACTS, FIT_NAMES, OP_SPLIT, Design, FittedModel, fit_spec
+from harness.calibration.fits import (
+    FACT_NAMES,
+    FIT_FACTS,
+    FIT_NAMES,
+    OP_SPLIT,
+    WORK_FACTS,
+    Design,
+    FittedModel,
+    fit_spec,
+)
 from harness.calibration.line import MIN_POINTS, LineFit, cooks_distance, cooks_threshold, discordant_pairs, fit_line
 from harness.calibration.points import (
     counts_note,
@@ -177,14 +186,16 @@ class Calibration:
 
 
 def points_design(points: pd.DataFrame) -> Design:
-    """Harness values plus every static fact that all the points have (positive and finite), and the per-op
-    split when every point has one."""
+    """Harness values plus every static fact that all the points have (positive and finite), the per-op split
+    when every point has one, and the work per operator kind when every point has it."""
     names = tuple(
         name for name in FACT_NAMES
         if name in points and np.all(np.isfinite(points[name].to_numpy(float))) and (points[name] > 0).all()
     )
     if OP_SPLIT in points and points[OP_SPLIT].between(0, 1).all():
         names += (OP_SPLIT,)
+    if all(name in points for name in WORK_FACTS) and np.all(np.isfinite(points[list(WORK_FACTS)].to_numpy(float))):
+        names += WORK_FACTS
     facts = points[list(names)].to_numpy(float) if names else np.empty((len(points), 0))
     families = tuple(points["family"]) if "family" in points else ()
     return Design(points["harness"].to_numpy(float), facts, names, families)

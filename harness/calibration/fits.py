@@ -16,6 +16,14 @@ penalised) linear least-squares problem in its own space.
   parameters, activation size), ridge-penalised on the facts only, the strength chosen by leave-one-out
   inside the training points. An infinite strength gives back `loglog`; zero strength represents a
   multiplicative law exactly.
+- `work`: device = a + b · harness + Σ c_k · work_k over the graph's work per operator kind (spatial, pointwise
+  and depthwise convolution MACs, fully connected MACs, pooling, arithmetic, activation and other output
+  elements: harness.models.work_kinds), by weighted least squares with weights 1/device² and a ridge penalty on
+  b and every c_k (standardised), its strength chosen by leave-one-out inside the training points. Times add
+  over a graph's nodes, so a device whose cost per unit of one kind differs from the host's (a 3x3 convolution
+  against a 1x1 one, pooling against arithmetic) is a sum with other weights: the fit learns them, and the
+  penalty keeps a handful of models from learning noise. Where the harness value carries the device's order,
+  the penalty falls on the kinds; where a kind costs the device what it does not cost the host, on the harness.
 
 Prediction intervals are computed in each fit's own space (Montgomery, Peck & Vining, "Introduction to
 Linear Regression Analysis", §2.4; §5.5 for weights): ŷ₀ ± t(df) · s · √(1/w₀ + z₀ᵀ C z₀), where C is the
@@ -34,6 +42,7 @@ import numpy as np
 from scipy import stats
 
 from harness.core.errors import DataError
+from harness.models.work_kinds import WORK_FACTS
 
 FACT_NAMES: tuple[str, ...] = ("macs", "params", "activation_mib")
 """Static model facts the `features` fit may use (from the ONNX graph, see harness.models.facts): compute,
@@ -41,7 +50,7 @@ weights, and the activations one inference writes (a proxy for memory traffic)."
 OP_SPLIT = "depthwise_share"
 """A measured fact the `ops` fit reads: the share of a model's operator time in depthwise convolutions
 (harness.analysis.per_op.PerOp.depthwise_share)."""
-FIT_FACTS: tuple[str, ...] = (*FACT_NAMES, OP_SPLIT)
+FIT_FACTS: tuple[str, ...] = (*FACT_NAMES, OP_SPLIT, *WORK_FACTS)
 """Every per-model fact some fit reads."""
 RIDGE_ALPHAS: tuple[float, ...] = (0.0, *np.logspace(-3, 3, 13).tolist(), math.inf)
 """Penalty strengths tried on standardised log facts; inf drops the facts (the `loglog` fit). On equal
@@ -83,6 +92,10 @@ class Design:
     @property
     def static_names(self) -> tuple[str, ...]:
         return tuple(name for name in self.fact_names if name in FACT_NAMES)
+
+    @property
+    def work_names(self) -> tuple[str, ...]:
+        return tuple(name for name in self.fact_names if name in WORK_FACTS)
 
 
 @dataclass(frozen=True)
@@ -274,6 +287,77 @@ def fit_features(design: Design, y: np.ndarray) -> FittedModel | None:
     return FittedModel("features", solution, True, False, scaler.rows, alpha, names, equation)
 
 
+WORK_ALPHAS: tuple[float, ...] = (0.0, *np.logspace(-4, 3, 15).tolist())
+"""Penalty strengths the `work` fit tries, in units of the weighted sum of squares of the intercept column (so they
+mean the same for any number of models and any device unit); 0 recovers an exact sum of kinds exactly."""
+
+
+@dataclass(frozen=True)
+class _LinearStandardiser:
+    """The harness value and the work facts, centred and scaled on the training models; a work kind none of them
+    does, or all do alike, is left out."""
+
+    columns: tuple[str, ...]
+    center: np.ndarray
+    scale: np.ndarray
+
+    @staticmethod
+    def raw(design: Design, columns: tuple[str, ...]) -> np.ndarray:
+        return np.column_stack([design.harness, design.select(columns)])
+
+    @classmethod
+    def learn(cls, design: Design) -> _LinearStandardiser:
+        names = design.work_names
+        values = cls.raw(design, names)
+        scale = values.std(axis=0)
+        varying = scale > 1e-12 * np.maximum(1.0, np.abs(values).max(axis=0))
+        varying[0] = True  # the harness value always stays: a constant one gives a singular fit, as for `relative`
+        kept = tuple(name for name, keep in zip(names, varying[1:], strict=True) if keep)
+        return cls(kept, values[:, varying].mean(axis=0), np.where(scale[varying] > 0, scale[varying], 1.0))
+
+    def rows(self, design: Design) -> np.ndarray:
+        return np.column_stack([np.ones(len(design)), (self.raw(design, self.columns) - self.center) / self.scale])
+
+
+def work_loo_errors(z: np.ndarray, y: np.ndarray, alphas: tuple[float, ...]) -> np.ndarray:
+    """Mean squared relative leave-one-out error of the `work` fit at every penalty (inf where a model carries all
+    the weight of a coefficient): e_i / (1 − h_ii), exact for fixed weights and penalty."""
+    w = 1.0 / y**2
+    base = float(np.sum(w))
+    errors = []
+    for alpha in alphas:
+        penalty = np.diag([0.0] + [alpha * base] * (z.shape[1] - 1))
+        solution = solve(z, y, w, penalty)
+        if solution is None or np.any(solution.hat >= 1 - 1e-9):
+            errors.append(math.inf)
+            continue
+        residual = (y - z @ solution.coef) / (1 - solution.hat)
+        errors.append(float(np.mean(w * residual**2)))
+    return np.array(errors)
+
+
+def fit_work(design: Design, y: np.ndarray) -> FittedModel | None:
+    """Ridge on the harness value and the work per operator kind, at the penalty of least leave-one-out error; equal
+    errors go to the stronger penalty (the simpler model)."""
+    if not design.work_names:
+        return None
+    scaler = _LinearStandardiser.learn(design)
+    z = scaler.rows(design)
+    errors = work_loo_errors(z, y, WORK_ALPHAS)
+    if not np.isfinite(errors).any():
+        return None
+    best = errors.min()
+    alpha = max(a for a, e in zip(WORK_ALPHAS, errors, strict=True) if e <= best * (1 + 1e-9) + 1e-24)
+    solution = solve(z, y, 1.0 / y**2, np.diag([0.0] + [alpha * float(np.sum(1.0 / y**2))] * (z.shape[1] - 1)))
+    if solution is None:
+        return None
+    slopes = solution.coef[1:] / scaler.scale
+    intercept = solution.coef[0] - float(np.sum(slopes * scaler.center))
+    terms = " ".join(f"{_signed(c)} · {name}" for name, c in zip(("harness", *scaler.columns), slopes, strict=True))
+    return FittedModel("work", solution, False, True, scaler.rows, alpha, scaler.columns,
+                       equation=f"device = {intercept:.4g} {terms} (ridge α = {alpha:.3g})")
+
+
 def _op_split_rows(design: Design) -> np.ndarray:
     share = design.select((OP_SPLIT,))[:, 0]
     return np.column_stack([design.harness * share, design.harness * (1 - share)])
@@ -314,6 +398,7 @@ class FitSpec:
     positive: bool
     needs_facts: bool = False
     needs_op_split: bool = False
+    needs_work: bool = False
     tuned: bool = False
     """True when training chooses a setting from the data (the ridge strength): leave-one-out must then
     retrain in every fold, and cannot take the shortcut of exact_loo."""
@@ -331,11 +416,13 @@ FITS: tuple[FitSpec, ...] = (
     FitSpec("loglog", "power law, least squared log error", fit_loglog, positive=True),
     FitSpec("features", "log-linear in harness and static facts, ridge strength by inner leave-one-out",
             fit_features, positive=True, needs_facts=True, tuned=True, within_reach_only=True),
+    FitSpec("work", "linear in harness and the graph's work per operator kind (WLS, weights 1/device²), ridge "
+            "strength by inner leave-one-out", fit_work, positive=True, needs_work=True, tuned=True),
 )
 """In order of simplicity: on equal held-out figures the earlier fit is chosen. `ols` is the reference line;
 `ops` is a sum of proportional parts (no intercept), `relative` a line with a fixed cost, `loglog` bends, all
-three with two coefficients; `features` adds a parameter per fact. Without per-op profiles `ops` is not a
-candidate and the order is ols, relative, loglog, features."""
+three with two coefficients; `features` adds a parameter per fact, `work` one per operator kind. Without per-op
+profiles `ops` is not a candidate and the order is ols, relative, loglog, features, work."""
 FIT_NAMES: tuple[str, ...] = tuple(spec.name for spec in FITS)
 
 
@@ -354,4 +441,6 @@ def unavailable_reason(spec: FitSpec, design: Design, y: np.ndarray) -> str | No
         return f"needs static facts ({', '.join(FACT_NAMES)}) of every model: profile ONNX models"
     if spec.needs_op_split and OP_SPLIT not in design.fact_names:
         return "needs a per-op profile of every model: profile with PER_OP=1 (--per-op)"
+    if spec.needs_work and not design.work_names:
+        return "needs the graph's work per operator kind of every model: profile ONNX models"
     return None

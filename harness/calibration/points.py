@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.calibration.fits import FACT_NAMES, FIT_FACTS, OP_SPLIT
+from harness.calibration.fits import FACT_NAMES, FIT_FACTS, OP_SPLIT, WORK_FACTS
 from harness.core import metric_registry
 from harness.core.errors import DataError, ModelError
 from harness.device.data import DeviceData
@@ -92,6 +92,10 @@ def paired_points(device: DeviceData, measured: pd.DataFrame, metric: str, group
     return pd.DataFrame(rows)
 
 
+STATIC_FACTS = (*FACT_NAMES, *WORK_FACTS)
+"""The facts of a model's graph that a run records (`model_facts`)."""
+
+
 def model_facts_table(runs: list[dict[str, Any]]) -> pd.DataFrame:
     """The facts fits read (FIT_FACTS) per harness model, NaN where unknown: static facts from its newest run's
     `model_facts`, and the per-op split as the median over its runs that have a per-op profile.
@@ -102,9 +106,10 @@ def model_facts_table(runs: list[dict[str, Any]]) -> pd.DataFrame:
     rows = {}
     for name, run in newest.items():
         facts = run.get("model_facts") or {}
-        if any(key not in facts for key in FACT_NAMES) and run.get("model_kind") == "onnx":
+        if any(key not in facts for key in STATIC_FACTS) and run.get("model_kind") == "onnx":
             facts = {**_facts_from_file(run.get("model_path")), **facts}
-        rows[name] = {key: facts.get(key) if isinstance(facts.get(key), (int, float)) else np.nan for key in FACT_NAMES}
+        rows[name] = {key: facts.get(key) if isinstance(facts.get(key), (int, float)) else np.nan
+                      for key in STATIC_FACTS}
         splits = [run["per_op"][OP_SPLIT] for run in runs if run.get("model_name") == name
                   and isinstance((run.get("per_op") or {}).get(OP_SPLIT), (int, float))]
         rows[name][OP_SPLIT] = float(np.median(splits)) if splits else np.nan

@@ -16,6 +16,7 @@ import onnx
 from onnx import helper, shape_inference
 
 from harness.core.errors import ModelError
+from harness.models.work_kinds import WORK_FACTS, work_kind
 
 Shape = list[int]
 MIB = 2**20
@@ -151,8 +152,26 @@ def _inputs(graph: onnx.GraphProto) -> list[dict[str, Any]]:
     return inputs
 
 
+def _work(graph: onnx.GraphProto, shapes: dict[str, Shape]) -> dict[str, int]:
+    """Per-kind work of one sample (harness.models.work_kinds): MACs of the weighted nodes as onnx_facts counts
+    them, output elements of the others (a node whose output shape inference could not tell counts none)."""
+    work = dict.fromkeys(WORK_FACTS, 0)
+    for node in graph.node:
+        weighted = node.op_type in WEIGHTED_OPS
+        if weighted:
+            weight = shapes.get(node.input[_WEIGHT_INPUT.get(node.op_type, 1)]) if len(node.input) > 1 else None
+            kernel = math.prod(weight[2:]) if node.op_type in _CONV_OPS and weight else 1
+            amount = _MACS[node.op_type](node, shapes)
+        else:
+            out = shapes.get(node.output[0]) if node.output else None
+            kernel, amount = 1, math.prod(out) if out else 0
+        work[work_kind(node.op_type, weighted, _is_depthwise(node, shapes), kernel)] += amount
+    return work
+
+
 def onnx_facts(path: str | Path) -> dict[str, Any]:
-    """size_mib, params, macs, flops (= 2 x macs), activation_mib, layers, nodes, inputs and opset of an ONNX model.
+    """size_mib, params, macs, flops (= 2 x macs), activation_mib, layers, nodes, inputs, opset and the work per
+    operator kind (WORK_FACTS) of an ONNX model.
 
     params counts the elements of every initializer (weights and biases as exported, BatchNorm usually
     folded in); activation_mib the tensors the nodes write (see _written_bytes); layers counts the weighted
@@ -174,6 +193,7 @@ def onnx_facts(path: str | Path) -> dict[str, Any]:
         "nodes": len(graph.node),
         "inputs": _inputs(graph),
         "opset": opset,
+        **_work(graph, shapes),
     }
 
 

@@ -1,0 +1,344 @@
+"""NAS-Bench-201 on six real devices, scored as the published few-shot predictors are (HELP's protocol): does each
+architecture run and timed by the harness, plus k device measurements, rank and predict the other architectures?
+
+    .venv/bin/python benchmarks/nb201.py [--devices FILE.csv] [--draws 20] [--profile | --session DIR]
+        [--device NAME --max-latency-ms MS]
+    make bench-nb201 [DEVICES=file.csv] [PROFILE=1] [SESSION=DIR] [DEVICE=name MAX_LATENCY_MS=ms]
+
+Rescores from the committed per-architecture summary (benchmarks/data/nb201_harness.csv: harness values, per-op-kind
+times and static facts of architectures 0-1899) in about a minute. `--profile` re-profiles them from scratch first
+(PROFILE_FLAGS: one `harness sweep` of 1,900 models, 3 repeats at CPUS=1 with PER_OP=1, on two --parallel slots),
+then rewrites the summary; `--session DIR` rebuilds the summary from an existing sweep.
+
+Protocol (harness.calibration.nb201): per device, k calibration architectures are drawn from 0-899 and the
+architectures 900-1899 are predicted, each pool without its fastest and slowest 10% on that device. Each of k = 5, 10
+and 20 is run as `--draws` seeded draws and as `harness suggest`'s picks. The calibration is the one `harness regress`
+and `predict` make (harness.calibration.calibrate_points, `auto` among its fits); Spearman's ρ, Kendall's τ, the share
+within ±10% and the share inside the 95% interval are the means over the draws. Two baselines on the same draws: a
+least-squares line on the cell's op counts, and FLOPs alone (the builder's MACs), whose ρ must land within 0.03 of the
+published FLOPs row (a check of the protocol).
+
+The global choices (which fits `auto` takes, the few-models threshold) are made leave-one-device-out: each device is
+scored with the policy best (mean ρ over k = 5, 10 and 20) on the five others, as a device this project never saw
+would be. Writes results/bench/nb201.json (--out) and, with --device, nb201_<device>.md beside it: the test
+architectures ranked by predicted latency with their 95% intervals (only those whose interval lies under
+--max-latency-ms, when given), and the k-curve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from _common import OUT_DIR, ROOT, print_table, write_json
+
+from harness.calibration.calibrate import AUTO_CANDIDATES, calibrate_points, points_design
+from harness.calibration.choice import Candidates
+from harness.calibration.few_shot import FIRST_PICKS_FIT
+from harness.calibration.fits import FACT_NAMES, FIT_NAMES, WORK_FACTS
+from harness.calibration.nb201 import op_counts, read_devices, score, split
+from harness.calibration.suggest import suggest_first
+from harness.core.errors import DataError, HarnessError
+
+DATA = ROOT / "benchmarks" / "data"
+DEVICES_CSV = DATA / "nb201_latency_ms.csv"
+SUMMARY_CSV = DATA / "nb201_harness.csv"
+SWEEP_DIR = ROOT / "results" / "nb201"
+ARCHITECTURES = range(0, 1900)
+PROFILE_FLAGS = ("--cpus", "1", "--repeats", "3", "--iterations", "30", "--warmup", "5", "--per-op", "--parallel", "2",
+                 "--device-name", "nb201-sweep", "--no-report")
+K_VALUES = (5, 10, 20)
+DRAWS = 20
+SEED = 201
+CHOICE_K = 10
+"""The k of suggest's picks in the report."""
+PUBLISHED = {
+    "FLOPs": {"pixel2": 0.765, "raspi4": 0.846, "gold_6226": 0.826, "titan_rtx_256": 0.950, "eyeriss": 0.437,
+              "fpga": 0.900},
+    "BRP-NAS (900 samples)": {"pixel2": 0.666, "raspi4": 0.847, "gold_6226": 0.796, "titan_rtx_256": 0.814,
+                              "eyeriss": 0.811, "fpga": 0.801},
+    "HELP (10 samples)": {"pixel2": 0.802, "raspi4": 0.890, "gold_6226": 0.989, "titan_rtx_256": 0.987,
+                          "eyeriss": 0.940, "fpga": 0.985},
+}
+"""Spearman's ρ on the test architectures, HELP's Table 3 (NeurIPS 2021)."""
+FLOPS_TOLERANCE = 0.03
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The global choices scored leave-one-device-out: the fits `auto` takes and the few-models threshold."""
+
+    candidates: Candidates
+
+    @property
+    def label(self) -> str:
+        names = self.candidates.names
+        fits = "every fit" if names == FIT_NAMES else "no " + ", ".join(n for n in FIT_NAMES if n not in names)
+        return f"{fits}, few-models threshold {self.candidates.few_models}"
+
+
+POLICIES = (Policy(AUTO_CANDIDATES), Policy(replace(AUTO_CANDIDATES, few_models=0)),
+            Policy(replace(AUTO_CANDIDATES, names=tuple(n for n in FIT_NAMES if n != "work"))))
+"""In order of preference on equal scores: the shipped defaults first; then every fit from any number of models (the
+threshold changes k = 5 only); then every fit but `work`, the fits before it."""
+SHIPPED = Policy(AUTO_CANDIDATES)
+
+
+def profile() -> Path:
+    """One sweep of ARCHITECTURES through the real CLI; returns its session directory and prints its wall time."""
+    names = [f"nb201_{index}" for index in ARCHITECTURES]
+    before = set(SWEEP_DIR.glob("*")) if SWEEP_DIR.exists() else set()
+    started = time.monotonic()
+    argv = [sys.executable, "-m", "harness.cli", "sweep", *names, *PROFILE_FLAGS, "--backend", "local",
+            "--results-dir", str(SWEEP_DIR)]
+    if subprocess.run(argv, cwd=ROOT).returncode != 0:
+        raise SystemExit("the sweep did not finish; resume it with `harness profile --resume SESSION --parallel 2 "
+                         f"--results-dir {SWEEP_DIR}`, then rerun with --session")
+    (session,) = set(SWEEP_DIR.glob("*")) - before
+    print(f"sweep of {len(names)} architectures: {(time.monotonic() - started) / 60:.1f} min")
+    return session
+
+
+def summarise(session: Path) -> pd.DataFrame:
+    """Per architecture: the harness values (fastest inference over the repeats, median of the runs' medians), the
+    median op time per kind, and the static facts of its graph."""
+    from harness.models.facts import onnx_facts
+    from harness.store.results import load_runs
+    from harness.zoo import export
+    from harness.zoo.nb201_cells import cell_ops, cell_string
+
+    rows: dict[int, dict[str, Any]] = {}
+    runs: dict[int, list[dict[str, Any]]] = {}
+    for run in load_runs(session):
+        if run["status"] == "ok" and run["model_name"].startswith("nb201_"):
+            runs.setdefault(int(run["model_name"].removeprefix("nb201_")), []).append(run)
+    for index, done in sorted(runs.items()):
+        facts = onnx_facts(export(f"nb201_{index}"))
+        op_ms = pd.DataFrame([run.get("op_time_ms") or {} for run in done]).median()
+        rows[index] = {"arch_str": cell_string(cell_ops(index)), "runs": len(done),
+                       "harness_ms": min(min(run["latencies_ms"]) for run in done),
+                       "harness_median_ms": float(np.median([run["latency_stats_ms"]["p50"] for run in done])),
+                       **{key: facts[key] for key in (*FACT_NAMES, "nodes", *WORK_FACTS)},
+                       **{f"op_ms.{kind}": value for kind, value in op_ms.items()}}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("arch_idx")
+
+
+def points(summary: pd.DataFrame, latency: pd.Series) -> pd.DataFrame:
+    """Calibration points as `regress` pairs them: one per architecture, its harness value beside the device's."""
+    frame = summary.join(latency.rename("device"), how="inner")
+    names = [f"nb201_{index}" for index in frame.index]
+    return frame.assign(model=names, harness_model=names, harness=frame["harness_ms"], family="nb201", cpus=1.0)
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device's points, its protocol split, and the seeded draws every policy and baseline shares."""
+
+    name: str
+    points: pd.DataFrame
+    pool: list[str]
+    test: pd.DataFrame
+    draws: dict[int, list[list[str]]]
+    suggested: list[str]
+
+    @classmethod
+    def of(cls, name: str, summary: pd.DataFrame, latency: pd.Series, draws: int) -> Device:
+        frame = points(summary, latency)
+        protocol = split(frame["device"])
+        pool = frame.loc[protocol.pool, "harness_model"].tolist()
+        rng = np.random.default_rng(SEED)
+        chosen = {k: [list(rng.choice(pool, k, replace=False)) for _ in range(draws)] for k in K_VALUES}
+        pool_points = frame.loc[protocol.pool]
+        picks = suggest_first(points_design(pool_points), pool, FIRST_PICKS_FIT, max(K_VALUES))
+        return cls(name, frame.set_index("harness_model", drop=False), pool, frame.loc[protocol.test].set_index(
+            "harness_model", drop=False), chosen, [pick.model for pick in picks])
+
+
+def predict(device: Device, chosen: list[str], candidates: Candidates) -> dict[str, Any]:
+    """Calibrate on `chosen` as `regress` does, predict the test architectures, score them."""
+    calibration = calibrate_points("latency", {}, device.points.loc[chosen].reset_index(drop=True), figures=False,
+                                   candidates=candidates)
+    test = device.test
+    predicted = calibration.predictions(calibration.design(test["harness"], test, test["harness_model"]))
+    yhat, low, high = (np.array([p[i] for p in predicted]) for i in (1, 2, 3))
+    return {**score(test["device"].to_numpy(float), yhat, low, high), "fit": calibration.model.name}
+
+
+def mean_figures(trials: list[dict[str, Any]]) -> dict[str, Any]:
+    frame = pd.DataFrame(trials)
+    out = {key: (float(frame[key].mean()) if frame[key].notna().any() else None)
+           for key in ("spearman", "kendall", "within_10pct", "coverage") if key in frame}
+    if "fit" in frame:
+        out["fits"] = frame["fit"].value_counts().to_dict()
+    return out | {"draws": len(frame)}
+
+
+def policy_figures(device: Device, policy: Policy) -> dict[str, Any]:
+    """Per k: the mean figures over the seeded draws, and those of suggest's picks."""
+    out: dict[str, Any] = {}
+    for k in K_VALUES:
+        out[f"k{k}"] = mean_figures([predict(device, chosen, policy.candidates) for chosen in device.draws[k]])
+        out["suggest"] = out.get("suggest", {}) | {f"k{k}": predict(device, device.suggested[:k], policy.candidates)}
+    return out
+
+
+def op_count_baseline(device: Device) -> dict[str, Any]:
+    """A least-squares line on the cell's op counts (one coefficient per op but `none`, and a constant)."""
+    counts = op_counts(device.points["arch_str"]).drop(columns="none")
+    design = np.column_stack([np.ones(len(counts)), counts.to_numpy(float)])
+    rows = {name: i for i, name in enumerate(device.points.index)}
+    test_rows = [rows[name] for name in device.test.index]
+    y = device.points["device"].to_numpy(float)
+    out = {}
+    for k in K_VALUES:
+        trials = []
+        for chosen in device.draws[k]:
+            train = [rows[name] for name in chosen]
+            coef = np.linalg.lstsq(design[train], y[train], rcond=None)[0]
+            trials.append(score(y[test_rows], design[test_rows] @ coef))
+        out[f"k{k}"] = mean_figures(trials)
+    return out
+
+
+def flops_baseline(device: Device) -> dict[str, Any]:
+    """FLOPs alone: the order of the builder's MACs (no device sample needed)."""
+    figures = score(device.test["device"].to_numpy(float), device.test["macs"].to_numpy(float))
+    return {"spearman": figures["spearman"], "kendall": figures["kendall"]}
+
+
+def leave_one_device_out(scores: dict[str, dict[str, float]]) -> dict[str, str]:
+    """For each device, the policy with the best mean ρ over the other devices (ties: POLICIES order)."""
+    chosen = {}
+    for device in next(iter(scores.values())):
+        def others(label: str, held_out: str = device) -> float:
+            return float(np.mean([value for name, value in scores[label].items() if name != held_out]))
+
+        chosen[device] = max(scores, key=lambda label: (round(others(label), 6),
+                                                        -[p.label for p in POLICIES].index(label)))
+    return chosen
+
+
+def run(devices_csv: Path, summary: pd.DataFrame, draws: int) -> dict[str, Any]:
+    table = read_devices(devices_csv)
+    missing = sorted(set(table.index) & set(ARCHITECTURES) - set(summary.index))
+    if len(missing) == len(ARCHITECTURES):
+        raise DataError(f"{devices_csv}: no architecture 0-1899 has harness values; profile with --profile")
+    devices = {name: Device.of(name, summary, table[name], draws) for name in table.columns if name != "arch_str"}
+    by_policy = {policy.label: {name: policy_figures(device, policy) for name, device in devices.items()}
+                 for policy in POLICIES}
+    scores = {label: {name: float(np.mean([figures[f"k{k}"]["spearman"] for k in K_VALUES]))
+                      for name, figures in per_device.items()} for label, per_device in by_policy.items()}
+    chosen = leave_one_device_out(scores)
+    result: dict[str, Any] = {"devices": {}, "policies": scores, "shipped": SHIPPED.label, "draws": draws,
+                              "missing_architectures": len(missing)}
+    for name, device in devices.items():
+        ours = by_policy[chosen[name]][name]
+        result["devices"][name] = {
+            **{f"k{k}": ours[f"k{k}"] for k in K_VALUES}, "suggest": ours["suggest"], "policy": chosen[name],
+            "shipped": {f"k{k}": by_policy[SHIPPED.label][name][f"k{k}"] for k in K_VALUES},
+            "baselines": {"op_counts": op_count_baseline(device), "flops": flops_baseline(device)},
+            "published": {method: rows.get(name) for method, rows in PUBLISHED.items()},
+            "test_architectures": len(device.test), "pool": len(device.pool),
+        }
+    return result
+
+
+def show(result: dict[str, Any]) -> None:
+    devices = result["devices"]
+    rows = []
+    for name, figures in devices.items():
+        published = figures["published"]
+        rows.append({"device": name, **{f"ρ k={k}": figures[f"k{k}"]["spearman"] for k in K_VALUES},
+                     "τ k=10": figures["k10"]["kendall"], "±10% k=10": figures["k10"]["within_10pct"],
+                     "coverage k=10": figures["k10"]["coverage"],
+                     "ρ op counts k=10": figures["baselines"]["op_counts"]["k10"]["spearman"],
+                     "ρ FLOPs": figures["baselines"]["flops"]["spearman"],
+                     **{f"ρ {method}": published[method] if published[method] is not None else "" for method in
+                        PUBLISHED}})
+    print_table("NAS-Bench-201: test architectures, mean over the draws (each device scored with the policy chosen on "
+                "the other five)", rows)
+    print_table("Policies: mean ρ over k per device", [{"policy": label, **values}
+                                                          for label, values in result["policies"].items()])
+    picks = [{"device": name, **{f"ρ k={k}": f["suggest"][f"k{k}"]["spearman"] for k in K_VALUES},
+              **{f"±10% k={k}": f["suggest"][f"k{k}"]["within_10pct"] for k in K_VALUES}}
+             for name, f in devices.items()]
+    print_table("suggest's picks", picks)
+
+
+def report(device: Device, figures: dict[str, Any], max_latency_ms: float | None, directory: Path) -> Path:
+    """A NAS user's page: the test architectures ranked by predicted latency from suggest's 10 picks, each with its
+    95% interval (only those whose whole interval lies under the budget, when one is given), and the k-curve."""
+    calibration = calibrate_points("latency", {}, device.points.loc[device.suggested[:CHOICE_K]]
+                                   .reset_index(drop=True), figures=False, candidates=AUTO_CANDIDATES)
+    test = device.test
+    predicted = calibration.predictions(calibration.design(test["harness"], test, test["harness_model"]))
+    ranked = pd.DataFrame({"architecture": test.index, "cell": test["arch_str"],
+                           "predicted_ms": [p[1] for p in predicted], "low_ms": [p[2] for p in predicted],
+                           "high_ms": [p[3] for p in predicted], "device_ms": test["device"]})
+    ranked = ranked.sort_values("predicted_ms")
+    kept = ranked if max_latency_ms is None else ranked[ranked["high_ms"] <= max_latency_ms]
+    budget = "" if max_latency_ms is None else f", interval under {max_latency_ms:g} ms: {len(kept)} of {len(ranked)}"
+    lines = [f"# NAS-Bench-201 on {device.name}", "",
+             f"Calibrated on {CHOICE_K} architectures picked by `harness suggest` ({calibration.model.name} fit: "
+             f"{calibration.model.equation}){budget}.", "", "## k-curve (mean over the draws)", "",
+             "| k | Spearman ρ | Kendall τ | within ±10% | 95% coverage |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {k} | {figures[f'k{k}']['spearman']:.3f} | {figures[f'k{k}']['kendall']:.3f} | "
+              f"{figures[f'k{k}']['within_10pct']:.0%} | {figures[f'k{k}']['coverage']:.0%} |" for k in K_VALUES]
+    lines += ["", "## Test architectures by predicted latency", "",
+              "| rank | architecture | cell | predicted ms | 95% interval | device ms |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {rank} | nb201_{row.architecture} | `{row.cell}` | {row.predicted_ms:.2f} | {row.low_ms:.2f}–"
+              f"{row.high_ms:.2f} | {row.device_ms:.2f} |" for rank, row in enumerate(kept.itertuples(), 1)]
+    path = directory / f"nb201_{device.name}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--devices", type=Path, default=Path(os.environ.get("HARNESS_NB201_DEVICES") or DEVICES_CSV))
+    parser.add_argument("--draws", type=int, default=DRAWS)
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--profile", action="store_true", help="re-profile the 1,900 architectures first")
+    source.add_argument("--session", type=Path, help="rebuild the summary from this sweep's session directory")
+    parser.add_argument("--summary", type=Path, default=SUMMARY_CSV)
+    parser.add_argument("--device", help="write the ranked report of this device")
+    parser.add_argument("--max-latency-ms", type=float, help="with --device: keep architectures whose interval "
+                                                              "lies under this latency")
+    parser.add_argument("--out", type=Path, default=OUT_DIR / "nb201.json")
+    args = parser.parse_args()
+    try:
+        if args.profile or args.session:
+            summary = summarise(profile() if args.profile else args.session)
+            summary.to_csv(args.summary, float_format="%.6g")
+            print(f"summary of {len(summary)} architectures: {args.summary}")
+        summary = pd.read_csv(args.summary, index_col="arch_idx")
+        started = time.monotonic()
+        result = run(args.devices, summary, args.draws)
+        result["rescore_s"] = round(time.monotonic() - started, 1)
+        show(result)
+        write_json(args.out, result)
+        print(json.dumps({"written": str(args.out), "rescore_s": result["rescore_s"]}))
+        if args.device:
+            if args.device not in result["devices"]:
+                raise DataError(f"--device {args.device}: not a column of {args.devices}; choose one of "
+                                f"{', '.join(result['devices'])}")
+            table = read_devices(args.devices)
+            device = Device.of(args.device, summary, table[args.device], args.draws)
+            print(f"report: {report(device, result['devices'][args.device], args.max_latency_ms, args.out.parent)}")
+    except HarnessError as err:
+        raise SystemExit(f"bench-nb201: {err}") from None
+
+
+if __name__ == "__main__":
+    main()
