@@ -7,9 +7,12 @@ spreads over all models instead of biasing the one that happened to run last.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +30,12 @@ from harness.models.resolve import ModelInfo
 from harness.store.results import SCHEMA_VERSION, SessionStore, load_session_info
 
 OnRun = Callable[[RunSpec, dict[str, Any] | None], None]
+SUMMARY_EVERY_S = 1.0
+SUMMARY_SHARE = 0.1
+"""During a session the summary is rewritten after a run at most every SUMMARY_EVERY_S, and no sooner than its last
+writing took divided by SUMMARY_SHARE: it is derived from runs.jsonl (which is fsynced per run) and grows with the
+session's models, and rewritten after every run a sweep of 1,900 models spent more of the host's time on it than on
+the runs. The session's end, complete or interrupted, always writes it."""
 
 
 @dataclass
@@ -121,6 +130,9 @@ class Session:
             self._groups.setdefault(group_key(run), []).append(run)
         self._entries = {key: summarize_group(members) for key, members in self._groups.items()}
         self._graph_facts: dict[str, list[dict[str, Any]] | None] = {}  # per model, for the per-op join
+        self._summary_due = -math.inf  # time.monotonic() after which a run's end rewrites the summary
+        self._planned = Counter((spec.model_name, spec.cpu.cpus) for spec in plan.specs)
+        self._done = Counter((run["model_name"], run["cpus"]) for run in self.runs)
 
     def _session_info(self, state: str) -> dict[str, Any]:
         return {
@@ -207,14 +219,21 @@ class Session:
         return self.write_summary()
 
     def _keep(self, spec: RunSpec, record: dict[str, Any], on_done: OnRun | None) -> None:
-        """A finished run reaches disk (per-op files first), then the summary, then the caller."""
+        """A finished run reaches disk (per-op files first), then the summary, the model's Chrome trace once its last
+        run is done, then the caller."""
         if record.get("per_op_files") is not None:
             self._keep_per_op(record)  # moves the files out of the record
         record.pop("per_op_files", None)
         self.store.append_run(record)
         self._add(record)
-        self.write_summary()
-        if spec.per_op:
+        started = time.monotonic()
+        if started >= self._summary_due:
+            self.write_summary()
+            ended = time.monotonic()
+            self._summary_due = ended + max(SUMMARY_EVERY_S, (ended - started) / SUMMARY_SHARE)
+        key = (spec.model_name, spec.cpu.cpus)
+        self._done[key] += 1
+        if spec.per_op and self._done[key] >= self._planned[key]:  # once per model and CPUS, with all its runs
             from harness.report.chrome_trace import write_session_trace  # pandas and onnx: only with PER_OP
 
             write_session_trace(self.store.path, self.runs, spec.model_name, spec.cpu.cpus)
@@ -222,8 +241,11 @@ class Session:
             on_done(spec, record)
 
     def _interrupted(self, err: BaseException) -> None:
-        """Mark the session interrupted; a backend fault becomes one line saying what is kept and how to go on."""
+        """Mark the session interrupted, with the summary of every run kept; a backend fault becomes one line saying
+        what is kept and how to go on."""
         self.store.write_session(self._session_info("interrupted"))
+        with contextlib.suppress(OSError):  # a summary that cannot be written must not hide why the session stopped
+            self.write_summary()
         if isinstance(err, BackendError):
             kept = len(self.runs)
             raise BackendError(f"{err} ({kept} finished runs kept in {self.store.path}; continue with "

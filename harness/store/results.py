@@ -3,8 +3,9 @@
 Layout: RESULTS_DIR/<session_id>/
   runs.jsonl     one RunResult per line, appended, flushed and fsynced the moment a run ends
   session.json   the plan: profile, models, seed, provenance (written atomically before the first run)
-  summary.json / summary.csv   per-model statistics, rewritten atomically after every run but not fsynced:
-                 they are derived from runs.jsonl, which is, so a power cut can cost a summary, never a run
+  summary.json / summary.csv   per-model statistics, rewritten atomically after a run at most once a second
+                 and at the session's end, but not fsynced: they are derived from runs.jsonl, which is, so a
+                 power cut can cost a summary, never a run
 
 Every file carries `schema_version`; a newer one is refused with a clear message rather than misread, and
 an older one is migrated on reading, one version at a time (asv's habit; steps in store_migrations.py).
