@@ -165,6 +165,19 @@ bench-calibration-alternatives: export HARNESS_BENCH_SESSION := $(SESSION)
 bench-calibration-alternatives:
 	$(VENV)/bin/python benchmarks/calibration_alternatives.py
 
+# NAS-Bench-201 on six real devices against the published few-shot predictors (HELP's protocol): rescores the committed
+# per-architecture summary in about a minute. DEVICES=file.csv scores another table shaped like it; PROFILE=1 re-profiles
+# the 1,900 architectures first (about an hour on a 2-core host), SESSION=DIR rebuilds the summary from a sweep;
+# DEVICE=name writes its ranked report, MAX_LATENCY_MS=ms keeps the architectures whose interval lies under it.
+.PHONY: bench-nb201
+bench-nb201: export HARNESS_NB201_DEVICES := $(DEVICES)
+bench-nb201: export HARNESS_NB201_PROFILE := $(PROFILE)
+bench-nb201: export HARNESS_BENCH_SESSION := $(SESSION)
+bench-nb201: export HARNESS_NB201_DEVICE := $(DEVICE)
+bench-nb201: export HARNESS_NB201_MAX_LATENCY_MS := $(MAX_LATENCY_MS)
+bench-nb201: $(STAMP)
+	$(VENV)/bin/python benchmarks/nb201.py
+
 # Zoo MACs against published counts, and float vs int8 under the Jetson Nano preset (about a minute once cached).
 BENCHMARKS += zoo_facts
 # --parallel 2 against serial wall time, and co-runner interference (stored for --parallel auto; about 3 minutes).

@@ -192,7 +192,9 @@ def policy_figures(device: Device, policy: Policy) -> dict[str, Any]:
 
 
 def op_count_baseline(device: Device) -> dict[str, Any]:
-    """A least-squares line on the cell's op counts (one coefficient per op but `none`, and a constant)."""
+    """A least-squares line on the cell's op counts (one coefficient per op but `none`, and a constant), from k
+    architectures and from the whole calibration pool (`pool`: what a per-kind line reaches when the device has run
+    every architecture it may be calibrated on, the ceiling of a few-shot one)."""
     counts = op_counts(device.points["arch_str"]).drop(columns="none")
     design = np.column_stack([np.ones(len(counts)), counts.to_numpy(float)])
     rows = {name: i for i, name in enumerate(device.points.index)}
@@ -206,6 +208,9 @@ def op_count_baseline(device: Device) -> dict[str, Any]:
             coef = np.linalg.lstsq(design[train], y[train], rcond=None)[0]
             trials.append(score(y[test_rows], design[test_rows] @ coef))
         out[f"k{k}"] = mean_figures(trials)
+    pool = [rows[name] for name in device.pool]
+    coef = np.linalg.lstsq(design[pool], y[pool], rcond=None)[0]
+    out["pool"] = score(y[test_rows], design[test_rows] @ coef) | {"k": len(pool)}
     return out
 
 
@@ -261,6 +266,8 @@ def show(result: dict[str, Any]) -> None:
                      "τ k=10": figures["k10"]["kendall"], "±10% k=10": figures["k10"]["within_10pct"],
                      "coverage k=10": figures["k10"]["coverage"],
                      "ρ op counts k=10": figures["baselines"]["op_counts"]["k10"]["spearman"],
+                     "ρ / ±10% op counts, whole pool": "{spearman:.3f} / {within_10pct:.2f}".format(
+                         **figures["baselines"]["op_counts"]["pool"]),
                      "ρ FLOPs": figures["baselines"]["flops"]["spearman"],
                      **{f"ρ {method}": published[method] if published[method] is not None else "" for method in
                         PUBLISHED}})
@@ -305,16 +312,20 @@ def report(device: Device, figures: dict[str, Any], max_latency_ms: float | None
 
 
 def main() -> None:
+    env = os.environ.get  # make's variables arrive as environment variables, never through a shell
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--devices", type=Path, default=Path(os.environ.get("HARNESS_NB201_DEVICES") or DEVICES_CSV))
+    parser.add_argument("--devices", type=Path, default=Path(env("HARNESS_NB201_DEVICES") or DEVICES_CSV))
     parser.add_argument("--draws", type=int, default=DRAWS)
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--profile", action="store_true", help="re-profile the 1,900 architectures first")
-    source.add_argument("--session", type=Path, help="rebuild the summary from this sweep's session directory")
+    source.add_argument("--profile", action="store_true", default=env("HARNESS_NB201_PROFILE") == "1",
+                        help="re-profile the 1,900 architectures first")
+    source.add_argument("--session", type=Path, default=Path(env("HARNESS_BENCH_SESSION")) if env(
+        "HARNESS_BENCH_SESSION") else None, help="rebuild the summary from this sweep's session directory")
     parser.add_argument("--summary", type=Path, default=SUMMARY_CSV)
-    parser.add_argument("--device", help="write the ranked report of this device")
-    parser.add_argument("--max-latency-ms", type=float, help="with --device: keep architectures whose interval "
-                                                              "lies under this latency")
+    parser.add_argument("--device", default=env("HARNESS_NB201_DEVICE") or None,
+                        help="write the ranked report of this device")
+    parser.add_argument("--max-latency-ms", type=float, default=float(env("HARNESS_NB201_MAX_LATENCY_MS") or "nan"),
+                        help="with --device: keep architectures whose interval lies under this latency")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "nb201.json")
     args = parser.parse_args()
     try:
@@ -335,7 +346,8 @@ def main() -> None:
                                 f"{', '.join(result['devices'])}")
             table = read_devices(args.devices)
             device = Device.of(args.device, summary, table[args.device], args.draws)
-            print(f"report: {report(device, result['devices'][args.device], args.max_latency_ms, args.out.parent)}")
+            budget = None if np.isnan(args.max_latency_ms) else args.max_latency_ms
+            print(f"report: {report(device, result['devices'][args.device], budget, args.out.parent)}")
     except HarnessError as err:
         raise SystemExit(f"bench-nb201: {err}") from None
 
