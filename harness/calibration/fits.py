@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import stats
@@ -351,6 +351,10 @@ def fit_work(design: Design, y: np.ndarray) -> FittedModel | None:
     solution = solve(z, y, 1.0 / y**2, np.diag([0.0] + [alpha * float(np.sum(1.0 / y**2))] * (z.shape[1] - 1)))
     if solution is None:
         return None
+    # The scale of its intervals is at least the leave-one-out error the penalty was chosen by: with as many
+    # coefficients as a handful of models can carry, the in-sample residuals understate how far a new model lands
+    # (the leave-one-out residuals are the jackknife's honest ones; Barber et al. 2021, Ann. Statist. 49:486).
+    solution = replace(solution, s2=max(solution.s2, best) if math.isfinite(solution.s2) else best)
     slopes = solution.coef[1:] / scaler.scale
     intercept = solution.coef[0] - float(np.sum(slopes * scaler.center))
     terms = " ".join(f"{_signed(c)} · {name}" for name, c in zip(("harness", *scaler.columns), slopes, strict=True))
