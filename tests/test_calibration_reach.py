@@ -198,3 +198,13 @@ def test_a_log_fit_far_beyond_three_close_models_gives_an_unbounded_interval_wit
         warnings.simplefilter("error")
         yhat, low, high = model.interval(Design(np.array([1e6])), 0.95)
     assert np.isfinite(yhat[0]) and low[0] >= 0 and high[0] == np.inf
+
+
+def test_a_features_fit_whose_constant_overflows_a_float_still_states_its_equation() -> None:
+    rng = np.random.default_rng(7)
+    n = 12
+    facts = np.column_stack([np.exp(rng.uniform(17, 20, n)), np.exp(rng.uniform(12, 16, n)), rng.uniform(1, 9, n)])
+    design = Design(rng.uniform(1, 5, n), facts, ("macs", "params", "activation_mib"))
+    y = np.exp(750 - 40 * np.log(facts[:, 0])) * rng.lognormal(0, 0.01, n)  # a constant of e^750: beyond a float
+    model = fit_spec("features").train(design, y)
+    assert model.alpha == 0 and model.equation.startswith("device = e^7")

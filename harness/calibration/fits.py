@@ -180,6 +180,11 @@ def _log_line_rows(design: Design) -> np.ndarray:
     return np.column_stack([np.ones(len(design)), np.log(design.harness)])
 
 
+def _exp_text(log_value: float) -> str:
+    """e^x as a number, or as e^x where it would overflow a float (facts in the billions give such constants)."""
+    return f"{math.exp(log_value):.4g}" if log_value < 700 else f"e^{log_value:.4g}"
+
+
 def _signed(value: float) -> str:
     return f"{'+' if value >= 0 else '−'} {abs(value):.4g}"
 
@@ -207,7 +212,7 @@ def fit_loglog(design: Design, y: np.ndarray) -> FittedModel | None:
         return None
     a, b = solution.coef
     return FittedModel("loglog", solution, True, False, _log_line_rows,
-                       equation=f"device = {math.exp(a):.4g} · harness^{b:.4g}")
+                       equation=f"device = {_exp_text(a)} · harness^{b:.4g}")
 
 
 @dataclass(frozen=True)
@@ -283,7 +288,7 @@ def fit_features(design: Design, y: np.ndarray) -> FittedModel | None:
     exponents = solution.coef[2:] / scaler.scale
     a = solution.coef[0] - float(np.sum(exponents * scaler.center))
     terms = " · ".join(f"{name}^{e:.3g}" for name, e in zip(names, exponents, strict=True))
-    equation = f"device = {math.exp(a):.4g} · harness^{solution.coef[1]:.4g} · {terms} (ridge α = {alpha:.3g})"
+    equation = f"device = {_exp_text(a)} · harness^{solution.coef[1]:.4g} · {terms} (ridge α = {alpha:.3g})"
     return FittedModel("features", solution, True, False, scaler.rows, alpha, names, equation)
 
 
