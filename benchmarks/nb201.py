@@ -82,14 +82,16 @@ class Policy:
     @property
     def label(self) -> str:
         names = self.candidates.names
-        fits = "every fit" if names == FIT_NAMES else "no " + ", ".join(n for n in FIT_NAMES if n not in names)
+        fits = ("every fit" if names == FIT_NAMES else f"{names[0]} alone" if len(names) == 1 else
+                "no " + ", ".join(n for n in FIT_NAMES if n not in names))
         return f"{fits}, few-models threshold {self.candidates.few_models}"
 
 
 POLICIES = (Policy(AUTO_CANDIDATES), Policy(replace(AUTO_CANDIDATES, few_models=0)),
-            Policy(replace(AUTO_CANDIDATES, names=tuple(n for n in FIT_NAMES if n != "work"))))
+            Policy(replace(AUTO_CANDIDATES, names=tuple(n for n in FIT_NAMES if n != "work"))),
+            Policy(Candidates(("work",), few_models=0)))
 """In order of preference on equal scores: the shipped defaults first; then every fit from any number of models (the
-threshold changes k = 5 only); then every fit but `work`, the fits before it."""
+threshold changes k = 5 only); then every fit but `work`, the fits before it; then `work` alone."""
 SHIPPED = Policy(AUTO_CANDIDATES)
 
 

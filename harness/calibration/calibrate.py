@@ -246,8 +246,8 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
                      figures: bool = True, candidates: Candidates = AUTO_CANDIDATES) -> Calibration:
     """Fit one group. `points` needs columns model, harness, device (and the FACT_NAMES the `features` fit
     uses); the rest is carried along. `fit` is `auto` or a fit's name; `auto` chooses among `candidates`.
-    `figures=False` skips the nested held-out figures of `auto` and the rank statistics (the fit is chosen the
-    same way), for callers that only predict."""
+    `figures=False` skips the nested held-out figures of `auto`, every fit's held-out intervals and the rank
+    statistics (the fit is chosen the same way), for callers that only predict."""
     points = points.sort_values("harness").reset_index(drop=True)
     x, y = points["harness"].to_numpy(float), points["device"].to_numpy(float)
     line = fit_line(x, y)
@@ -257,7 +257,8 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
                for name, reason in available_fits(design, y).items()}
     if fit != AUTO and reasons[fit_spec(fit).name]:
         raise DataError(f"--fit {fit}: {metric} {group_label(group)}: {reasons[fit]}; choose another fit")
-    held = {name: leave_one_out(fit_spec(name), design, y) for name, reason in reasons.items() if reason is None}
+    held = {name: leave_one_out(fit_spec(name), design, y, intervals=figures)
+            for name, reason in reasons.items() if reason is None}
     if all(h is None for h in held.values()):
         raise DataError("leaving one model out leaves identical harness values; profile more distinct models")
     if fit == AUTO:
