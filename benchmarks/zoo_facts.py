@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/zoo_facts.py [--model mobilenet_v2_1.0_224] [--repeats 5] [--iterations 200]
 
 Part 1 exports the zoo models that have published multiply-add counts and prints harness.models.facts'
-MACs beside them (goals: MobileNetV1 1.0/224 and ResNet-18 within 2%). Part 2 profiles MODEL and its two
+MACs beside them (goals: MobileNetV1 1.0/224 and ResNet-18 within 2%), then the newer families' MACs and
+parameters beside harness.zoo.published's figures (goals: each within 2%). Part 2 profiles MODEL and its two
 int8 variants in one interleaved session under devices/jetson-nano.env at CPUS=1 (local backend) and prints
 size, latency and memory with their ratios to the float model, as `harness compare` does.
 """
@@ -19,6 +20,8 @@ from _common import ROOT, Goal, pct, print_table, profile_runs, write_report, zo
 
 from harness.analysis.stats import metric_value, summarize
 from harness.models.facts import onnx_facts
+from harness.zoo.published import PUBLISHED as PUBLISHED_FACTS
+from harness.zoo.published import TOLERANCE
 
 # name -> (published multiply-adds, where it is published, goal tolerance in % or None for information)
 PUBLISHED: dict[str, tuple[float, str, float | None]] = {
@@ -46,6 +49,24 @@ def macs_rows() -> tuple[list[dict[str, Any]], list[Goal]]:
         if tolerance is not None:
             goals.append(Goal(f"{name} MACs", f"within {tolerance:g}% of {published / 1e6:g}M",
                               f"{facts['macs'] / 1e6:.1f}M ({error:+.2f}%)", abs(error) <= tolerance))
+    return rows, goals
+
+
+def published_rows() -> tuple[list[dict[str, Any]], list[Goal]]:
+    """The newer families' MACs and parameters against their published figures (None where none is published)."""
+    rows, goals = [], []
+    for name, figure in PUBLISHED_FACTS.items():
+        facts = onnx_facts(zoo_model(name))
+        row: dict[str, Any] = {"model": name}
+        for key, published in (("macs", figure.macs), ("params", figure.params)):
+            error = None if published is None else pct(facts[key], published)
+            row |= {f"{key}_M": facts[key] / 1e6, f"published_{key}_M": published and published / 1e6,
+                    f"{key}_error_%": error}
+            if error is not None:
+                goals.append(Goal(f"{name} {key}", f"within {TOLERANCE:.0%} of {published / 1e6:g}M",
+                                  f"{facts[key] / 1e6:.2f}M ({error:+.2f}%)", abs(error) <= TOLERANCE * 100))
+        other = figure.macs_counted_otherwise
+        rows.append({**row, "macs_counted_otherwise_M": other and other / 1e6, "source": figure.source})
     return rows, goals
 
 
@@ -77,13 +98,16 @@ def main() -> None:
     args = parser.parse_args()
     rows, goals = macs_rows()
     print_table("Zoo MACs (one sample) against published figures", rows)
+    newer, newer_goals = published_rows()
+    print_table("Newer families: MACs and parameters against published figures", newer)
+    goals += newer_goals
     quant = int8_rows(args.model, args.repeats, args.iterations)
     print_table(f"{args.model} and its int8 variants · jetson-nano preset, CPUS=1 · medians over repeats", quant)
     static = next(row for row in quant if row["model"].endswith("_int8_static"))
     goals.append(Goal("int8 static size and latency change", "shown (information)",
                       f"size {static['size_mib_ratio']:.3f}x, latency p50 {static['latency_p50_ms_ratio']:.3f}x",
                       None))
-    write_report("zoo_facts", rows + quant, goals)
+    write_report("zoo_facts", rows + quant, goals, tables={"published": newer})
 
 
 if __name__ == "__main__":

@@ -19,10 +19,11 @@ from tests.helpers import profile_json, session_runs
 from tests.zoo_support import zoo_cache  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
-# The smallest published variant of every family but the two Inceptions (5 and 1.5 GMACs: slow tests), exported
-# and run in every `make test`.
-SMALLEST = ["mobilenet_v1_0.25_128", "mobilenet_v2_0.25_96", "mnasnet_1.0_96", "squeezenet1_1", "shufflenet_v2_x0_5",
-            "resnet18", "squeezenet3d_1.1", "shufflenet_v2_3d_0.25", "mobilenet_v2_3d_0.2"]
+# The smallest published variant of every family but the two Inceptions (5 and 1.5 GMACs), AlexNet and VGG-16 (244 and
+# 528 MB of weights): slow tests. The rest are exported and run in every `make test`.
+SMALLEST = ["mobilenet_v1_0.25_128", "mobilenet_v2_0.25_96", "mnasnet_1.0_96", "squeezenet1_1", "shufflenet_v2_x0_25",
+            "resnet18", "mobilenet_v3_small_0.35_224", "efficientnet_b0", "efficientnet_lite0", "regnet_y_400mf",
+            "ghostnet_0.5_224", "squeezenet3d_1.1", "shufflenet_v2_3d_0.25", "mobilenet_v2_3d_0.2"]
 OTHERS = [m["name"] for m in zoo.list_models() if m["name"] not in SMALLEST]
 
 
@@ -40,9 +41,12 @@ def test_names_are_canonical_and_bad_values_name_the_allowed_ones() -> None:
     spec = zoo.parse("shufflenet_v2_x0_5_int8_static")
     assert (spec.quant, spec.base_name, spec.input_shape) == ("static", "shufflenet_v2_x0_5", (1, 3, 224, 224))
     assert zoo.parse("mobilenet_v2_3d_0.45").input_shape == (1, 3, 16, 112, 112)
-    for not_zoo in ("model.onnx", "resnet34", "mobilenet_v3_1.0_224", "squeezenet1_2"):
+    assert zoo.parse("mobilenet_v3_large_1_224").name == "mobilenet_v3_large_1.0_224"
+    assert zoo.parse("ghostnet_1.30_160").input_shape == (1, 3, 160, 160)
+    assert [zoo.parse(f"efficientnet_lite{v}").input_shape[-1] for v in range(5)] == [224, 240, 260, 280, 300]
+    for not_zoo in ("model.onnx", "resnet34", "mobilenet_v3_1.0_224", "squeezenet1_2", "efficientnet_lite5", "vgg19"):
         assert not zoo.is_zoo_name(not_zoo), not_zoo
-    with pytest.raises(ModelError, match=r"alpha 0.6 is not one of 0.25, 0.35, 0.5, 0.75, 1.0, 1.3, 1.4"):
+    with pytest.raises(ModelError, match=r"alpha 0.6 is not one of 0.25, 0.35, 0.5, 0.75, 1.0, 1.3, 1.4, 1.5, 2.0"):
         zoo.parse("mobilenet_v2_0.6_224")
     with pytest.raises(ModelError, match="resolution 100 is not a multiple of 32"):
         zoo.parse("mobilenet_v1_1.0_100")

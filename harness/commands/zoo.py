@@ -19,7 +19,7 @@ from harness.commands._analysis import stdout as _console
 
 _GRAMMAR_NOTE = (
     "A name is <family>[_<values>]; append _int8_dynamic or _int8_static for an onnxruntime int8 variant "
-    "(e.g. mobilenet_v2_0.5_224_int8_static). MobileNet and MnasNet <res> is any multiple of 32 in 32..640. "
+    "(e.g. mobilenet_v2_0.5_224_int8_static). A <res> is any multiple of 32 in 32..640. "
     "Random weights, nothing downloaded; exports are cached in {cache} (HARNESS_ZOO_DIR)."
 )
 

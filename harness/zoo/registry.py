@@ -18,12 +18,14 @@ from harness.zoo import nb201_cells
 
 QUANT_SUFFIXES = {"_int8_dynamic": "dynamic", "_int8_static": "static"}
 _DECIMAL = r"\d+(?:\.\d+)?"
-# Resolutions the MobileNets and MnasNet accept: their stride is 32 and torchvision pools adaptively.
+# Resolutions the families named with a <res> accept: their stride is 32 and they pool adaptively.
 _RES_MIN, _RES_MAX, _RES_STEP = 32, 640, 32
 IMAGENET_CLASSES = 1000
 CIFAR_CLASSES = 10
 KINETICS_CLASSES = 600  # Efficient-3DCNNs' default head (Kinetics-600).
 VIDEO_CLIP = (16, 112, 112)  # frames, height, width: the Efficient-3DCNNs benchmark input.
+EFFICIENTNET_LITE_RES = {"0": 224, "1": 240, "2": 260, "3": 280, "4": 300}
+"""The input size each EfficientNet-Lite version is built and published at (Google's Lite builder)."""
 
 
 def canonical_decimal(value: float) -> str:
@@ -126,8 +128,9 @@ FAMILIES: tuple[Family, ...] = (
         key="mobilenet_v2",
         template="mobilenet_v2_{alpha}_{res}",
         source=_TORCHVISION,
-        choices={"alpha": ("0.25", "0.35", "0.5", "0.75", "1.0", "1.3", "1.4")},
-        listed=_grid(alpha=("0.25", "0.5", "0.75", "1.0", "1.4"), res=("96", "128", "160", "192", "224")),
+        choices={"alpha": ("0.25", "0.35", "0.5", "0.75", "1.0", "1.3", "1.4", "1.5", "2.0")},
+        listed=(*_grid(alpha=("0.25", "0.5", "0.75", "1.0", "1.4"), res=("96", "128", "160", "192", "224")),
+                *_grid(alpha=("1.5", "2.0"), res=("224",))),
         description="MobileNetV2, width multiplier alpha, input res x res",
     ),
     Family(
@@ -151,10 +154,10 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         key="shufflenet_v2",
         template="shufflenet_v2_x{width}",
-        source=_TORCHVISION,
-        choices={"width": ("0_5", "1_0", "1_5", "2_0")},
-        listed=_grid(width=("0_5", "1_0", "1_5", "2_0")),
-        description="ShuffleNetV2 at width 0.5x..2.0x, 224 x 224",
+        source="torchvision (0.25x and 0.33x: its ShuffleNetV2 with PaddleClas's stage widths)",
+        choices={"width": ("0_25", "0_33", "0_5", "1_0", "1_5", "2_0")},
+        listed=_grid(width=("0_25", "0_33", "0_5", "1_0", "1_5", "2_0")),
+        description="ShuffleNetV2 at width 0.25x..2.0x, 224 x 224",
     ),
     Family(
         key="resnet",
@@ -179,6 +182,62 @@ FAMILIES: tuple[Family, ...] = (
         choices={},
         listed=({},),
         description="Inception-v3, 299 x 299",
+    ),
+    Family(
+        key="mobilenet_v3",
+        template="mobilenet_v3_{size}_{alpha}_{res}",
+        source="torchvision's MobileNetV3 blocks, thinned as the paper's reference code does (Howard et al. 2019)",
+        choices={"size": ("large", "small"), "alpha": ("0.35", "0.5", "0.75", "1.0", "1.25")},
+        listed=_grid(size=("large", "small"), alpha=("0.35", "0.5", "0.75", "1.0", "1.25"), res=("224",)),
+        description="MobileNetV3-Large / -Small, width multiplier alpha, input res x res",
+    ),
+    Family(
+        key="efficientnet",
+        template="efficientnet_b{version}",
+        source=_TORCHVISION,
+        choices={"version": ("0",)},
+        listed=({"version": "0"},),
+        description="EfficientNet-B0, 224 x 224",
+    ),
+    Family(
+        key="efficientnet_lite",
+        template="efficientnet_lite{version}",
+        source="hand-written after Google's EfficientNet-Lite builder (tensorflow/tpu)",
+        choices={"version": tuple(EFFICIENTNET_LITE_RES)},
+        listed=_grid(version=tuple(EFFICIENTNET_LITE_RES)),
+        description="EfficientNet-Lite0..4 at their own resolution (224, 240, 260, 280, 300)",
+    ),
+    Family(
+        key="regnet_y",
+        template="regnet_y_{size}",
+        source=_TORCHVISION,
+        choices={"size": ("400mf",)},
+        listed=({"size": "400mf"},),
+        description="RegNetY-400MF, 224 x 224",
+    ),
+    Family(
+        key="ghostnet",
+        template="ghostnet_{width}_{res}",
+        source="hand-written after Han et al. 2020 (GhostNet) and its reference code",
+        choices={"width": ("0.5", "1.0", "1.3")},
+        listed=_grid(width=("0.5", "1.0", "1.3"), res=("224",)),
+        description="GhostNet, width multiplier width, input res x res",
+    ),
+    Family(
+        key="alexnet",
+        template="alexnet",
+        source=_TORCHVISION,
+        choices={},
+        listed=({},),
+        description="AlexNet (torchvision's single-tower variant), 224 x 224",
+    ),
+    Family(
+        key="vgg",
+        template="vgg{depth}",
+        source=_TORCHVISION,
+        choices={"depth": ("16",)},
+        listed=({"depth": "16"},),
+        description="VGG-16 (configuration D, no batch norm), 224 x 224",
     ),
     Family(
         key="squeezenet3d",
@@ -249,8 +308,11 @@ def family_key(name: str) -> str | None:
 
 
 def _input_shape(family: Family, params: dict[str, str]) -> tuple[int, ...]:
-    if family.key in ("mobilenet_v1", "mobilenet_v2", "mnasnet"):
+    if "res" in params:
         res = int(params["res"])
+        return (1, 3, res, res)
+    if family.key == "efficientnet_lite":
+        res = EFFICIENTNET_LITE_RES[params["version"]]
         return (1, 3, res, res)
     if family.key == "inception_v3":
         return (1, 3, 299, 299)
