@@ -39,7 +39,7 @@ from harness.backends.engine import connect
 from harness.backends.removals import Removals
 from harness.core.cache import cached
 from harness.core.errors import BackendError
-from harness.core.external_data import confine, data_files
+from harness.core.external_data import data_files
 from harness.core.records import Limits, RunOutcome, RunResult
 from harness.measure.spec import CPU_PERIOD_US, RunSpec, parse_cpu_list
 from harness.models.resolve import KINDS, ModelInfo
@@ -147,14 +147,14 @@ def _check_readable(path: Path, what: str) -> None:
                            f"run `chmod o+r {path}`")
 
 
-def data_mounts(spec: RunSpec) -> list[Mount]:
-    """Each of the model's external-data files, read-only, at its place beside the model inside the container (checked
-    once more to be a file in the model's folder): the only files of that folder mounted besides the model."""
-    external = confine(spec.model, spec.external_data)
+def model_mounts(spec: RunSpec) -> list[Mount]:
+    """The model and its external-data files (RunSpec.model_files, each checked to be a file in the model's folder),
+    read-only, at the same places relative to each other under MODEL_DIR: nothing else of the model's folder."""
+    folder = os.path.dirname(spec.model)
     mounts = []
-    for path, (_, location) in zip(data_files(spec.model, external), external, strict=True):
-        _check_readable(Path(path), "external data file")
-        mounts.append(Mount(f"{MODEL_DIR}/{os.path.normpath(location)}", os.path.realpath(path), type="bind",
+    for path in spec.model_files:
+        _check_readable(Path(path), "model" if path == spec.model else "external data file")
+        mounts.append(Mount(f"{MODEL_DIR}/{os.path.relpath(path, folder)}", os.path.realpath(path), type="bind",
                             read_only=True))
     return mounts
 
@@ -352,10 +352,9 @@ class DockerBackend:
         mounts = [Mount(inside_script, str(script.resolve()), type="bind", read_only=True)]
         if spec.model:  # a script profiled as a whole has no model to mount
             model = Path(spec.model)
-            _check_readable(model, "model")
+            mounts += model_mounts(spec)
             self._check_framework(model, script)
             inside_model = f"{MODEL_DIR}/{model.name}"
-            mounts += [Mount(inside_model, str(model.resolve()), type="bind", read_only=True), *data_mounts(spec)]
         started = time.monotonic()
         clock = {"backend_called": started}
         for path in spec.model_files:

@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.core.external_data import ExternalData, data_files
+from harness.core.external_data import ExternalData, confine, data_files
 from harness.core.records import Limits, RunnerInput
 
 CPU_PERIOD_US = 100_000
@@ -91,8 +91,9 @@ class RunSpec:
 
     @property
     def model_files(self) -> list[str]:
-        """The files a run reads as its model: the model and its external-data files (none for a whole script)."""
-        return [self.model, *data_files(self.model, self.external_data)] if self.model else []
+        """The files a run reads as its model: the model, then its external-data files, each checked to be a file in
+        the model's folder (ModelError otherwise); none for a script profiled as a whole."""
+        return [self.model, *data_files(self.model, confine(self.model, self.external_data))] if self.model else []
 
     @property
     def threads(self) -> int:
