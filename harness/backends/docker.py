@@ -1,10 +1,10 @@
 """Docker backend: one locked-down container per run, with the runner inside measuring the container's cgroup.
 
 The container gets the run's CPU and memory limits, no network, a read-only root file system (with a
-tmpfs /tmp), no capabilities and no new privileges; the model and the script are bind-mounted
-read-only (with the model's external-data files beside it, and nothing else of its folder) and the runner prints
-its RunResult on stdout. The outside adds what only it sees: the
-engine's OOMKilled flag, the exit status, and the time spent creating and removing the container.
+tmpfs /tmp), no capabilities and no new privileges; the model (with its external-data files beside it, and
+nothing else of its folder) and the script are bind-mounted read-only and the runner prints its RunResult on
+stdout. The outside adds what only it sees: the engine's OOMKilled flag, the exit status, and the time spent
+creating and removing the container.
 Containers carry a label and a unique name, and are removed whatever happens (Ctrl-C included).
 """
 
