@@ -8,9 +8,15 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, external_data_helper, helper, numpy_helper
+
+from harness.core.config import load_profile
 
 WORKLOADS = Path(__file__).parent / "workloads"
+EXTERNAL_WEIGHT = np.arange(16, dtype=np.float32).reshape(4, 4)
+"""The weight W of make_external_data_model: with an input of ones, the model's first output is 0+4+8+12 = 24."""
+ESCAPES = ("dotdot", "symlink", "absolute")
+"""The ways out of a model's folder that make_escaping_model builds."""
 # tests/vm rearranges the cgroup tree of the machine it runs on: only inside the VM of tests/vm/run.
 collect_ignore = [] if os.environ.get("HARNESS_IN_VM") == "1" else ["vm"]
 
@@ -58,3 +64,42 @@ def in_tmp_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def docker_required() -> bool:
     return os.environ.get("HARNESS_REQUIRE_DOCKER") == "1"
+
+
+def make_external_data_model(path: Path, location: str, data_at: Path | None = None) -> Path:
+    """y = x @ W (x: batch x 4) with W's 16 floats kept outside the model file, at `location` as written into the model
+    (relative to its folder, or absolute), as an exporter writes a large model: data_location EXTERNAL and
+    external_data entries location, offset and length. The bytes go to `data_at`, else to where the location points."""
+    weight = numpy_helper.from_array(EXTERNAL_WEIGHT, "W")
+    target = data_at or path.parent / location
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(weight.raw_data)
+    external_data_helper.set_external_data(weight, location, offset=0, length=len(weight.raw_data))
+    weight.ClearField("raw_data")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "external",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, path)
+    return path
+
+
+def make_escaping_model(root: Path, how: str) -> tuple[Path, str]:
+    """(model, location): a model under root/models/<how>/ whose W is read from root/models/secret/weights.bin, a
+    sibling folder, by `how` (ESCAPES): '../secret/weights.bin', a symlinked folder 'data' -> ../secret, or the
+    absolute path."""
+    secret = root / "models" / "secret" / "weights.bin"
+    folder = root / "models" / how
+    location = {"dotdot": "../secret/weights.bin", "symlink": "data/weights.bin", "absolute": str(secret)}[how]
+    model = make_external_data_model(folder / "model.onnx", location, data_at=secret)
+    if how == "symlink":
+        (folder / "data").symlink_to(secret.parent, target_is_directory=True)
+    return model, location
+
+
+def docker_image() -> str:
+    """The image Docker tests use: the profile's IMAGE as the harness selects it (env.template, .env, and
+    HARNESS_SET_IMAGE, which `make ... IMAGE=tag` exports), so a test can be pointed at an image built under a tag."""
+    return load_profile().image

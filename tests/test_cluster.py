@@ -20,6 +20,7 @@ import pytest
 from harness.cli import main
 from harness.measure import cgroups
 from harness.store.results import list_sessions, load_runs, load_session_info
+from tests.conftest import EXTERNAL_WEIGHT, WORKLOADS, make_escaping_model, make_external_data_model
 from tests.helpers import INTERRUPTED_EXITS, ctrl_c_handled
 
 pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install -e '.[cluster]'")
@@ -142,6 +143,31 @@ def test_per_op_is_refused_in_one_line(cluster, capsys, in_tmp_cwd: Path, tiny_o
     with Client(cluster[0], set_as_default=False) as probe:
         clients = probe.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.clients))
         assert set(clients) <= {probe.id, "fire-and-forget"}, clients
+
+
+@two_cores
+def test_external_data_leaving_the_models_folder_is_refused_in_one_line(cluster, capsys, in_tmp_cwd: Path) -> None:
+    model, location = make_escaping_model(in_tmp_cwd, "dotdot")
+    capsys.readouterr()
+    assert main(["profile", str(model), "--backend", "local", "--cluster", cluster[0], "--repeats", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(model) in err and "'W'" in err and repr(location) in err
+    assert not list_sessions(in_tmp_cwd / "results")
+
+
+@two_cores
+def test_workers_run_a_model_with_its_external_data_beside_their_copy(cluster, in_tmp_cwd: Path) -> None:
+    """The workers get the model's data file with the model, at its place beside it, and nothing else of its folder."""
+    model = make_external_data_model(in_tmp_cwd / "models" / "model.onnx", "parts/weights.bin")
+    (model.parent / "other.bin").write_bytes(b"beside the model, but not the model's")
+    results = in_tmp_cwd / "results"
+    assert main(["profile", str(model), "--backend", "local", "--cluster", cluster[0], "--repeats", "4",
+                 "--script", str(WORKLOADS / "model_folder.py"), "--results-dir", str(results)]) == 0
+    runs = load_runs(list_sessions(results)[0])
+    assert [run["status"] for run in runs] == ["ok"] * 4, runs[0]["stderr_tail"]
+    assert {run["node"]["worker_name"] for run in runs} == {"head", "node"}
+    for run in runs:
+        assert run["metrics"] == {"y0": float(EXTERNAL_WEIGHT[:, 0].sum()), "files": "model.onnx,parts"}
 
 
 @two_cores

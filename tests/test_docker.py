@@ -34,16 +34,24 @@ from harness.backends.docker import (
 )
 from harness.backends.local import LocalBackend
 from harness.cli import main
-from harness.core.config import VARIABLES
-from harness.core.errors import BackendError
+from harness.core.errors import BackendError, ModelError
 from harness.measure.spec import RunSpec
 from harness.models.resolve import ModelInfo
 from harness.store.results import list_sessions
-from tests.conftest import docker_required, make_matmul_model
+from tests.conftest import (
+    ESCAPES,
+    EXTERNAL_WEIGHT,
+    WORKLOADS,
+    docker_image,
+    docker_required,
+    make_escaping_model,
+    make_external_data_model,
+    make_matmul_model,
+)
 from tests.helpers import INTERRUPTED_EXITS, ctrl_c_handled, entry, profile_json, run_fields, run_spec, session_runs
 
 pytestmark = pytest.mark.docker
-IMAGE = VARIABLES["IMAGE"][3]
+IMAGE = docker_image()
 # Loop iterations per process: about 1.8 s of one core here. The engine's own work right after a container
 # starts (about 0.1 s of CPU) competes with a run that uses every host core, so the work must dwarf it.
 BURN_WORK = "50000000"
@@ -562,3 +570,32 @@ def test_script_with_no_model_runs_in_a_container(capsys, backend: DockerBackend
     run = session_runs(results)[0]
     assert run["status"] == "ok" and run["model_name"] == "job" and run["metrics"] == {"chunks": 2, "args": "2"}
     assert run["peak_memory_mib"] >= 32 and run["runtime_s"] >= 0.3
+
+
+@pytest.mark.parametrize("how", ESCAPES)
+def test_external_data_leaving_the_models_folder_is_refused_in_one_line(capsys, backend: DockerBackend,
+                                                                        in_tmp_cwd: Path, how: str) -> None:
+    model, location = make_escaping_model(in_tmp_cwd, how)
+    capsys.readouterr()
+    results = in_tmp_cwd / "results"
+    assert main(["profile", str(model), "--backend", "docker", "--repeats", "1", "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert str(model) in err and "'W'" in err and repr(location) in err and not results.exists()
+    with pytest.raises(ModelError, match="own folder"):  # a run handed to the backend directly: no container
+        backend.run(replace(make_spec(WORKLOADS / "sleep.py", "0", model=model), external_data=(("W", location),)))
+
+
+def test_a_model_runs_with_its_external_data_mounted_beside_it_and_nothing_else(capsys, in_tmp_cwd: Path,
+                                                                                engine: docker.DockerClient) -> None:
+    model = make_external_data_model(in_tmp_cwd / "models" / "model.onnx", "parts/weights.bin")
+    (model.parent / "other.bin").write_bytes(b"beside the model, but not the model's")
+    docker_profile(capsys, in_tmp_cwd / "bench", engine, model, "--repeats", "1", "--iterations", "5")
+    (run,) = session_runs(in_tmp_cwd / "bench")
+    assert run["status"] == "ok", run["stderr_tail"]
+    assert run["model_facts"]["params"] == EXTERNAL_WEIGHT.size
+    docker_profile(capsys, in_tmp_cwd / "script", engine, model, "--repeats", "1",
+                   "--script", str(WORKLOADS / "model_folder.py"))
+    (run,) = session_runs(in_tmp_cwd / "script")
+    assert run["status"] == "ok", run["stderr_tail"]
+    assert run["metrics"] == {"y0": float(EXTERNAL_WEIGHT[:, 0].sum()), "files": "model.onnx,parts"}

@@ -1,9 +1,10 @@
 """Docker backend: one locked-down container per run, with the runner inside measuring the container's cgroup.
 
 The container gets the run's CPU and memory limits, no network, a read-only root file system (with a
-tmpfs /tmp), no capabilities and no new privileges; the model and the script are bind-mounted
-read-only and the runner prints its RunResult on stdout. The outside adds what only it sees: the
-engine's OOMKilled flag, the exit status, and the time spent creating and removing the container.
+tmpfs /tmp), no capabilities and no new privileges; the model (with its external-data files beside it, and
+nothing else of its folder) and the script are bind-mounted read-only and the runner prints its RunResult on
+stdout. The outside adds what only it sees: the engine's OOMKilled flag, the exit status, and the time spent
+creating and removing the container.
 Containers carry a label and a unique name, and are removed whatever happens (Ctrl-C included).
 """
 
@@ -38,6 +39,7 @@ from harness.backends.engine import connect
 from harness.backends.removals import Removals
 from harness.core.cache import cached
 from harness.core.errors import BackendError
+from harness.core.external_data import data_files
 from harness.core.records import Limits, RunOutcome, RunResult
 from harness.measure.spec import CPU_PERIOD_US, RunSpec, parse_cpu_list
 from harness.models.resolve import KINDS, ModelInfo
@@ -143,6 +145,18 @@ def _check_readable(path: Path, what: str) -> None:
     if not mode & stat.S_IROTH:
         raise BackendError(f"{what} {path} is not readable by the container's unprivileged user; "
                            f"run `chmod o+r {path}`")
+
+
+def model_mounts(spec: RunSpec) -> list[Mount]:
+    """The model and its external-data files (RunSpec.model_files, each checked to be a file in the model's folder),
+    read-only, at the same places relative to each other under MODEL_DIR: nothing else of the model's folder."""
+    folder = os.path.dirname(spec.model)
+    mounts = []
+    for path in spec.model_files:
+        _check_readable(Path(path), "model" if path == spec.model else "external data file")
+        mounts.append(Mount(f"{MODEL_DIR}/{os.path.relpath(path, folder)}", os.path.realpath(path), type="bind",
+                            read_only=True))
+    return mounts
 
 
 def cpu_options(spec: RunSpec) -> dict[str, Any]:
@@ -317,6 +331,8 @@ class DockerBackend:
             _check_readable(Path(model.script), "bench script")
             if model.run_model:
                 _check_readable(Path(model.run_model), "model")
+                for path in data_files(model.run_model, model.external_data):
+                    _check_readable(Path(path), "external data file")
                 self._check_framework(Path(model.run_model), Path(model.script))
 
     def _check_framework(self, model: Path, script: Path) -> None:
@@ -336,13 +352,13 @@ class DockerBackend:
         mounts = [Mount(inside_script, str(script.resolve()), type="bind", read_only=True)]
         if spec.model:  # a script profiled as a whole has no model to mount
             model = Path(spec.model)
-            _check_readable(model, "model")
+            mounts += model_mounts(spec)
             self._check_framework(model, script)
             inside_model = f"{MODEL_DIR}/{model.name}"
-            mounts.append(Mount(inside_model, str(model.resolve()), type="bind", read_only=True))
         started = time.monotonic()
         clock = {"backend_called": started}
-        cache_model_file(spec.model)
+        for path in spec.model_files:
+            cache_model_file(path)
         with tempfile.TemporaryDirectory(prefix="harness-docker-") as workdir:
             spec_path = Path(workdir) / "spec.json"
             spec_path.write_text(json.dumps(spec.runner_input(model=inside_model, script=inside_script).to_dict()))

@@ -145,8 +145,8 @@ class LocalBackend:
             spec_text = json.dumps(runner_input.to_dict())
             if ahead is None:
                 spec_path.write_text(spec_text)
-            if spec.model:  # a script profiled as a whole has no model file
-                cache_model_file(spec.model)
+            for path in spec.model_files:  # none for a script profiled as a whole
+                cache_model_file(path)
             self._removed()  # whatever the runs before left in their cgroups is dead before this script starts
             if ahead is not None:
                 warm.handover(ahead, runner_joins, spec_text)

@@ -51,6 +51,7 @@ class RunnerInput:
     affinity: tuple[int, ...] | None = None  # rlimit fallback only: cores the script may run on
     runner_affinity: tuple[int, ...] | None = None  # cores for the runner, off a pinned workload's
     workload_cgroup_procs: tuple[str, ...] = ()  # cgroups only the script joins (v1 cpu and cpuset)
+    external_data: tuple[tuple[str, str], ...] = ()  # (tensor, location) of the model's external-data files
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,6 +63,7 @@ class RunnerInput:
         values = dict(data)
         for name in ("script_args", "workload_cgroup_procs"):
             values[name] = tuple(values.get(name, ()))
+        values["external_data"] = tuple(map(tuple, values.get("external_data", ())))
         for name in ("affinity", "runner_affinity"):
             if values.get(name) is not None:
                 values[name] = tuple(values[name])

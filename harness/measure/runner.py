@@ -28,9 +28,12 @@ from array import array
 from types import SimpleNamespace
 
 from harness.core import STDERR_TAIL_CHARS
+from harness.core.errors import HarnessError
+from harness.core.external_data import confine
 from harness.measure import lean_stdlib
 from harness.measure.cgroup_probe import MemoryProbe, own_cgroup_dirs
 from harness.measure.lean_stdlib import suppress
+from harness.measure.process_tree import ProcessTree
 from harness.measure.report_protocol import BATCH_SIZE_KEY, LATENCIES_ENV_VAR, LOAD_KEY, MAX_LATENCIES, PROFILE_DIR_ENV
 from harness.measure.report_protocol import ENV_VAR as METRICS_ENV
 from harness.measure.script_output import latency_summary, read_latencies, read_metrics
@@ -159,37 +162,6 @@ def place_runner(spec: RunnerInput) -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-class ProcessTree:
-    """Memory of the script's whole process tree from /proc, where the run has no cgroup of its own (rlimit mode).
-
-    Sums the resident set (statm) of the script and every descendant found through /proc/<pid>/task/*/children. RSS
-    counts a page that two processes share (libraries, a forked worker's copy-on-write pages) once per process; PSS
-    would not, but /proc/<pid>/smaps_rollup walks page tables and costs milliseconds per sample for a large process.
-    A descendant whose parent died is re-parented away from the tree and no longer counted."""
-
-    def __init__(self, pid: int) -> None:
-        self.root = pid
-        self._page = os.sysconf("SC_PAGE_SIZE")
-
-    def pids(self) -> list[int]:
-        found, queue = [], [self.root]
-        while queue:
-            pid = queue.pop()
-            found.append(pid)
-            with suppress(OSError):
-                for task in os.scandir(f"/proc/{pid}/task"):
-                    with suppress(OSError), open(f"{task.path}/children", "rb") as handle:
-                        queue.extend(int(child) for child in handle.read().split())
-        return found
-
-    def working_set_bytes(self) -> int:
-        pages = 0
-        for pid in self.pids():
-            with suppress(OSError, IndexError, ValueError), open(f"/proc/{pid}/statm", "rb") as handle:
-                pages += int(handle.read().split()[1])
-        return pages * self._page
-
-
 def time_weighted_mean(times: array, values: array, start: float, end: float) -> float | None:
     """Mean of a step function (each sample holds until the next) over [start, end]."""
     total = weight = 0.0
@@ -241,6 +213,8 @@ def measure(spec: RunnerInput, near: str | None = None, measured: Callable[[], N
     With a cgroup of the run's own (local cgroup backend, container) memory comes from that cgroup. In rlimit mode
     the runner shares the harness's cgroup, whose usage and high-water mark are not the run's: memory then comes
     from the script's process tree (ProcessTree, and the kernel's RSS high-water mark of its largest process)."""
+    if spec.model:  # the last guard: its external data only from the model's folder, as the runner sees it
+        confine(spec.model, spec.external_data)
     tree_mode = spec.isolation == "rlimit"
     version, dirs = (0, {}) if tree_mode else own_cgroup_dirs()
     probe = MemoryProbe(version, dirs) if version else None
@@ -470,7 +444,11 @@ def main(argv: list[str] | None = None) -> int:
     if not text:  # a runner started ahead that the backend let go: no run, no result
         return 0
     spec_read = time.monotonic()
-    result = measure(SimpleNamespace(**lean_stdlib.loads(text)), out, release_stdout if out else None)
+    try:
+        result = measure(SimpleNamespace(**lean_stdlib.loads(text)), out, release_stdout if out else None)
+    except HarnessError as err:  # a model the run must not read: its one line is the run's error, and no result
+        sys.stderr.write(f"{err}\n")
+        return err.exit_code
     result["clock_s"] = {"runner_started": started, "spec_read": spec_read, **result["clock_s"],
                          "result_ready": time.monotonic()}
     text = lean_stdlib.dumps(result)

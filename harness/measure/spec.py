@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.core.external_data import ExternalData, confine, data_files
 from harness.core.records import Limits, RunnerInput
 
 CPU_PERIOD_US = 100_000
@@ -86,6 +87,13 @@ class RunSpec:
     image: str = ""
     keep_samples: bool = False  # store the raw memory time series in the result (for fidelity benchmarks)
     per_op: bool = False  # PER_OP: a per-op profiling phase after the timed one (harness.analysis.per_op)
+    external_data: ExternalData = ()  # (tensor, location) per file beside the model holding its tensors' data
+
+    @property
+    def model_files(self) -> list[str]:
+        """The files a run reads as its model: the model, then its external-data files, each checked to be a file in
+        the model's folder (ModelError otherwise); none for a script profiled as a whole."""
+        return [self.model, *data_files(self.model, confine(self.model, self.external_data))] if self.model else []
 
     @property
     def threads(self) -> int:
@@ -99,7 +107,7 @@ class RunSpec:
             threads=self.threads, cpus=self.cpu.cpus, cpu_mode=self.cpu.mode, cpu_period_us=self.cpu.period_us,
             iterations=self.iterations, warmup=self.warmup, batch_size=self.batch_size,
             sample_interval_ms=self.sample_interval_ms, timeout_s=self.timeout_s, keep_samples=self.keep_samples,
-            per_op=self.per_op, **fallback,
+            per_op=self.per_op, external_data=self.external_data, **fallback,
         )
 
     def limits_requested(self) -> Limits:
@@ -116,4 +124,5 @@ class RunSpec:
         values = dict(data)
         values["cpu"] = CpuLimits(**values["cpu"])
         values["script_args"] = tuple(values["script_args"])
+        values["external_data"] = tuple(map(tuple, values.get("external_data", ())))
         return cls(**values)

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx import helper, shape_inference
+from onnx import external_data_helper, helper, shape_inference
 
 from harness.core.errors import ModelError
+from harness.core.external_data import ExternalData, confine, data_files
 from harness.models.work_kinds import WORK_FACTS, work_kind
 
 Shape = list[int]
@@ -92,15 +93,27 @@ _MACS: dict[str, Callable[[onnx.NodeProto, dict[str, Shape]], int]] = {
 }
 
 
-def _load(path: Path) -> onnx.ModelProto:
+def external_data(model: onnx.ModelProto) -> list[tuple[str, str]]:
+    """(tensor name, location) of every tensor kept outside the file: initializers of the graph and of its subgraphs
+    (If/Loop bodies) and the tensors of node attributes (Constant), as onnx's own loader walks them."""
+    return [(tensor.name, external_data_helper.ExternalDataInfo(tensor).location)
+            for tensor in external_data_helper._get_all_tensors(model)
+            if external_data_helper.uses_external_data(tensor)]
+
+
+def _load(path: Path) -> tuple[onnx.ModelProto, ExternalData]:
+    """The graph, shapes inferred, without the external data, and the (tensor, location) of each external-data file,
+    every one checked to be a file in the model's folder (harness.core.external_data)."""
     if not path.is_file():
         raise ModelError(f"model file {path} does not exist; give the path of an .onnx file or a zoo name")
     try:
         model = onnx.load(str(path), load_external_data=False)
+        external = external_data(model)
     except Exception as err:  # onnx raises DecodeError, ValueError, ... for a file that is not ONNX
         raise ModelError(f"{path} is not a readable ONNX model ({type(err).__name__}); re-export it") from err
+    external = confine(str(path), external)
     try:
-        return shape_inference.infer_shapes(model, data_prop=True)
+        return shape_inference.infer_shapes(model, data_prop=True), external
     except Exception as err:
         raise ModelError(f"{path}: ONNX shape inference failed ({err}); check the model with onnx.checker") from err
 
@@ -126,16 +139,9 @@ def _written_bytes(graph: onnx.GraphProto) -> int:
     return sum(sizes.get(output, 0) for node in graph.node for output in node.output)
 
 
-def _file_size(path: Path, model: onnx.ModelProto) -> int:
-    """The .onnx file plus any external-data files it points to."""
-    external = {
-        entry.value
-        for init in model.graph.initializer
-        if init.data_location == onnx.TensorProto.EXTERNAL
-        for entry in init.external_data
-        if entry.key == "location"
-    }
-    return path.stat().st_size + sum((path.parent / name).stat().st_size for name in external)
+def _file_size(path: Path, external: ExternalData) -> int:
+    """The .onnx file plus the external-data files it points to."""
+    return path.stat().st_size + sum(Path(name).stat().st_size for name in data_files(str(path), external))
 
 
 def _inputs(graph: onnx.GraphProto) -> list[dict[str, Any]]:
@@ -171,20 +177,21 @@ def _work(graph: onnx.GraphProto, shapes: dict[str, Shape]) -> dict[str, int]:
 
 def onnx_facts(path: str | Path) -> dict[str, Any]:
     """size_mib, params, macs, flops (= 2 x macs), activation_mib, layers, nodes, inputs, opset and the work per
-    operator kind (WORK_FACTS) of an ONNX model.
+    operator kind (WORK_FACTS) of an ONNX model, and its external_data: [tensor, location] per file its tensors'
+    data is kept in (harness.core.external_data).
 
     params counts the elements of every initializer (weights and biases as exported, BatchNorm usually
     folded in); activation_mib the tensors the nodes write (see _written_bytes); layers counts the weighted
     nodes (WEIGHTED_OPS)."""
     path = Path(path)
-    model = _load(path)
+    model, external = _load(path)
     graph = model.graph
     shapes = _shapes(graph)
     weighted = [node for node in graph.node if node.op_type in WEIGHTED_OPS]
     macs = sum(_MACS[node.op_type](node, shapes) for node in weighted)
     opset = next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), None)
     return {
-        "size_mib": _file_size(path, model) / MIB,
+        "size_mib": _file_size(path, external) / MIB,
         "params": sum(math.prod(init.dims) for init in graph.initializer),
         "macs": macs,
         "flops": 2 * macs,
@@ -194,6 +201,7 @@ def onnx_facts(path: str | Path) -> dict[str, Any]:
         "inputs": _inputs(graph),
         "opset": opset,
         **_work(graph, shapes),
+        "external_data": [list(entry) for entry in external],
     }
 
 
@@ -201,7 +209,7 @@ def node_facts(path: str | Path) -> list[dict[str, Any]]:
     """One entry per graph node: index, name, op type, input/output names and shapes, MACs (as onnx_facts
     counts them, 0 for unweighted ops), the bytes of the initializers it reads (its parameters) and whether it
     is a depthwise convolution."""
-    model = _load(Path(path))
+    model, _ = _load(Path(path))
     graph = model.graph
     shapes = _shapes(graph)
     weight_bytes = {init.name: math.prod(init.dims) * helper.tensor_dtype_to_np_dtype(init.data_type).itemsize

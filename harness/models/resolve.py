@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ModelError
+from harness.core.external_data import ExternalData, confine
 from harness.models.facts_cache import model_facts
 
 BENCH_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "bench_scripts"
@@ -42,6 +43,7 @@ class ModelInfo:
     sha256: str
     size_mib: float
     facts: dict[str, Any] | None = field(default=None, compare=False)
+    external_data: ExternalData = ()  # (tensor, location) per file beside the model that holds tensors' data
 
     @property
     def run_model(self) -> str:
@@ -88,10 +90,13 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
     kind, default_script, module, extra = KINDS.get(suffix, ("custom", "", "", ""))
     if script is None and check_runtime and importlib.util.find_spec(module) is None:
         raise ModelError(f"model {path.name} needs {module}, which is not installed: install {extra}")
+    path = path.resolve()  # the runs read it there, and its external data from beside it
     sha256 = sha256_of(path)
     facts = model_facts(path, sha256) if kind == "onnx" else None  # also rejects a corrupt file, now
-    return ModelInfo(name=name, path=path.resolve(), kind=kind, script=(script or BENCH_SCRIPTS_DIR / default_script),
-                     sha256=sha256, size_mib=path.stat().st_size / 1024**2, facts=facts)
+    # Checked on every resolve, not only when the facts were read: the files beside a cached model may have changed.
+    external = confine(str(path), (facts or {}).get("external_data", []))
+    return ModelInfo(name=name, path=path, kind=kind, script=(script or BENCH_SCRIPTS_DIR / default_script),
+                     sha256=sha256, size_mib=path.stat().st_size / 1024**2, facts=facts, external_data=external)
 
 
 

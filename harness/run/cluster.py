@@ -63,7 +63,7 @@ class NodeAgent:
         self._free = list(range(self.slots.count))
         self._slot_free = threading.Condition()
         self._overlap = Overlap()
-        self._files: dict[str, Path] = {}
+        self._files: dict[tuple[str, str], Path] = {}
         self._files_lock = threading.Lock()
         self.cache = Path(tempfile.mkdtemp(prefix="harness-node-"))
 
@@ -71,15 +71,18 @@ class NodeAgent:
         return {"metadata": self.metadata, "backend": self.backend.describe(), "reason": self.reason,
                 "slots": [list(slot) for slot in self.slots.slots], "notes": list(self.slots.notes)}
 
-    def local_copy(self, original: str, data: bytes) -> str:
-        """This worker's copy of a model or script file, written once per session."""
+    def local_copy(self, original: str, data: bytes, model: str | None = None) -> str:
+        """This worker's copy of a file, written once per session: a script or model in a folder of its own, or, with
+        `model` given, a file of that model (it or an external-data file) at its place relative to the model."""
+        anchor = model or original
         with self._files_lock:
-            if original not in self._files:
-                directory = self.cache / hashlib.sha256(original.encode()).hexdigest()[:16]
-                directory.mkdir(exist_ok=True)
-                (directory / Path(original).name).write_bytes(data)
-                self._files[original] = directory / Path(original).name
-            return str(self._files[original])
+            if (anchor, original) not in self._files:
+                directory = self.cache / hashlib.sha256(anchor.encode()).hexdigest()[:16]
+                copy = directory / os.path.relpath(original, os.path.dirname(anchor))
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_bytes(data)
+                self._files[anchor, original] = copy
+            return str(self._files[anchor, original])
 
     def run(self, spec: RunSpec) -> dict[str, Any]:
         """Waits for a free slot (a worker may have more threads than slots), runs there, frees it."""
@@ -118,10 +121,11 @@ def describe_node(session_id: str, profile_variables: dict[str, Any], needs: tup
     return node_agent(session_id, profile_variables, needs, parallel).describe()
 
 
-def run_on_node(spec_data: dict[str, Any], model: bytes | None, script: bytes, session_id: str,
+def run_on_node(spec_data: dict[str, Any], model_files: list[bytes], script: bytes, session_id: str,
                 profile_variables: dict[str, Any], needs: tuple[int, int], parallel: int | str,
                 cpu_model: str | None) -> dict[str, Any]:
-    """One run, as a Dask task on whichever worker takes it. `cpu_model`: the session's, when hosts may not mix."""
+    """One run, as a Dask task on whichever worker takes it. `model_files`: the contents of the spec's model_files (the
+    model, then its external-data files). `cpu_model`: the session's, when hosts may not mix."""
     from distributed import get_worker
 
     agent = node_agent(session_id, profile_variables, needs, parallel)
@@ -129,8 +133,9 @@ def run_on_node(spec_data: dict[str, Any], model: bytes | None, script: bytes, s
         raise ConfigError(f"worker {agent.metadata['hostname']} has CPU {agent.metadata['host_cpu_model']}, the "
                           f"session {cpu_model}; pass --allow-mixed-hosts to mix them")
     spec = RunSpec.from_dict(spec_data)
-    spec = replace(spec, model=agent.local_copy(spec.model, model) if model is not None else spec.model,
-                   script=agent.local_copy(spec.script, script))
+    copies = [agent.local_copy(path, data, spec.model)
+              for path, data in zip(spec.model_files, model_files, strict=True)]
+    spec = replace(spec, model=copies[0] if copies else spec.model, script=agent.local_copy(spec.script, script))
     out = agent.run(spec)
     worker = get_worker()
     out["worker"], out["worker_name"] = worker.address, str(worker.name)
@@ -268,14 +273,14 @@ class ClusterSession(Session):
         client = self.backend.client
         done = {run["run_id"] for run in self.runs}
         todo = [spec for spec in self.plan.specs if spec.run_id not in done]
-        paths = {path for spec in todo for path in (spec.model, spec.script) if path}  # no model: a whole script
+        paths = {path for spec in todo for path in (*spec.model_files, spec.script)}
         files = {path: client.scatter(Path(path).read_bytes(), hash=True) for path in paths}
-        files[""] = None
         self.store.write_session(self._session_info("running"))
         pending: dict[Any, RunSpec] = {}
         try:
             for spec in todo:
-                future = client.submit(run_on_node, spec.to_dict(), files[spec.model], files[spec.script],
+                model_files = [files[path] for path in spec.model_files]
+                future = client.submit(run_on_node, spec.to_dict(), model_files, files[spec.script],
                                        *self.backend.task_args, self.backend.cpu_model, key=f"run-{spec.run_id}",
                                        pure=False)
                 pending[future] = spec

@@ -108,6 +108,7 @@ def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: S
                 swap_bytes=profile.swap_bytes, iterations=profile.iterations, warmup=profile.warmup,
                 batch_size=profile.batch_size, sample_interval_ms=profile.sample_interval_ms,
                 timeout_s=profile.timeout_s, image=profile.image, keep_samples=keep_samples, per_op=profile.per_op,
+                external_data=model.external_data,
             ))
     return Plan(session_id, seed, specs, models, cpus_list, notes)
 
