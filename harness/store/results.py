@@ -16,7 +16,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import secrets
 import tempfile
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ConfigError, DataError
+from harness.core.storage import append_bytes, write_bytes_atomically
 from harness.store.migrations import RUN_MIGRATIONS, SESSION_MIGRATIONS, Migration
 
 SCHEMA_VERSION = 2
@@ -44,19 +44,8 @@ def new_session_id() -> str:
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     """Write via a temp file in the same directory + rename: readers never see half a file. `durable` fsyncs it
     first, so it also survives a power cut (a few milliseconds that derived files, rewritten after every run,
-    skip)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    skip). A full disk is a StorageError naming `path`, with no temp file left."""
+    write_bytes_atomically(path, text.encode("utf-8"), durable)
 
 
 def atomic_write_json(path: Path, obj: Any, durable: bool = True) -> None:
@@ -121,11 +110,9 @@ class SessionStore:
         return self.path / RUNS_FILE
 
     def append_run(self, result: dict[str, Any]) -> None:
+        """One line, fsynced; on a full disk a StorageError, with runs.jsonl cut back to its last whole line."""
         line = json.dumps({"schema_version": SCHEMA_VERSION, **result}, default=str)
-        with open(self.runs_path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_bytes(self.runs_path, (line + "\n").encode("utf-8"))
 
     def write_session(self, info: dict[str, Any]) -> None:
         atomic_write_json(self.path / SESSION_FILE, {"schema_version": SCHEMA_VERSION, **info})
