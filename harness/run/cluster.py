@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shlex
 import shutil
 import tempfile
 import threading
@@ -247,6 +248,9 @@ class ClusterSession(Session):
     def _session_info(self, state: str) -> dict[str, Any]:
         return {**super()._session_info(state), "not_run": self.not_run}
 
+    def resume_command(self) -> str:
+        return f"{super().resume_command()} --cluster {shlex.quote(self.backend.address)}"
+
     def write_summary(self) -> dict[str, Any]:
         """As a local session's; with --allow-mixed-hosts and more than one CPU model, grouped by CPU model."""
         if not self.mixed:
@@ -298,8 +302,7 @@ class ClusterSession(Session):
             raise
         finally:
             self.backend.close()
-        self.store.write_session(self._session_info("incomplete" if self.not_run else "complete"))
-        return self.write_summary()
+        return self._complete("incomplete" if self.not_run else "complete")
 
     def _collect(self, future: Any, spec: RunSpec, on_done: OnRun | None) -> None:
         """Store a finished run; a run whose workers kept dying is marked not run."""

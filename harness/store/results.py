@@ -3,6 +3,8 @@
 Layout: RESULTS_DIR/<session_id>/
   runs.jsonl     one RunResult per line, appended, flushed and fsynced the moment a run ends
   session.json   the plan: profile, models, seed, provenance (written atomically before the first run)
+  .session.reserve   while the session runs: space held for its next session.json, released to write it, so a disk
+                 that fills mid-session can still mark the session interrupted
   summary.json / summary.csv   per-model statistics, rewritten atomically after a run at most once a second
                  and at the session's end, but not fsynced: they are derived from runs.jsonl, which is, so a
                  power cut can cost a summary, never a run
@@ -16,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import secrets
 import tempfile
 import time
@@ -32,6 +35,9 @@ RUNS_FILE = "runs.jsonl"
 SESSION_FILE = "session.json"
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
+RESERVE_FILE = ".session.reserve"
+RESERVE_MARGIN = 64 * 1024
+"""Bytes held beyond session.json's size: its next state and a summary of about that size fit in them."""
 ALL_SESSIONS = "all"  # the session name that pools every session of a results directory
 
 
@@ -62,6 +68,20 @@ def atomic_write_csv(path: Path, rows: list[dict[str, Any]], durable: bool = Tru
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(path, buffer.getvalue(), durable)
+
+
+def hold_space(path: Path, size: int) -> None:
+    """Allocate `size` bytes to `path`, as far as the disk has them: a shortfall only means less in hand later."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError:
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError:
+        path.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
 
 
 def ensure_writable_dir(path: Path, what: str) -> Path:
@@ -115,7 +135,13 @@ class SessionStore:
         append_bytes(self.runs_path, (line + "\n").encode("utf-8"))
 
     def write_session(self, info: dict[str, Any]) -> None:
+        """session.json, written with the space held for it; while the state is `running` the space for the next
+        one is held again (RESERVE_FILE), so a full disk cannot keep the session from being marked interrupted."""
+        reserve = self.path / RESERVE_FILE
+        reserve.unlink(missing_ok=True)
         atomic_write_json(self.path / SESSION_FILE, {"schema_version": SCHEMA_VERSION, **info})
+        if info.get("state") == "running":
+            hold_space(reserve, (self.path / SESSION_FILE).stat().st_size + RESERVE_MARGIN)
 
     def write_summary(self, summary: dict[str, Any], rows: list[dict[str, Any]]) -> None:
         """Derived from runs.jsonl, so not fsynced (see the module docstring)."""
