@@ -25,6 +25,7 @@ from harness.backends import warm
 from harness.backends.base import RUNNER_KILLED, cache_model_file
 from harness.core.errors import BackendError
 from harness.core.records import Limits, RunnerInput, RunOutcome, RunResult
+from harness.core.storage import writing
 from harness.measure import cgroups
 from harness.measure.launch import inside, runner_command
 from harness.measure.spec import RunSpec, cpu_list, parse_cpu_list
@@ -140,11 +141,13 @@ class LocalBackend:
                 runner_input = spec.runner_input(runner_affinity=runner_affinity,
                                                  workload_cgroup_procs=tuple(workload_only))
                 applied = cgroup_applied(spec, self.swap_capped)
-            workdir = ahead.workdir if ahead else Path(tempfile.mkdtemp(prefix="harness-local-"))
-            spec_path, out_path, err_path = workdir / "spec.json", workdir / "result.json", workdir / "runner.err"
             spec_text = json.dumps(runner_input.to_dict())
+            with writing(Path(tempfile.gettempdir()), len(spec_text)):  # the folder of the runner's files
+                workdir = ahead.workdir if ahead else Path(tempfile.mkdtemp(prefix="harness-local-"))
+            spec_path, out_path, err_path = workdir / "spec.json", workdir / "result.json", workdir / "runner.err"
             if ahead is None:
-                spec_path.write_text(spec_text)
+                with writing(spec_path, len(spec_text)):
+                    spec_path.write_text(spec_text)
             if spec.model:  # a script profiled as a whole has no model file
                 cache_model_file(spec.model)
             self._removed()  # whatever the runs before left in their cgroups is dead before this script starts

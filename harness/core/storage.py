@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -65,17 +66,50 @@ def write_atomically(path: Path, writer: Callable[[Path], None], needed: int | N
     return path
 
 
+def _fill(path: Path, data: bytes, durable: bool) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
 def write_bytes_atomically(path: Path, data: bytes, durable: bool = True) -> Path:
     """`data` as the whole of `path`; `durable` fsyncs it before the rename, so it also survives a power cut."""
+    return write_atomically(path, lambda tmp: _fill(tmp, data, durable), len(data))
 
-    def fill(tmp: Path) -> None:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
 
-    return write_atomically(path, fill, len(data))
+def write_dir_atomically(target: Path, files: dict[str, bytes]) -> Path:
+    """`files` (name -> content, fsynced) as the whole of the folder `target`: written into a temporary sibling
+    folder that then takes `target`'s place, so a write the disk cuts short leaves `target` as it was (or absent)
+    and no temporary folder. The old folder steps aside for the rename and is removed after it."""
+    with writing(target.parent):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    try:
+        for name, data in files.items():
+            with writing(target / name, len(data)):
+                _fill(staging / name, data, durable=True)
+        with writing(target):
+            _swap_in(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    """Rename `staging` to `target`, whose old folder (if any) is renamed aside first and put back if that fails."""
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    old = staging.with_name(f"{staging.name}.old")
+    os.rename(target, old)
+    try:
+        os.rename(staging, target)
+    except BaseException:
+        os.rename(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def append_bytes(path: Path, data: bytes) -> None:
