@@ -23,7 +23,8 @@ from typing import Any
 
 from harness.backends import warm
 from harness.backends.base import RUNNER_KILLED, cache_model_file
-from harness.core.errors import BackendError
+from harness.core import RESULT_NOT_STORED_EXIT
+from harness.core.errors import BackendError, StorageError, free_bytes
 from harness.core.records import Limits, RunnerInput, RunOutcome, RunResult
 from harness.core.storage import writing
 from harness.measure import cgroups
@@ -253,6 +254,9 @@ class LocalBackend:
                 process.stdout.close()
         if out_path.exists():
             return RunResult.from_dict(json.loads(out_path.read_text()))
+        if process.returncode == RESULT_NOT_STORED_EXIT:
+            raise StorageError(out_path, "the disk refused the run's result (full or failing)", None,
+                               free_bytes(out_path))
         elapsed = time.monotonic() - started
         detail = err_path.read_text(errors="replace")
         if run_cgroup is not None and run_cgroup.oom_kills() > 0:

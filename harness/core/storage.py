@@ -5,7 +5,6 @@ back to the size before it, so every earlier line stays readable."""
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import tempfile
@@ -13,10 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.core import STORAGE_ERRNOS
 from harness.core.errors import StorageError
-
-STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
-"""The faults of the disk rather than of the caller: nothing but freeing space (or a new disk) fixes them."""
 
 
 def storage_fault(err: BaseException) -> OSError | None:

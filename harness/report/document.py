@@ -35,8 +35,6 @@ from harness.store.results import load_runs, load_session_info
 
 REPORT_DIR = "report"
 ANSWER = "Answer"
-MISSING_LISTED = 4
-"""A report the disk cut short names this many of the files it did not write, then counts the rest."""
 BYTE_SETTINGS = ("MEMORY", "SWAP")
 """Profile settings stored in bytes; shown in MiB/GiB."""
 
@@ -317,11 +315,12 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
         try:
             written.append(write_bytes_atomically(out_dir / name, data))
         except StorageError as err:
-            missing = [str(path) for path, _ in files[index:]]
-            listed = ", ".join(missing[:MISSING_LISTED]) + (f" and {len(missing) - MISSING_LISTED} more"
-                                                            if len(missing) > MISSING_LISTED else "")
-            raise err.with_fix(f"{len(missing)} of {len(files)} report files not written in {out_dir} ({listed}); "
-                               "free space there and run `harness report` again") from None
+            missing = [path for path, _ in files[index:]]
+            named = [str(path) for path in missing if path.parent == Path(".")]  # report.md, report.html
+            parts = [*named, *([f"{len(missing) - len(named)} tables and figures"] if len(missing) > len(named)
+                               else [])]
+            raise err.with_fix(f"{len(missing)} of {len(files)} report files not written in {out_dir} "
+                               f"({', '.join(parts)}); free space there and run `harness report` again") from None
     return written
 
 
