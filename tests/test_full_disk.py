@@ -105,7 +105,7 @@ def test_a_session_that_fills_the_disk_stops_in_one_line_and_resumes(disk: Path,
     assert re.search(r"cannot write \S+: No space left on device \(needs [\d.]+ \w+, 0 B free on its disk\)", line)
     session = list_sessions(results)[0]
     kept = whole_lines(session)
-    assert 1 <= len(kept) < 4 and f"{len(kept)} finished runs kept in {session}" in line
+    assert 1 <= len(kept) < 4 and f"{len(kept)} finished run{'s' * (len(kept) > 1)} kept in {session};" in line
     assert load_session_info(session)["state"] == "interrupted"
     assert not temp_files(disk)
 
@@ -225,7 +225,7 @@ def test_a_temp_disk_that_fills_mid_session_stops_it_in_one_line_not_an_error_ru
     line = error_line(err)
     assert process.returncode == StorageError.exit_code, err
     assert re.search(rf"cannot write {disk}/harness-local-\w+/result\.json: the disk refused the run's result \(full "
-                     r"or failing\) \(0 B free on its disk\); \d finished runs kept in .*; once space is freed, "
+                     r"or failing\) \(0 B free on its disk\); \d finished runs? kept in .*; once space is freed, "
                      r"continue with `harness profile --resume ", line), line
     session = list_sessions(results)[0]
     assert all(run["status"] == "ok" for run in whole_lines(session))

@@ -275,7 +275,7 @@ class Session:
             self.store.write_session(self._session_info("interrupted"))
         with contextlib.suppress(OSError, StorageError):
             self.write_summary()
-        kept = f"{len(self.runs)} finished runs kept in {self.store.path}"
+        kept = f"{len(self.runs)} finished run{'' if len(self.runs) == 1 else 's'} kept in {self.store.path}"
         if isinstance(err, StorageError):
             raise err.with_fix(f"{kept}; once space is freed, continue with `{self.resume_command()}`") from None
         if isinstance(err, BackendError):
