@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +65,26 @@ def fill(mount: Path, leave: int = 0) -> Path:
         os.close(fd)
     assert shutil.disk_usage(mount).free <= leave
     return path
+
+
+@contextlib.contextmanager
+def kept_full(mount: Path) -> Iterator[None]:
+    """`mount` filled, and filled again every few milliseconds until the block ends: space that a session frees (the
+    folder of a run it has finished with) is taken again, as a disk that other writers fill would be."""
+    stop = threading.Event()
+
+    def refill() -> None:
+        while not stop.wait(0.005):
+            fill(mount)
+
+    fill(mount)
+    thread = threading.Thread(target=refill, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def temp_files(mount: Path) -> list[Path]:
@@ -220,8 +241,8 @@ def test_a_temp_disk_that_fills_mid_session_stops_it_in_one_line_not_an_error_ru
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**ENV, "TMPDIR": str(disk)})
     wait_for_a_run(results)
-    fill(disk)
-    _, err = process.communicate(timeout=60)
+    with kept_full(disk):
+        _, err = process.communicate(timeout=60)
     line = error_line(err)
     assert process.returncode == StorageError.exit_code, err
     assert re.search(rf"cannot write {disk}/harness-local-\w+/result\.json: the disk refused the run's result \(full "
@@ -231,3 +252,23 @@ def test_a_temp_disk_that_fills_mid_session_stops_it_in_one_line_not_an_error_ru
     assert all(run["status"] == "ok" for run in whole_lines(session))
     assert load_session_info(session)["state"] == "interrupted"
     assert [path.name for path in disk.iterdir()] == [FILLER]
+
+
+def test_a_zoo_export_onto_a_full_disk_leaves_no_half_model(disk: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The zoo cache and `zoo export --out`, each on the full disk (a NAS-Bench-201 network: no torch needed)."""
+    monkeypatch.setenv("HARNESS_ZOO_DIR", str(disk / "zoo"))
+    filler = fill(disk)
+    capsys.readouterr()
+    assert main(["zoo", "export", "nb201_0"]) == StorageError.exit_code
+    assert re.search(rf"cannot write {disk}/zoo/nb201_0-\w+\.onnx: No space left on device \(0 B free on its disk\)",
+                     error_line(capsys.readouterr().err))
+    assert not list((disk / "zoo").iterdir())
+
+    filler.unlink()
+    monkeypatch.setenv("HARNESS_ZOO_DIR", str(tmp_path / "zoo"))
+    fill(disk)
+    assert main(["zoo", "export", "nb201_0", "--out", str(disk / "models")]) == StorageError.exit_code
+    assert f"cannot write {disk}/models/nb201_0.onnx: No space left" in error_line(capsys.readouterr().err)
+    assert list((tmp_path / "zoo").glob("nb201_0-*.onnx")) and not list((disk / "models").iterdir())

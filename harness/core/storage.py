@@ -126,3 +126,17 @@ def append_bytes(path: Path, data: bytes) -> None:
                 raise
         finally:
             os.close(fd)
+
+
+def hold_space(path: Path, size: int) -> None:
+    """Allocate `size` bytes to `path`, as far as the disk has them: a shortfall only means less in hand later."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError:
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError:
+        path.unlink(missing_ok=True)
+    finally:
+        os.close(fd)

@@ -263,7 +263,7 @@ class Session:
             on_done(spec, record)
 
     def resume_command(self) -> str:
-        """The command that runs what this session has not, from wherever the user is."""
+        """The command that runs what this session has not (its results folder as this session was given it)."""
         results_dir = shlex.quote(str(self.store.path.parent))
         return f"harness profile --resume {self.plan.session_id} --results-dir {results_dir}"
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import secrets
 import tempfile
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ConfigError, DataError
-from harness.core.storage import append_bytes, write_bytes_atomically
+from harness.core.storage import append_bytes, hold_space, write_bytes_atomically
 from harness.store.migrations import RUN_MIGRATIONS, SESSION_MIGRATIONS, Migration
 
 SCHEMA_VERSION = 2
@@ -68,20 +67,6 @@ def atomic_write_csv(path: Path, rows: list[dict[str, Any]], durable: bool = Tru
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(path, buffer.getvalue(), durable)
-
-
-def hold_space(path: Path, size: int) -> None:
-    """Allocate `size` bytes to `path`, as far as the disk has them: a shortfall only means less in hand later."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    except OSError:
-        return
-    try:
-        os.posix_fallocate(fd, 0, size)
-    except OSError:
-        path.unlink(missing_ok=True)
-    finally:
-        os.close(fd)
 
 
 def ensure_writable_dir(path: Path, what: str) -> Path:
