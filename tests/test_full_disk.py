@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import re
 import shlex
 import shutil
@@ -272,3 +273,11 @@ def test_a_zoo_export_onto_a_full_disk_leaves_no_half_model(disk: Path, tmp_path
     assert main(["zoo", "export", "nb201_0", "--out", str(disk / "models")]) == StorageError.exit_code
     assert f"cannot write {disk}/models/nb201_0.onnx: No space left" in error_line(capsys.readouterr().err)
     assert list((tmp_path / "zoo").glob("nb201_0-*.onnx")) and not list((disk / "models").iterdir())
+
+
+def test_a_storage_error_crosses_from_a_cluster_worker_whole() -> None:
+    """Dask hands a worker's exception back pickled: the driver prints the same line."""
+    err = StorageError(Path("/w/result.json"), "No space left on device", 2048, 0).with_fix("free space")
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is StorageError and str(again) == str(err) == (
+        "cannot write /w/result.json: No space left on device (needs 2 KiB, 0 B free on its disk); free space")

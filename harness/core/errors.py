@@ -49,6 +49,10 @@ class StorageError(HarnessError):
     def from_os_error(cls, err: OSError, path: Path, needed: int | None = None) -> StorageError:
         return cls(path, err.strerror or type(err).__name__, needed, free_bytes(path))
 
+    def __reduce__(self) -> tuple[type[StorageError], tuple[Path, str, int | None, int | None, str]]:
+        """Pickled by its fields (a cluster worker hands it back to the driver)."""
+        return StorageError, (self.path, self.reason, self.needed, self.free, self.fix)
+
     def with_fix(self, fix: str) -> StorageError:
         """The same fault with another remedy (the caller knows better what to run once space is freed)."""
         return StorageError(self.path, self.reason, self.needed, self.free, fix)

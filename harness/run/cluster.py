@@ -32,7 +32,7 @@ from typing import Any
 
 from harness.analysis.stats import summarize_runs, summary_rows
 from harness.core.config import DeviceProfile
-from harness.core.errors import BackendError, ConfigError
+from harness.core.errors import BackendError, ConfigError, StorageError
 from harness.measure.spec import CpuLimits, RunSpec
 from harness.run.parallel import Overlap, confine_runners, no_runners_ahead
 from harness.run.session import OnRun, Plan, Session
@@ -313,7 +313,7 @@ class ClusterSession(Session):
         except KilledWorker as err:
             self._mark_not_run([spec], f"its workers died while running it ({_first_line(err)})")
             return
-        except ConfigError:
+        except (ConfigError, StorageError):  # a worker's full disk: the line names its file and the space left
             raise
         except Exception as err:
             raise BackendError(f"run {spec.run_id} failed on the cluster: {_first_line(err)}") from None
