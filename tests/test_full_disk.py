@@ -185,6 +185,7 @@ def test_report_rank_and_regress_on_a_full_disk_still_answer(disk: Path, tmp_pat
     assert main(["report", "--results-dir", str(results)]) == StorageError.exit_code
     out, err = capsys.readouterr()
     assert out.startswith("# Profiling report") and "## Answer" in out and all(model in out for model in HARNESS)
+    assert "figures/" not in out and "tables/" not in out  # none of them was written
     report_dir = list_sessions(results)[0] / "report"
     line = error_line(err)
     assert re.search(rf"(\d+) of \1 report files not written in {report_dir} \(report\.md, report\.html, \d+ tables "

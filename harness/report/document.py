@@ -224,26 +224,27 @@ def build_report(
     return Report(session_dir.name, sections)
 
 
-def _markdown_table(table: ReportTable) -> list[str]:
+def _markdown_table(table: ReportTable, files: bool = True) -> list[str]:
     body = [table.shown.to_markdown(index=False, disable_numparse=True), "",
-            f"(full precision: tables/{table.name}.csv, .json)"]
+            *([f"(full precision: tables/{table.name}.csv, .json)"] if files else [])]
     if table.folded:  # GitHub and most viewers render <details> in Markdown too
         return [f"<details><summary>{table.title} ({len(table.shown.columns)} columns)</summary>", "", *body, "",
                 "</details>", ""]
     return [f"### {table.title}", "", *body, ""]
 
 
-def to_markdown(report: Report) -> str:
+def to_markdown(report: Report, files: bool = True) -> str:
+    """report.md; without `files`, for a terminal: no links to the figures and tables written beside it."""
     lines = [f"# {report.title}", ""]
     for section in report.sections:
         lines += [f"## {section.title}", ""]
         for paragraph in section.paragraphs:
             lines += [paragraph, ""]
-        figures = [f"![{figure.title}](figures/{figure.name}.png)\n" for figure in section.figures]
-        tables = [line for table in section.tables for line in _markdown_table(table)]
+        figures = [f"![{figure.title}](figures/{figure.name}.png)\n" for figure in section.figures if files]
+        tables = [line for table in section.tables for line in _markdown_table(table, files)]
         lines += [*figures, *tables] if section.figures_first else [*tables, *figures]
         for item in section.after:
-            lines += [item, ""] if isinstance(item, str) else _markdown_table(item)
+            lines += [item, ""] if isinstance(item, str) else _markdown_table(item, files)
     return "\n".join(lines)
 
 
@@ -326,4 +327,4 @@ def write_report(report: Report, out_dir: Path) -> list[Path]:
 
 def answer_markdown(report: Report) -> str:
     """The report's answer section alone, as Markdown: what a terminal shows when the files cannot be written."""
-    return to_markdown(Report(report.session_id, [s for s in report.sections if s.title == ANSWER][:1]))
+    return to_markdown(Report(report.session_id, [s for s in report.sections if s.title == ANSWER][:1]), files=False)
