@@ -282,3 +282,18 @@ def test_a_storage_error_crosses_from_a_cluster_worker_whole() -> None:
     again = pickle.loads(pickle.dumps(err))
     assert type(again) is StorageError and str(again) == str(err) == (
         "cannot write /w/result.json: No space left on device (needs 2 KiB, 0 B free on its disk); free space")
+
+
+def test_a_resume_writes_the_chrome_trace_a_full_disk_refused(tmp_path: Path, tiny_onnx: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A full disk met on a model's trace, the write after its last run was kept, leaves every run on disk and no
+    trace; the resume then has no run to do, and writes the trace."""
+    results = tmp_path / "results"
+    assert main(["profile", str(tiny_onnx), "--backend", "local", "--repeats", "2", "--iterations", "5", "--per-op",
+                 "--results-dir", str(results), "--json"]) == 0
+    session = list_sessions(results)[0]
+    (trace,) = (session / "traces").iterdir()
+    written = json.loads(trace.read_text())
+    trace.unlink()
+    assert main(["profile", "--resume", session.name, "--results-dir", str(results), "--json"]) == 0
+    assert json.loads(trace.read_text()) == written and len(whole_lines(session)) == 2
