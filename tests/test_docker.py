@@ -514,7 +514,7 @@ def test_engine_lost_mid_session_keeps_finished_runs(capsys, in_tmp_cwd: Path, e
         container.remove(force=True)
     assert code == 3 and [r["status"] for r in runs] == ["ok"]
     assert err[-1].startswith("harness: error: the Docker engine stopped answering during run"), err
-    assert "1 finished runs kept" in err[-1]
+    assert "1 finished run kept in" in err[-1] and f"--resume {runs[0]['session_id']} --results-dir" in err[-1]
 
 
 def test_exited_container_of_a_harness_that_lost_its_engine_is_removed_at_once(

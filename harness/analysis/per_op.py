@@ -33,6 +33,7 @@ import pandas as pd
 
 from harness.core import metric_registry
 from harness.core.errors import DataError
+from harness.core.storage import writing
 from harness.measure.report_protocol import LATENCIES_KEY
 from harness.store.results import atomic_write_csv, atomic_write_json
 
@@ -356,9 +357,12 @@ def run_dir(session_dir: Path, run_id: str) -> Path:
 
 def unpack(files: dict[str, str], directory: Path) -> None:
     """The runner's packed files (gzip + base64) back as they were written inside the environment."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        (directory / Path(name).name).write_bytes(gzip.decompress(base64.b64decode(data)))
+    with writing(directory):
+        directory.mkdir(parents=True, exist_ok=True)
+    for name, packed in files.items():
+        data, path = gzip.decompress(base64.b64decode(packed)), directory / Path(name).name
+        with writing(path, len(data)):
+            path.write_bytes(data)
 
 
 def steady_figures(run: dict[str, Any]) -> tuple[list[float], list[float]]:

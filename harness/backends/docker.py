@@ -41,6 +41,7 @@ from harness.core.cache import cached
 from harness.core.errors import BackendError
 from harness.core.external_data import data_files
 from harness.core.records import Limits, RunOutcome, RunResult
+from harness.core.storage import writing
 from harness.measure.spec import CPU_PERIOD_US, RunSpec, parse_cpu_list
 from harness.models.resolve import KINDS, ModelInfo
 
@@ -361,7 +362,9 @@ class DockerBackend:
             cache_model_file(path)
         with tempfile.TemporaryDirectory(prefix="harness-docker-") as workdir:
             spec_path = Path(workdir) / "spec.json"
-            spec_path.write_text(json.dumps(spec.runner_input(model=inside_model, script=inside_script).to_dict()))
+            spec_text = json.dumps(spec.runner_input(model=inside_model, script=inside_script).to_dict())
+            with writing(spec_path, len(spec_text)):
+                spec_path.write_text(spec_text)
             spec_path.chmod(0o644)
             mounts.insert(0, Mount(SPEC_PATH, str(spec_path), type="bind", read_only=True))
             outcome_ = self._run_container(spec, mounts, clock)

@@ -23,8 +23,10 @@ from typing import Any
 
 from harness.backends import warm
 from harness.backends.base import RUNNER_KILLED, cache_model_file
-from harness.core.errors import BackendError
+from harness.core import RESULT_NOT_STORED_EXIT
+from harness.core.errors import BackendError, StorageError, free_bytes
 from harness.core.records import Limits, RunnerInput, RunOutcome, RunResult
+from harness.core.storage import writing
 from harness.measure import cgroups
 from harness.measure.launch import inside, runner_command
 from harness.measure.spec import RunSpec, cpu_list, parse_cpu_list
@@ -140,11 +142,13 @@ class LocalBackend:
                 runner_input = spec.runner_input(runner_affinity=runner_affinity,
                                                  workload_cgroup_procs=tuple(workload_only))
                 applied = cgroup_applied(spec, self.swap_capped)
-            workdir = ahead.workdir if ahead else Path(tempfile.mkdtemp(prefix="harness-local-"))
-            spec_path, out_path, err_path = workdir / "spec.json", workdir / "result.json", workdir / "runner.err"
             spec_text = json.dumps(runner_input.to_dict())
+            with writing(Path(tempfile.gettempdir()), len(spec_text)):  # the folder of the runner's files
+                workdir = ahead.workdir if ahead else Path(tempfile.mkdtemp(prefix="harness-local-"))
+            spec_path, out_path, err_path = workdir / "spec.json", workdir / "result.json", workdir / "runner.err"
             if ahead is None:
-                spec_path.write_text(spec_text)
+                with writing(spec_path, len(spec_text)):
+                    spec_path.write_text(spec_text)
             for path in spec.model_files:  # none for a script profiled as a whole
                 cache_model_file(path)
             self._removed()  # whatever the runs before left in their cgroups is dead before this script starts
@@ -250,6 +254,9 @@ class LocalBackend:
                 process.stdout.close()
         if out_path.exists():
             return RunResult.from_dict(json.loads(out_path.read_text()))
+        if process.returncode == RESULT_NOT_STORED_EXIT:
+            raise StorageError(out_path, "the disk refused the run's result (full or failing)", None,
+                               free_bytes(out_path))
         elapsed = time.monotonic() - started
         detail = err_path.read_text(errors="replace")
         if run_cgroup is not None and run_cgroup.oom_kills() > 0:

@@ -23,6 +23,7 @@ from harness.analysis.run_values import resolve_results_dir
 from harness.commands import COMMANDS
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.core.errors import ConfigError
+from harness.core.storage import write_bytes_atomically
 
 TABLE_HEADINGS = {"node_index": "#", "node": "node", "onnx_node": "ONNX node", "op_type": "op type",
                   "input_shapes": "inputs", "output_shapes": "outputs", "macs": "MMACs", "param_bytes": "param KiB",
@@ -99,19 +100,27 @@ def selected(per_op: PerOp, by: str, top: int | None) -> pd.DataFrame:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The tables (or JSON) first, then the timeline file: a disk that refuses it still leaves the answer printed."""
     results_dir = resolve_results_dir(args.results_dir)
     session_dir, runs = profiled_runs(results_dir, args.model, args.session)
     tables = tables_by_cpus(session_dir, runs, args.cpus)
     device = device_comparisons(results_dir, args.device, runs[0]["model_name"], tables) if args.device else {}
-    if args.timeline:
-        from harness.report.ops import timeline_png
-
-        args.timeline.write_bytes(timeline_png(session_dir, runs[0]))
     if args.json:
         print_json({"model": args.model, "session": session_dir.name,
                     "tables": [{"cpus": cpus, **per_op.to_json(), **({"device": device[cpus]} if device else {})}
                                for cpus, per_op in tables.items()]})
-        return 0
+    else:
+        print_tables(args, session_dir, runs, tables, device)
+    if args.timeline:
+        from harness.report.ops import timeline_png
+
+        write_bytes_atomically(args.timeline, timeline_png(session_dir, runs[0]))
+    return 0
+
+
+def print_tables(args: argparse.Namespace, session_dir: Path, runs: list[dict[str, Any]], tables: dict[float, PerOp],
+                 device: dict[float, dict[str, Any]]) -> None:
+    """Each CPUS value's table (and the device's beside it), then what the extra cores sped up."""
     for cpus, per_op in tables.items():
         n_runs = sum(1 for r in runs if float(r["cpus"]) == cpus)
         title = (f"{args.model} · cpus={cpus:g} · {per_op.framework} · {per_op.iterations} profiled inferences "
@@ -134,4 +143,3 @@ def run(args: argparse.Namespace) -> int:
         for cpus, per_op in rest:  # what the extra cores sped up, op type by op type
             stdout.print(deltas_table(op_deltas(first, per_op), f"cpus={low:g}", f"cpus={cpus:g}",
                                       f"{args.model} · cpus={cpus:g} against cpus={low:g}"))
-    return 0

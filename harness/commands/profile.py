@@ -213,7 +213,7 @@ def finish(session: Session, args: argparse.Namespace) -> int:
     not_run = getattr(session, "not_run", {})
     if not_run:
         err_console.print(f"[yellow]warning[/]: {len(not_run)} runs not run ({next(iter(not_run.values()))}); "
-                          f"finish them with `harness profile --resume {session.plan.session_id}`")
+                          f"finish them with `{session.resume_command()}`")
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
     else:

@@ -8,7 +8,8 @@ from pathlib import Path
 from harness.analysis.run_values import ALL_SESSIONS, resolve_results_dir
 from harness.commands import COMMANDS
 from harness.commands._analysis import add_results_options, env_default, stdout
-from harness.report.document import REPORT_DIR, build_report, write_report
+from harness.core.errors import StorageError
+from harness.report.document import REPORT_DIR, answer_markdown, build_report, write_report
 from harness.store.results import ensure_writable_dir, list_sessions, resolve_session
 
 
@@ -36,7 +37,12 @@ def run(args: argparse.Namespace) -> int:
     for session_dir in sessions:
         out = args.out / session_dir.name if args.out and len(sessions) > 1 else args.out or session_dir / REPORT_DIR
         ensure_writable_dir(out, "report directory" + (" (--out)" if args.out else ""))
-        written = write_report(build_report(results_dir, session_dir, devices, args.group_by), out)
+        report = build_report(results_dir, session_dir, devices, args.group_by)
+        try:
+            written = write_report(report, out)
+        except StorageError:  # the answer still reaches the user, then the one line of what was not written
+            stdout.print(answer_markdown(report), markup=False, highlight=False, soft_wrap=True)
+            raise
         stdout.print(f"report of session {session_dir.name}: {out / 'report.html'} ({len(written)} files)",
                      highlight=False)
     return 0

@@ -16,6 +16,7 @@ from rich.table import Table
 from harness import zoo
 from harness.commands import COMMANDS
 from harness.commands._analysis import stdout as _console
+from harness.zoo.cache import write_model_atomically
 
 _GRAMMAR_NOTE = (
     "A name is <family>[_<values>]; append _int8_dynamic or _int8_static for an onnxruntime int8 variant "
@@ -76,8 +77,8 @@ def run_export(args: argparse.Namespace) -> int:
     for name in args.names:
         path = zoo.export(name, args.format)
         if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            path = Path(shutil.copyfile(path, args.out / f"{zoo.parse(name).name}{path.suffix}"))
+            path = write_model_atomically(args.out / f"{zoo.parse(name).name}{path.suffix}",
+                                          lambda tmp, source=path: shutil.copyfile(source, tmp))
         facts = onnx_facts(path) if args.format == "onnx" else {}
         rows.append({"name": zoo.parse(name).name, "path": str(path), **facts})
     if args.json:

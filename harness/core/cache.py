@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from harness.core.errors import StorageError
+from harness.core.storage import write_atomically
 
 
 def cache_dir(kind: str) -> Path:
@@ -31,13 +33,6 @@ def cached(kind: str, key: str, compute: Callable[[], dict[str, Any]]) -> dict[s
         return json.loads(entry.read_text())
     value = compute()
     if value:
-        with contextlib.suppress(OSError):
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=f".{entry.stem}.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w") as handle:
-                    json.dump(value, handle)
-                os.replace(tmp, entry)  # whole or absent: parallel sessions may write the same entry
-            finally:
-                Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(OSError, StorageError):  # whole or absent: parallel sessions may write the same entry
+            write_atomically(entry, lambda tmp: tmp.write_text(json.dumps(value)))
     return value

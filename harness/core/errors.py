@@ -1,5 +1,10 @@
 """Typed errors: library code raises these; only the CLI prints them (one line) and picks exit codes."""
 
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
 
 class HarnessError(Exception):
     """An error the user can fix; its message is one line naming the thing and the fix."""
@@ -23,6 +28,56 @@ class BackendError(HarnessError):
 
 class DataError(HarnessError):
     """Bad input data: device CSVs, result files of an unknown schema, too few points to fit."""
+
+
+class StorageError(HarnessError):
+    """A write the disk refused (full, over quota, or an I/O error). Its line names the file, the bytes the write
+    needed when known and the space left on that disk, so the user knows how much to free; `fix` is what to do then
+    (a session puts its `--resume` command there)."""
+
+    exit_code = 4
+
+    def __init__(self, path: Path, reason: str, needed: int | None, free: int | None,
+                 fix: str = "free space there and run again") -> None:
+        self.path, self.reason, self.needed, self.free, self.fix = Path(path), reason, needed, free, fix
+        sizes = [f"needs {byte_size(needed)}"] if needed is not None else []
+        sizes += [f"{byte_size(free)} free on its disk"] if free is not None else []
+        detail = f" ({', '.join(sizes)})" if sizes else ""
+        super().__init__(f"cannot write {path}: {reason}{detail}; {fix}")
+
+    @classmethod
+    def from_os_error(cls, err: OSError, path: Path, needed: int | None = None) -> StorageError:
+        return cls(path, err.strerror or type(err).__name__, needed, free_bytes(path))
+
+    def __reduce__(self) -> tuple[type[StorageError], tuple[Path, str, int | None, int | None, str]]:
+        """Pickled by its fields (a cluster worker hands it back to the driver)."""
+        return StorageError, (self.path, self.reason, self.needed, self.free, self.fix)
+
+    def with_fix(self, fix: str) -> StorageError:
+        """The same fault with another remedy (the caller knows better what to run once space is freed)."""
+        return StorageError(self.path, self.reason, self.needed, self.free, fix)
+
+
+def free_bytes(path: Path) -> int | None:
+    """Free bytes on the disk that holds `path`, asked of its nearest existing folder (the file itself, or even its
+    folder, may not exist yet); None when not even that can be read."""
+    folder = Path(path).absolute()
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def byte_size(count: int) -> str:
+    """A byte count as people read disk space: B, KiB, MiB or GiB, three significant figures."""
+    value, unit = float(count), "B"
+    for bigger in ("KiB", "MiB", "GiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    return f"{count} B" if unit == "B" else f"{value:.3g} {unit}"
 
 
 def is_user_interrupt(err: BaseException) -> bool:

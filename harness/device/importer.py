@@ -3,8 +3,9 @@
 Layout: RESULTS_DIR/devices/<device>/measurements.csv (one row per model and thread count: each metric the median
 of its repeats, `n` their count), repeats.csv (every row as read, with its source), per_op.json (per-operator
 profiles, when a log had one) and import.json (what was read and done). One import is every file of the device:
-it replaces what the device held, and files are written only when their content changes, so importing the
-same files again rewrites nothing.
+it replaces what the device held, as a whole (a new folder written beside the old one takes its place, so an import
+the disk cuts short leaves the device's earlier data), and only when some content changes, so importing the same
+files again rewrites nothing.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from typing import Any
 import pandas as pd
 
 from harness.core.errors import ConfigError, DataError
+from harness.core.storage import write_dir_atomically
 from harness.device.data import IMPORT_FILE, MEASUREMENTS_FILE, DeviceData, device_dir
 from harness.device.device_csv import FILE, LINE, read_device_csv
 from harness.device.log_formats import BY_NAME, CSV, detect, known_formats
 from harness.device.op_profiles import PER_OP_FILE, combine_op_profiles, op_profiles_text
 from harness.device.readings import Reading
 from harness.device.repeats import combine_repeats, source_label
-from harness.store.results import SCHEMA_VERSION, atomic_write_text
+from harness.store.results import SCHEMA_VERSION
 
 REPEATS_FILE = "repeats.csv"
 
@@ -144,20 +146,17 @@ def _repeats_text(frame: pd.DataFrame, metrics: list[str]) -> str:
     return rows[columns].to_csv(index=False, lineterminator="\n")
 
 
-def _write_if_changed(files: dict[Path, str | None]) -> str:
-    """Write each file whose text differs (None: remove it); `created`, `updated` or `unchanged`."""
-    existed = any(path.exists() for path in files)
-    changed = False
-    for path, text in files.items():
-        current = path.read_text(encoding="utf-8") if path.exists() else None
-        if current == text:
-            continue
-        changed = True
-        if text is None:
-            path.unlink()
-        else:
-            atomic_write_text(path, text)
-    return "unchanged" if not changed else ("updated" if existed else "created")
+def _store(target: Path, files: dict[str, str | None]) -> str:
+    """The device folder holding exactly `files` (None: absent); `created`, `updated` or `unchanged`. Nothing is
+    written when no content changes; otherwise the whole folder is replaced at once, so an import the disk cuts
+    short leaves the device's earlier data (or no folder), never a mix."""
+    current = {name: (target / name).read_text(encoding="utf-8") if (target / name).exists() else None
+               for name in files}
+    if current == files:
+        return "unchanged"
+    existed = any(text is not None for text in current.values())
+    write_dir_atomically(target, {name: text.encode("utf-8") for name, text in files.items() if text is not None})
+    return "updated" if existed else "created"
 
 
 def read_device(files: list[DeviceFile], device: str) -> DeviceData:
@@ -178,11 +177,11 @@ def import_device(files: list[DeviceFile], device: str, results_dir: Path, harne
     profiles = combine_op_profiles(readings)
     record = {"schema_version": SCHEMA_VERSION, "device": device, **info,
               "repeats": [row for row in provenance if row["n"] > 1]}
-    status = _write_if_changed({
-        target / MEASUREMENTS_FILE: table.to_csv(index=False, lineterminator="\n"),
-        target / REPEATS_FILE: _repeats_text(frame, info["metrics"]),
-        target / PER_OP_FILE: op_profiles_text(profiles) if profiles else None,
-        target / IMPORT_FILE: json.dumps(record, indent=2) + "\n",
+    status = _store(target, {
+        MEASUREMENTS_FILE: table.to_csv(index=False, lineterminator="\n"),
+        REPEATS_FILE: _repeats_text(frame, info["metrics"]),
+        PER_OP_FILE: op_profiles_text(profiles) if profiles else None,
+        IMPORT_FILE: json.dumps(record, indent=2) + "\n",
     })
     matched = DeviceData(device, table, record).match(harness_models)
     return ImportResult(device, target, status, table, info["metrics"], info["tags"], info["sources"],

@@ -27,7 +27,7 @@ from _signal import signal as set_signal_handler
 from array import array
 from types import SimpleNamespace
 
-from harness.core import STDERR_TAIL_CHARS
+from harness.core import RESULT_NOT_STORED_EXIT, STDERR_TAIL_CHARS, STORAGE_ERRNOS
 from harness.core.errors import HarnessError
 from harness.core.external_data import confine
 from harness.measure import lean_stdlib
@@ -64,14 +64,9 @@ def child_env(spec: RunnerInput, metrics_path: str, latencies_path: str,
     threads = str(spec.threads)
     env.update({name: threads for name in THREAD_ENV_VARS})
     env.update({
-        METRICS_ENV: metrics_path,
-        LATENCIES_ENV_VAR: latencies_path,
-        "HARNESS_MODEL": spec.model,
-        "HARNESS_THREADS": threads,
-        "HARNESS_CPUS": str(spec.cpus),
-        "HARNESS_CPU_MODE": spec.cpu_mode,
-        "HARNESS_ITERATIONS": str(spec.iterations),
-        "HARNESS_WARMUP": str(spec.warmup),
+        METRICS_ENV: metrics_path, LATENCIES_ENV_VAR: latencies_path, "HARNESS_MODEL": spec.model,
+        "HARNESS_THREADS": threads, "HARNESS_CPUS": str(spec.cpus), "HARNESS_CPU_MODE": spec.cpu_mode,
+        "HARNESS_ITERATIONS": str(spec.iterations), "HARNESS_WARMUP": str(spec.warmup),
         "HARNESS_BATCH_SIZE": str(spec.batch_size),
     })
     if spec.cpu_mode == "quota":
@@ -453,8 +448,15 @@ def main(argv: list[str] | None = None) -> int:
                          "result_ready": time.monotonic()}
     text = lean_stdlib.dumps(result)
     if out:
-        _write(out + ".tmp", text)
-        os.replace(out + ".tmp", out)
+        try:
+            _write(out + ".tmp", text)
+            os.replace(out + ".tmp", out)
+        except OSError as err:  # a full disk: the backend says so, rather than keep an `error` run
+            with suppress(OSError):
+                os.unlink(out + ".tmp")
+            if err.errno in STORAGE_ERRNOS:
+                return RESULT_NOT_STORED_EXIT
+            raise
     else:
         sys.stdout.write(text + "\n")
     return 0

@@ -16,7 +16,8 @@ from harness.analysis.stats import UNSTABLE_RULE, summarize_runs
 from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label, predict_models
 from harness.calibration.few_shot import curve_table, learning_curve
 from harness.core import metric_registry
-from harness.core.errors import DataError
+from harness.core.errors import DataError, StorageError
+from harness.core.storage import write_bytes_atomically
 from harness.device.data import list_devices, load_device
 from harness.report.answer import answer_parts
 from harness.report.figures import (
@@ -30,9 +31,10 @@ from harness.report.figures import (
 from harness.report.format import display_frame, mib, with_interval
 from harness.report.ops import ops_sections
 from harness.report.sections import Report, ReportFigure, ReportTable, Section, slug
-from harness.store.results import atomic_write_text, load_runs, load_session_info
+from harness.store.results import load_runs, load_session_info
 
 REPORT_DIR = "report"
+ANSWER = "Answer"
 BYTE_SETTINGS = ("MEMORY", "SWAP")
 """Profile settings stored in bytes; shown in MiB/GiB."""
 
@@ -95,9 +97,9 @@ def answer_section(results_dir: Path, runs: list[dict[str, Any]], info: dict[str
     try:
         parts = answer_parts(results_dir, runs, info, devices)
     except DataError as err:
-        return Section("Answer", [f"No answer yet: {err}"])
+        return Section(ANSWER, [f"No answer yet: {err}"])
     cpus = parts["cpus"]
-    section = Section("Answer", [parts["sentence"]], figures_first=True)
+    section = Section(ANSWER, [parts["sentence"]], figures_first=True)
     word = metric_registry.get(parts["metric"]).label
     section.figures.append(ReportFigure(f"pareto_cpus{cpus:g}", f"Pareto chart: {word} against peak memory; "
                                         "non-dominated models in green and named", parts["chart"]))
@@ -222,26 +224,27 @@ def build_report(
     return Report(session_dir.name, sections)
 
 
-def _markdown_table(table: ReportTable) -> list[str]:
+def _markdown_table(table: ReportTable, files: bool = True) -> list[str]:
     body = [table.shown.to_markdown(index=False, disable_numparse=True), "",
-            f"(full precision: tables/{table.name}.csv, .json)"]
+            *([f"(full precision: tables/{table.name}.csv, .json)"] if files else [])]
     if table.folded:  # GitHub and most viewers render <details> in Markdown too
         return [f"<details><summary>{table.title} ({len(table.shown.columns)} columns)</summary>", "", *body, "",
                 "</details>", ""]
     return [f"### {table.title}", "", *body, ""]
 
 
-def to_markdown(report: Report) -> str:
+def to_markdown(report: Report, files: bool = True) -> str:
+    """report.md; without `files`, for a terminal: no links to the figures and tables written beside it."""
     lines = [f"# {report.title}", ""]
     for section in report.sections:
         lines += [f"## {section.title}", ""]
         for paragraph in section.paragraphs:
             lines += [paragraph, ""]
-        figures = [f"![{figure.title}](figures/{figure.name}.png)\n" for figure in section.figures]
-        tables = [line for table in section.tables for line in _markdown_table(table)]
+        figures = [f"![{figure.title}](figures/{figure.name}.png)\n" for figure in section.figures if files]
+        tables = [line for table in section.tables for line in _markdown_table(table, files)]
         lines += [*figures, *tables] if section.figures_first else [*tables, *figures]
         for item in section.after:
-            lines += [item, ""] if isinstance(item, str) else _markdown_table(item)
+            lines += [item, ""] if isinstance(item, str) else _markdown_table(item, files)
     return "\n".join(lines)
 
 
@@ -290,22 +293,38 @@ def to_html(report: Report) -> str:
     return "\n".join(parts)
 
 
-def write_report(report: Report, out_dir: Path) -> list[Path]:
-    """Write every output (text files atomically) and return their paths."""
-    written = []
+def report_files(report: Report) -> list[tuple[Path, bytes]]:
+    """Every output as (path under the report folder, content): tables and figures first, report.md and report.html
+    last, so the documents that link them are never newer than what they link."""
+    files: list[tuple[Path, bytes]] = []
     for section in report.sections:
         for table in section.tables + [item for item in section.after if isinstance(item, ReportTable)]:
             as_json = table.frame.to_json(orient="records", indent=2, force_ascii=False, double_precision=15)
             for suffix, text in ((".csv", table.frame.to_csv(index=False, lineterminator="\n")), (".json", as_json)):
-                path = out_dir / "tables" / f"{table.name}{suffix}"
-                atomic_write_text(path, text)
-                written.append(path)
-        for figure in section.figures:
-            path = out_dir / "figures" / f"{figure.name}.png"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(figure.png)
-            written.append(path)
-    for name, text in (("report.md", to_markdown(report)), ("report.html", to_html(report))):
-        atomic_write_text(out_dir / name, text)
-        written.append(out_dir / name)
+                files.append((Path("tables") / f"{table.name}{suffix}", text.encode("utf-8")))
+        files += [(Path("figures") / f"{figure.name}.png", figure.png) for figure in section.figures]
+    return files + [(Path(name), text.encode("utf-8"))
+                    for name, text in (("report.md", to_markdown(report)), ("report.html", to_html(report)))]
+
+
+def write_report(report: Report, out_dir: Path) -> list[Path]:
+    """Write every output atomically and return their paths. A full disk stops at the first file it refuses: one
+    StorageError naming it and every file not written."""
+    files = report_files(report)
+    written = []
+    for index, (name, data) in enumerate(files):
+        try:
+            written.append(write_bytes_atomically(out_dir / name, data))
+        except StorageError as err:
+            missing = [path for path, _ in files[index:]]
+            named = [str(path) for path in missing if path.parent == Path(".")]  # report.md, report.html
+            parts = [*named, *([f"{len(missing) - len(named)} tables and figures"] if len(missing) > len(named)
+                               else [])]
+            raise err.with_fix(f"{len(missing)} of {len(files)} report files not written in {out_dir} "
+                               f"({', '.join(parts)}); free space there and run `harness report` again") from None
     return written
+
+
+def answer_markdown(report: Report) -> str:
+    """The report's answer section alone, as Markdown: what a terminal shows when the files cannot be written."""
+    return to_markdown(Report(report.session_id, [s for s in report.sections if s.title == ANSWER][:1]), files=False)

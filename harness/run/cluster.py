@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shlex
 import shutil
 import tempfile
 import threading
@@ -31,7 +32,7 @@ from typing import Any
 
 from harness.analysis.stats import summarize_runs, summary_rows
 from harness.core.config import DeviceProfile
-from harness.core.errors import BackendError, ConfigError
+from harness.core.errors import BackendError, ConfigError, StorageError
 from harness.measure.spec import CpuLimits, RunSpec
 from harness.run.parallel import Overlap, confine_runners, no_runners_ahead
 from harness.run.session import OnRun, Plan, Session
@@ -252,6 +253,9 @@ class ClusterSession(Session):
     def _session_info(self, state: str) -> dict[str, Any]:
         return {**super()._session_info(state), "not_run": self.not_run}
 
+    def resume_command(self) -> str:
+        return f"{super().resume_command()} --cluster {shlex.quote(self.backend.address)}"
+
     def write_summary(self) -> dict[str, Any]:
         """As a local session's; with --allow-mixed-hosts and more than one CPU model, grouped by CPU model."""
         if not self.mixed:
@@ -303,8 +307,7 @@ class ClusterSession(Session):
             raise
         finally:
             self.backend.close()
-        self.store.write_session(self._session_info("incomplete" if self.not_run else "complete"))
-        return self.write_summary()
+        return self._complete("incomplete" if self.not_run else "complete")
 
     def _collect(self, future: Any, spec: RunSpec, on_done: OnRun | None) -> None:
         """Store a finished run; a run whose workers kept dying is marked not run."""
@@ -315,7 +318,7 @@ class ClusterSession(Session):
         except KilledWorker as err:
             self._mark_not_run([spec], f"its workers died while running it ({_first_line(err)})")
             return
-        except ConfigError:
+        except (ConfigError, StorageError):  # a worker's full disk: the line names its file and the space left
             raise
         except Exception as err:
             raise BackendError(f"run {spec.run_id} failed on the cluster: {_first_line(err)}") from None

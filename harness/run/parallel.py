@@ -70,6 +70,9 @@ class ParallelSession(Session):
     def _session_info(self, state: str) -> dict[str, Any]:
         return {**super()._session_info(state), "parallel_slots": [list(slot) for slot in self.slots.slots]}
 
+    def resume_command(self) -> str:
+        return f"{super().resume_command()} --parallel {self.slots.count}"
+
     def run(self, on_start: Callable[[RunSpec], None] | None = None, on_done: OnRun | None = None) -> dict[str, Any]:
         done = {run["run_id"] for run in self.runs}
         todo = deque(spec for spec in self.plan.specs if spec.run_id not in done)

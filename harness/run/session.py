@@ -11,6 +11,8 @@ import contextlib
 import math
 import os
 import random
+import shlex
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -22,7 +24,7 @@ from harness.analysis.stats import group_key, ordered_entries, summarize_group, 
 from harness.backends import Backend
 from harness.core.conditions import run_conditions
 from harness.core.config import DeviceProfile, host_cpu_count
-from harness.core.errors import BackendError, DataError
+from harness.core.errors import BackendError, DataError, StorageError
 from harness.core.records import RunOutcome, RunRecord
 from harness.measure.provenance import collect_metadata
 from harness.measure.spec import RunSpec, plan_cpu_limits
@@ -169,13 +171,18 @@ class Session:
         ).to_dict()
 
     def _keep_per_op(self, result: dict[str, Any]) -> None:
-        """The per-op phase's raw files and table go under runs/<run_id>/; the record keeps their summary."""
-        from harness.analysis.per_op import keep_run_profile, model_facts_for
+        """The per-op phase's raw files and table go under runs/<run_id>/; the record keeps their summary. A full disk
+        removes what of them was written: the run is not kept, and its resume runs it again."""
+        from harness.analysis.per_op import keep_run_profile, model_facts_for, run_dir
 
         name = result["model_name"]
         if name not in self._graph_facts:
             self._graph_facts[name] = model_facts_for(result["model_path"])
-        keep_run_profile(self.store.path, result, self._graph_facts[name])
+        try:
+            keep_run_profile(self.store.path, result, self._graph_facts[name])
+        except StorageError:
+            shutil.rmtree(run_dir(self.store.path, result["run_id"]), ignore_errors=True)
+            raise
 
     def _add(self, result: dict[str, Any]) -> None:
         run = {"schema_version": SCHEMA_VERSION, **result}
@@ -214,10 +221,25 @@ class Session:
             self.backend.close()
         return self._complete()
 
-    def _complete(self) -> dict[str, Any]:
-        """Every run kept: the session is marked complete and its final summary written."""
-        self.store.write_session(self._session_info("complete"))
+    def _complete(self, state: str = "complete") -> dict[str, Any]:
+        """Every run kept: the Chrome traces a full disk kept from being written, then the session marked `state` and
+        its final summary."""
+        self._write_missing_traces()
+        self.store.write_session(self._session_info(state))
         return self.write_summary()
+
+    def _write_missing_traces(self) -> None:
+        """The trace of each model and CPUS value profiled per op whose runs are all kept but whose trace is not on
+        disk: the session that ran its last run stopped before writing it (a full disk), and its resume runs none."""
+        keys = {(spec.model_name, spec.cpu.cpus) for spec in self.plan.specs if spec.per_op}
+        if not keys:
+            return
+        from harness.report.chrome_trace import trace_path, write_session_trace
+
+        for model_name, cpus in sorted(keys):
+            if (self._done[(model_name, cpus)] >= self._planned[(model_name, cpus)]
+                    and not trace_path(self.store.path, model_name, cpus).exists()):
+                write_session_trace(self.store.path, self.runs, model_name, cpus)
 
     def _keep(self, spec: RunSpec, record: dict[str, Any], on_done: OnRun | None) -> None:
         """A finished run reaches disk (per-op files first), then the summary, the model's Chrome trace once its last
@@ -241,16 +263,24 @@ class Session:
         if on_done:
             on_done(spec, record)
 
+    def resume_command(self) -> str:
+        """The command that runs what this session has not (its results folder as this session was given it)."""
+        results_dir = shlex.quote(str(self.store.path.parent))
+        return f"harness profile --resume {self.plan.session_id} --results-dir {results_dir}"
+
     def _interrupted(self, err: BaseException) -> None:
-        """Mark the session interrupted, with the summary of every run kept; a backend fault becomes one line saying
-        what is kept and how to go on."""
-        self.store.write_session(self._session_info("interrupted"))
-        with contextlib.suppress(OSError):  # a summary that cannot be written must not hide why the session stopped
+        """Mark the session interrupted, with the summary of every run kept; a backend fault or a full disk becomes one
+        line saying what is kept and how to go on. Neither write may hide why the session stopped: on a full disk the
+        summary may not fit (runs.jsonl holds every run it would show), and session.json has space held for it."""
+        with contextlib.suppress(OSError, StorageError):
+            self.store.write_session(self._session_info("interrupted"))
+        with contextlib.suppress(OSError, StorageError):
             self.write_summary()
+        kept = f"{len(self.runs)} finished run{'' if len(self.runs) == 1 else 's'} kept in {self.store.path}"
+        if isinstance(err, StorageError):
+            raise err.with_fix(f"{kept}; once space is freed, continue with `{self.resume_command()}`") from None
         if isinstance(err, BackendError):
-            kept = len(self.runs)
-            raise BackendError(f"{err} ({kept} finished runs kept in {self.store.path}; continue with "
-                               f"`harness profile --resume {self.plan.session_id}`)") from None
+            raise BackendError(f"{err} ({kept}; continue with `{self.resume_command()}`)") from None
 
 
 def load_plan(session_dir: Path) -> tuple[dict[str, Any], list[RunSpec]]:

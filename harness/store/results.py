@@ -3,6 +3,8 @@
 Layout: RESULTS_DIR/<session_id>/
   runs.jsonl     one RunResult per line, appended, flushed and fsynced the moment a run ends
   session.json   the plan: profile, models, seed, provenance (written atomically before the first run)
+  .session.reserve   while the session runs: space held for its next session.json, released to write it, so a disk
+                 that fills mid-session can still mark the session interrupted
   summary.json / summary.csv   per-model statistics, rewritten atomically after a run at most once a second
                  and at the session's end, but not fsynced: they are derived from runs.jsonl, which is, so a
                  power cut can cost a summary, never a run
@@ -16,7 +18,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import secrets
 import tempfile
 import time
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ConfigError, DataError
+from harness.core.storage import append_bytes, hold_space, write_bytes_atomically
 from harness.store.migrations import RUN_MIGRATIONS, SESSION_MIGRATIONS, Migration
 
 SCHEMA_VERSION = 2
@@ -32,6 +34,9 @@ RUNS_FILE = "runs.jsonl"
 SESSION_FILE = "session.json"
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
+RESERVE_FILE = ".session.reserve"
+RESERVE_MARGIN = 64 * 1024
+"""Bytes held beyond session.json's size: its next state and a summary of about that size fit in them."""
 ALL_SESSIONS = "all"  # the session name that pools every session of a results directory
 
 
@@ -44,19 +49,8 @@ def new_session_id() -> str:
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     """Write via a temp file in the same directory + rename: readers never see half a file. `durable` fsyncs it
     first, so it also survives a power cut (a few milliseconds that derived files, rewritten after every run,
-    skip)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    skip). A full disk is a StorageError naming `path`, with no temp file left."""
+    write_bytes_atomically(path, text.encode("utf-8"), durable)
 
 
 def atomic_write_json(path: Path, obj: Any, durable: bool = True) -> None:
@@ -121,14 +115,18 @@ class SessionStore:
         return self.path / RUNS_FILE
 
     def append_run(self, result: dict[str, Any]) -> None:
+        """One line, fsynced; on a full disk a StorageError, with runs.jsonl cut back to its last whole line."""
         line = json.dumps({"schema_version": SCHEMA_VERSION, **result}, default=str)
-        with open(self.runs_path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_bytes(self.runs_path, (line + "\n").encode("utf-8"))
 
     def write_session(self, info: dict[str, Any]) -> None:
+        """session.json, written with the space held for it; while the state is `running` the space for the next
+        one is held again (RESERVE_FILE), so a full disk cannot keep the session from being marked interrupted."""
+        reserve = self.path / RESERVE_FILE
+        reserve.unlink(missing_ok=True)
         atomic_write_json(self.path / SESSION_FILE, {"schema_version": SCHEMA_VERSION, **info})
+        if info.get("state") == "running":
+            hold_space(reserve, (self.path / SESSION_FILE).stat().st_size + RESERVE_MARGIN)
 
     def write_summary(self, summary: dict[str, Any], rows: list[dict[str, Any]]) -> None:
         """Derived from runs.jsonl, so not fsynced (see the module docstring)."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from harness.core.storage import write_atomically
 
 
 def cache_dir() -> Path:
@@ -29,16 +30,8 @@ def keyed_path(name: str, suffix: str, recipe: dict[str, Any]) -> Path:
     return cache_dir() / f"{name}-{key}{suffix}"
 
 
-def write_atomically(path: Path, writer: Callable[[Path], None]) -> Path:
-    """`writer` fills a temp file beside `path`, which then replaces it: a reader never sees half a model,
-    and two processes building the same model at once both end with a whole file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        writer(Path(tmp))
-        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; a container's user must read the model too
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return path
+def write_model_atomically(path: Path, writer: Callable[[Path], None]) -> Path:
+    """`writer` fills a temp file beside `path` (same suffix), which then replaces it: a reader never sees half a
+    model, two processes building the same model at once both end with a whole file, and a full disk is one
+    StorageError with no temp file left. Readable by all: a container's user must read the model too."""
+    return write_atomically(path, writer, mode=0o644)

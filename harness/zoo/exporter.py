@@ -16,7 +16,7 @@ import torch
 import torchvision
 
 from harness.zoo.build import SEED, build
-from harness.zoo.cache import keyed_path, write_atomically
+from harness.zoo.cache import keyed_path, write_model_atomically
 from harness.zoo.registry import ZooSpec
 
 OPSET = 18
@@ -70,5 +70,6 @@ def export_float(spec: ZooSpec, fmt: str) -> Path:
     """The cached export of a float zoo model, built on first use."""
     path = cached_path(spec, fmt)
     if not path.exists():
-        write_atomically(path, lambda tmp: (_export_onnx if fmt == "onnx" else _export_torchscript)(spec, tmp))
+        export = _export_onnx if fmt == "onnx" else _export_torchscript
+        write_model_atomically(path, lambda tmp: export(spec, tmp))
     return path

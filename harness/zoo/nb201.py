@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.zoo.cache import keyed_path, write_atomically
+from harness.zoo.cache import keyed_path, write_model_atomically
 from harness.zoo.nb201_cells import EDGES, cell_ops, cell_string
 from harness.zoo.registry import ZooSpec
 
@@ -140,5 +140,5 @@ def export_onnx(spec: ZooSpec) -> Path:
     path = keyed_path(spec.name, ".onnx", recipe)
     if not path.exists():
         model = build(cell_ops(int(spec.params["index"])), spec.name)
-        write_atomically(path, lambda tmp: onnx.save(model, str(tmp)))
+        write_model_atomically(path, lambda tmp: onnx.save(model, str(tmp)))
     return path

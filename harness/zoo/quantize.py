@@ -26,8 +26,8 @@ from onnxruntime.quantization import (
 )
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
-from harness.core.errors import ConfigError, ModelError
-from harness.zoo.cache import write_atomically
+from harness.core.errors import ConfigError, ModelError, StorageError
+from harness.zoo.cache import write_model_atomically
 
 MODES = ("dynamic", "static")
 CALIBRATION_SAMPLES = 8
@@ -99,8 +99,8 @@ def quantize(path: str | Path, mode: str, out: Path | None = None) -> Path:
         raise ModelError(f"model file {source} does not exist; give the path of an .onnx file or a zoo name")
     target = Path(out) if out else default_output(source, mode)
     try:
-        write_atomically(target, lambda tmp: _quantize_into(source, mode, tmp))
-    except ModelError:
+        write_model_atomically(target, lambda tmp: _quantize_into(source, mode, tmp))
+    except (ModelError, StorageError):
         raise
     except Exception as err:  # ORT raises many types for graphs it cannot quantize
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
