@@ -9,6 +9,7 @@ same files again rewrites nothing.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -27,6 +28,10 @@ from harness.device.repeats import combine_repeats, source_label
 from harness.store.results import SCHEMA_VERSION, atomic_write_text
 
 REPEATS_FILE = "repeats.csv"
+BYTE_ORDER_MARKS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
+                    (codecs.BOM_UTF16_BE, "utf-16"))
+"""Text saved as UTF-16 or UTF-32 starts with its byte-order mark (Windows PowerShell's `>` writes UTF-16); UTF-32's
+are tried first, since UTF-32-LE's starts with UTF-16-LE's."""
 
 
 @dataclass(frozen=True)
@@ -74,12 +79,21 @@ class ImportResult:
 
 
 def _text(path: Path) -> str:
+    """The file's text: UTF-8 (a BOM allowed), or UTF-16 or UTF-32 that start with their byte-order mark. Bytes
+    that do not decode are one error naming the line they are on."""
     try:
-        return path.read_text(encoding="utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError as err:
         raise DataError(f"device file {path} not found; check the path") from err
-    except (UnicodeDecodeError, IsADirectoryError) as err:
-        raise DataError(f"device file {path} is not a UTF-8 text file; give a CSV or a tool's text output") from err
+    except IsADirectoryError as err:
+        raise DataError(f"device file {path} is a directory; give a CSV or a tool's text output") from err
+    encoding = next((name for mark, name in BYTE_ORDER_MARKS if data.startswith(mark)), "utf-8-sig")
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as err:
+        line = data[:err.start].decode(encoding, errors="replace").count("\n") + 1
+        raise DataError(f"{path}:{line}: not {encoding.removesuffix('-sig').upper()} text (byte {err.start}); give a "
+                        "CSV or a tool's text output, saved as UTF-8") from None
 
 
 def _reading(file: DeviceFile, text: str, fmt: str, default_model: str | None) -> Reading:
@@ -109,8 +123,9 @@ def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_m
                               "count as another repeat)")
         found = fmt or detect(text) or (CSV if file.path.suffix.lower() == ".csv" else None)
         if found is None:
+            nul = "; it holds NUL bytes: UTF-16 without a byte-order mark? Save it as UTF-8" if "\0" in text else ""
             raise DataError(f"{file.path}: not a format import-device reads (known: {known_formats()}); give "
-                            "--format FORMAT if it is one of them")
+                            f"--format FORMAT if it is one of them{nul}")
         source: dict[str, Any] = {"name": str(file.path), "format": found, "sha256": digest}
         if found == CSV:
             if file.model:
