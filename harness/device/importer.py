@@ -28,10 +28,10 @@ from harness.device.repeats import combine_repeats, source_label
 from harness.store.results import SCHEMA_VERSION, atomic_write_text
 
 REPEATS_FILE = "repeats.csv"
-BYTE_ORDER_MARKS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
-                    (codecs.BOM_UTF16_BE, "utf-16"))
-"""Text saved as UTF-16 or UTF-32 starts with its byte-order mark (Windows PowerShell's `>` writes UTF-16); UTF-32's
-are tried first, since UTF-32-LE's starts with UTF-16-LE's."""
+BYTE_ORDER_MARKS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+                    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"), (codecs.BOM_UTF8, "utf-8"))
+"""Text saved as UTF-16 or UTF-32 starts with its byte-order mark (Windows PowerShell's `>` writes UTF-16), UTF-8
+may; UTF-32-LE's is tried before UTF-16-LE's, which begins it."""
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,16 @@ def _text(path: Path) -> str:
         raise DataError(f"device file {path} not found; check the path") from err
     except IsADirectoryError as err:
         raise DataError(f"device file {path} is a directory; give a CSV or a tool's text output") from err
-    encoding = next((name for mark, name in BYTE_ORDER_MARKS if data.startswith(mark)), "utf-8-sig")
+    except OSError as err:
+        raise DataError(f"device file {path} cannot be read ({err.strerror}); check its permissions") from err
+    mark, encoding = next(((mark, name) for mark, name in BYTE_ORDER_MARKS if data.startswith(mark)), (b"", "utf-8"))
+    body = data[len(mark):]
     try:
-        return data.decode(encoding)
+        return body.decode(encoding)
     except UnicodeDecodeError as err:
-        line = data[:err.start].decode(encoding, errors="replace").count("\n") + 1
-        raise DataError(f"{path}:{line}: not {encoding.removesuffix('-sig').upper()} text (byte {err.start}); give a "
-                        "CSV or a tool's text output, saved as UTF-8") from None
+        line = body[:err.start].decode(encoding, errors="replace").count("\n") + 1
+        raise DataError(f"{path}:{line}: not {encoding.upper()} text (byte {body[err.start]:#04x} at offset "
+                        f"{len(mark) + err.start}); give a CSV or a tool's text output, saved as UTF-8") from None
 
 
 def _reading(file: DeviceFile, text: str, fmt: str, default_model: str | None) -> Reading:
