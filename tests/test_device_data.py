@@ -97,9 +97,9 @@ def test_unknown_models_are_listed_in_one_warning(tmp_path: Path, capsys: pytest
 
 BAD_INPUTS = [
     ("# source\nmodel,latency_ms\nnet_a,1.5\nnet_b,fast\n", "d.csv:4: column latency_ms holds 'fast', not a"),
-    ("model,latency_ms\nnet_a,-2\n", "d.csv:2: column latency_ms holds '-2', not a non-negative number"),
-    ("model,threads,latency_ms\nnet_a,four,2\n", "d.csv:2: column cpus holds 'four', not a positive number"),
-    ("model,threads,latency_ms\nnet_a,2,2\nnet_b,,3\n", "d.csv:3: column cpus holds '', not a positive number"),
+    ("model,latency_ms\nnet_a,-2\n", "d.csv:2: column latency_ms holds '-2', not a non-negative finite number"),
+    ("model,threads,latency_ms\nnet_a,four,2\n", "d.csv:2: column cpus holds 'four', not a positive finite number"),
+    ("model,threads,latency_ms\nnet_a,2,2\nnet_b,,3\n", "d.csv:3: column cpus holds '', not a positive finite number"),
     ("model,latency_ms\nnet_a,1\nnet_b,2,3\n", "d.csv:3: 3 cells but the header has 2"),
     ("model,latency_ms\n,1\n", "d.csv:2: empty `model` cell"),
     ("# from a phone\nname,latency_ms\nnet_a,1\n", "d.csv:2: no `model` column"),
@@ -147,7 +147,7 @@ def test_cli_subprocess_prints_no_traceback(tmp_path: Path) -> None:
                            str(tmp_path / "r")], capture_output=True, text=True, check=False)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == f"harness: error: {csv}:3: column latency_ms holds 'n/a', not a non-negative " \
-        "number; fix that cell (leave it empty if not measured)"
+        "finite number; fix that cell (leave it empty if not measured)"
 
 
 def test_zoo_models_answer_to_their_name_with_their_input_size() -> None:

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from rich.markup import escape
+
 from harness.core import metric_registry
 from harness.report.console import err_console, out_console
 from harness.store.results import ALL_SESSIONS, SCHEMA_VERSION
@@ -72,7 +74,8 @@ def print_json(obj: dict[str, Any]) -> None:
 
 
 def warn(message: str) -> None:
-    stderr.print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)
+    """`message` as it is (model names from a user's files may hold `[/x]`, which rich would read as markup)."""
+    stderr.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def fmt(value: Any, digits: int = 4) -> str:

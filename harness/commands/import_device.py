@@ -62,24 +62,28 @@ def _sources_text(sources: list[str]) -> str:
     return ", ".join(f"{path}:{', '.join(numbers)}" if numbers else path for path, numbers in lines.items())
 
 
+def _say(text: str) -> None:
+    """A line as it is: file and model names may hold `[/x]`, which rich would read as markup."""
+    stdout.print(text, highlight=False, markup=False)
+
+
 def _print(result: ImportResult, harness_models: list[str], results_dir: str) -> None:
     for source in result.sources:
         if source["format"] != "csv":
             threads = f", threads {fmt(source['cpus'])}" if source.get("cpus") else ""
             ops = f", per-op profile of {source['op_types']} node types" if source["op_types"] else ""
-            stdout.print(f"read {source['name']} ({source['format']}): {source['model']}{threads}: "
-                         f"{_metrics_text(source['metrics'])}{ops}", highlight=False, soft_wrap=True)
+            _say(f"read {source['name']} ({source['format']}): {source['model']}{threads}: "
+                 f"{_metrics_text(source['metrics'])}{ops}")
     for conversion in result.conversions:
-        stdout.print(f"converted {conversion['from']} → {conversion['to']} (× {fmt(conversion['factor'], 6)}; "
-                     f"{conversion['note']})", highlight=False)
+        _say(f"converted {conversion['from']} → {conversion['to']} (× {fmt(conversion['factor'], 6)}; "
+             f"{conversion['note']})")
     for row in result.provenance:
         at = f" at cpus={fmt(row['cpus'])}" if row.get("cpus") is not None else ""
         if row["n"] > 1:
-            stdout.print(f"{row['n']} repeats of {row['model']}{at} ({_sources_text(row['sources'])}): their median "
-                         f"kept, n={row['n']}", highlight=False, soft_wrap=True)
+            _say(f"{row['n']} repeats of {row['model']}{at} ({_sources_text(row['sources'])}): their median "
+                 f"kept, n={row['n']}")
         elif len(row["sources"]) > 1:
-            stdout.print(f"{row['model']}{at}: one row from {_sources_text(row['sources'])}", highlight=False,
-                         soft_wrap=True)
+            _say(f"{row['model']}{at}: one row from {_sources_text(row['sources'])}")
     if result.unknown_models:
         where = "any harness run" if harness_models else "a harness run (none yet)"
         warn(f"{len(result.unknown_models)} of {result.models} device models match no model of {where} under "
@@ -87,8 +91,8 @@ def _print(result: ImportResult, harness_models: list[str], results_dir: str) ->
              "column or MODEL=FILE")
     per_op = (f", per-op profiles of {result.op_profiles} model{'s' if result.op_profiles > 1 else ''}"
               if result.op_profiles else "")
-    stdout.print(f"{result.status}: device {result.device}, {result.rows} rows, {result.models} models{per_op} → "
-                 f"{result.path}", highlight=False)
+    _say(f"{result.status}: device {result.device}, {result.rows} rows, {result.models} models{per_op} → "
+         f"{result.path}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,15 +9,15 @@ anything else is a free-form tag such as `family`. Every bad cell is one error n
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.core import metric_registry
 from harness.core.errors import DataError
-from harness.device.readings import MIB_PER_GB, MIB_PER_KIB, MIB_PER_MB, MS_PER_US
+from harness.device.readings import MIB_PER_GB, MIB_PER_KIB, MIB_PER_MB, MS_PER_US, csv_cells
 
 METRIC_SUFFIXES = ("_ms", "_s", "_mib")
 """A column whose name ends with a unit is a measurement and must hold numbers."""
@@ -58,7 +58,7 @@ def _numbered_rows(text: str, name: str) -> tuple[tuple[int, list[str]], list[tu
             numbered.append((number, line))
     if not numbered:
         raise DataError(f"{name}: no header line; the first non-comment line must name the columns (model, ...)")
-    parsed = [(number, next(csv.reader([line]))) for number, line in numbered]
+    parsed = [(number, csv_cells(line, f"{name}:{number}")) for number, line in numbered]
     header = [cell.strip() for cell in parsed[0][1]]
     for number, cells in parsed[1:]:
         if len(cells) != len(header):
@@ -90,17 +90,19 @@ def _canonical_columns(name: str, header_line: int, header: list[str]) -> tuple[
     return names, conversions
 
 
-def _to_number(name: str, frame: pd.DataFrame, column: str, positive: bool = False) -> pd.Series:
-    """Numbers of one column. An empty metric cell means "not measured"; an empty thread count is an error,
-    as is anything else that is not a number."""
+def _to_number(name: str, frame: pd.DataFrame, column: str, positive: bool = False, factor: float = 1.0
+               ) -> pd.Series:
+    """Numbers of one column times `factor` (its unit's). An empty metric cell means "not measured"; an empty
+    thread count is an error, as is anything else that is not a finite number (`nan`, `inf`, or a figure that
+    overflows in harness units)."""
     text = frame[column].str.strip()
-    values = pd.to_numeric(text.where(text != ""), errors="coerce")
+    values = pd.to_numeric(text.where(text != ""), errors="coerce") * factor
     bad = values.isna() & ((text != "") | positive)
-    bad |= values <= 0 if positive else values < 0
+    bad |= np.isinf(values) | (values <= 0 if positive else values < 0)
     if bad.any():
         first = bad.idxmax()
-        kind = "positive number; fill that cell" if positive else (
-            "non-negative number; fix that cell (leave it empty if not measured)")
+        kind = "positive finite number; fill that cell" if positive else (
+            "non-negative finite number; fix that cell (leave it empty if not measured)")
         raise DataError(f"{name}:{frame[LINE][first]}: column {column} holds {frame[column][first]!r}, not a {kind}")
     return values
 
@@ -125,7 +127,7 @@ def read_device_csv(text: str, name: str) -> CsvRows:
     frame["model"] = frame["model"].str.strip()
     for column in metrics:
         factor = next((c["factor"] for c in conversions if c["to"] == column), 1.0)
-        frame[column] = _to_number(name, frame, column) * factor
+        frame[column] = _to_number(name, frame, column, factor=factor)
     for column in ("cpus", "repeat"):
         if column in frame:
             frame[column] = _to_number(name, frame, column, positive=column == "cpus")

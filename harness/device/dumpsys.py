@@ -21,7 +21,7 @@ import re
 
 from harness.core import metric_registry
 from harness.core.errors import DataError
-from harness.device.readings import MIB_PER_KIB, Reading, number, tool_lines
+from harness.device.readings import MIB_PER_KIB, Reading, checked_number, tool_lines
 
 NAME = "dumpsys_meminfo"
 SNAPSHOT = "** MEMINFO in pid"
@@ -35,27 +35,29 @@ def looks_like(text: str) -> bool:
     return any(marker in text for marker in MARKERS)
 
 
-def _snapshots(lines: list[str]) -> list[list[str]]:
-    """One list of lines per `** MEMINFO in pid` block (the whole text when it has no such line)."""
+def _snapshots(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """(index of its first line, its lines) per `** MEMINFO in pid` block (the whole text when it has no such
+    line)."""
     starts = [i for i, line in enumerate(lines) if SNAPSHOT in line] or [0]
-    return [lines[start:end] for start, end in zip(starts, [*starts[1:], len(lines)], strict=True)]
+    return [(start, lines[start:end]) for start, end in zip(starts, [*starts[1:], len(lines)], strict=True)]
 
 
-def _snapshot_kib(lines: list[str]) -> tuple[float | None, float | None]:
+def _snapshot_kib(start: int, lines: list[str], source: str) -> tuple[float | None, float | None]:
     """(total PSS, total RSS) in KiB of one snapshot: the summary's figures, else the table's TOTAL row for PSS."""
     pss = rss = table_pss = None
-    for line in lines:
+    for number_in_file, line in enumerate(lines, start=start + 1):
+        where = f"{source}:{number_in_file}"
         if (found := SUMMARY_PSS.match(line)) and pss is None:
-            pss = number(found["kb"])
+            pss = checked_number(found["kb"], where)
         if (found := SUMMARY_RSS.search(line)) and rss is None:
-            rss = number(found["kb"])
+            rss = checked_number(found["kb"], where)
         if (found := TABLE_TOTAL.match(line)) and table_pss is None:
-            table_pss = number(found["kb"])
+            table_pss = checked_number(found["kb"], where)
     return (pss if pss is not None else table_pss), rss
 
 
 def parse(text: str, source: str) -> Reading:
-    snapshots = [_snapshot_kib(lines) for lines in _snapshots(tool_lines(text))]
+    snapshots = [_snapshot_kib(start, lines, source) for start, lines in _snapshots(tool_lines(text))]
     pss = [value for value, _ in snapshots if value is not None]
     rss = [value for _, value in snapshots if value is not None]
     if not pss and not rss:

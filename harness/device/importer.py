@@ -10,6 +10,7 @@ files again rewrites nothing.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -29,6 +30,10 @@ from harness.device.repeats import combine_repeats, source_label
 from harness.store.results import SCHEMA_VERSION
 
 REPEATS_FILE = "repeats.csv"
+BYTE_ORDER_MARKS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+                    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"), (codecs.BOM_UTF8, "utf-8"))
+"""Text saved as UTF-16 or UTF-32 starts with its byte-order mark (Windows PowerShell's `>` writes UTF-16), UTF-8
+may; UTF-32-LE's is tried before UTF-16-LE's, which begins it."""
 
 
 @dataclass(frozen=True)
@@ -76,12 +81,24 @@ class ImportResult:
 
 
 def _text(path: Path) -> str:
+    """The file's text: UTF-8 (a BOM allowed), or UTF-16 or UTF-32 that start with their byte-order mark. Bytes
+    that do not decode are one error naming the line they are on."""
     try:
-        return path.read_text(encoding="utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError as err:
         raise DataError(f"device file {path} not found; check the path") from err
-    except (UnicodeDecodeError, IsADirectoryError) as err:
-        raise DataError(f"device file {path} is not a UTF-8 text file; give a CSV or a tool's text output") from err
+    except IsADirectoryError as err:
+        raise DataError(f"device file {path} is a directory; give a CSV or a tool's text output") from err
+    except OSError as err:
+        raise DataError(f"device file {path} cannot be read ({err.strerror}); check its permissions") from err
+    mark, encoding = next(((mark, name) for mark, name in BYTE_ORDER_MARKS if data.startswith(mark)), (b"", "utf-8"))
+    body = data[len(mark):]
+    try:
+        return body.decode(encoding)
+    except UnicodeDecodeError as err:
+        line = body[:err.start].decode(encoding, errors="replace").count("\n") + 1
+        raise DataError(f"{path}:{line}: not {encoding.upper()} text (byte {body[err.start]:#04x} at offset "
+                        f"{len(mark) + err.start}); give a CSV or a tool's text output, saved as UTF-8") from None
 
 
 def _reading(file: DeviceFile, text: str, fmt: str, default_model: str | None) -> Reading:
@@ -111,8 +128,9 @@ def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_m
                               "count as another repeat)")
         found = fmt or detect(text) or (CSV if file.path.suffix.lower() == ".csv" else None)
         if found is None:
+            nul = "; it holds NUL bytes: UTF-16 without a byte-order mark? Save it as UTF-8" if "\0" in text else ""
             raise DataError(f"{file.path}: not a format import-device reads (known: {known_formats()}); give "
-                            "--format FORMAT if it is one of them")
+                            f"--format FORMAT if it is one of them{nul}")
         source: dict[str, Any] = {"name": str(file.path), "format": found, "sha256": digest}
         if found == CSV:
             if file.model:

@@ -27,7 +27,7 @@ import statistics
 
 from harness.core import metric_registry
 from harness.core.errors import DataError
-from harness.device.readings import KIB_PER_MIB, MIB_PER_KIB, Reading
+from harness.device.readings import KIB_PER_MIB, MIB_PER_KIB, Reading, checked_number, header_cells, line_matches
 
 TEGRASTATS = "tegrastats"
 JTOP_CSV = "jtop_csv"
@@ -49,26 +49,37 @@ def tegrastats_looks_like(text: str) -> bool:
 
 
 def parse_tegrastats(text: str, source: str) -> Reading:
-    samples = [int(found["used"]) * UNIT_TO_MIB[found["unit"]] for found in RAM.finditer(text)]
+    samples = [found.number("used", scale=UNIT_TO_MIB[found["unit"]])
+               for found in line_matches(RAM, text.splitlines(), source)]
     metrics = _used_memory(samples, source, "`RAM used/totalMB` sample")
     return Reading(source, TEGRASTATS, metrics, notes=[f"{len(samples)} tegrastats samples"])
 
 
 def _jtop_header(text: str) -> list[str]:
     first = next((line for line in text.splitlines() if line.strip()), "")
-    return [cell.strip() for cell in next(csv.reader([first]), [])]
+    return header_cells(first)
 
 
 def jtop_looks_like(text: str) -> bool:
     return set(_jtop_header(text)) >= JTOP_COLUMNS
 
 
-def parse_jtop_csv(text: str, source: str) -> Reading:
-    rows = list(csv.DictReader(io.StringIO(text)))
+def _ram_cells(text: str, source: str) -> list[float]:
+    """The RAM column's numbers; a cell that is none is one error naming its line."""
+    reader = csv.DictReader(io.StringIO(text))
+    values = []
     try:
-        values = [float(row["RAM"]) for row in rows if (row.get("RAM") or "").strip()]
-    except ValueError as err:
-        raise DataError(f"{source}: a RAM cell is not a number ({err}); is it jtop_logger.py's CSV?") from None
+        for row in reader:
+            cell = (row.get("RAM") or "").strip()
+            if cell:
+                values.append(checked_number(cell, f"{source}:{reader.line_num}"))
+    except csv.Error as err:
+        raise DataError(f"{source}:{reader.line_num}: not a CSV line ({err}); is it jtop_logger.py's CSV?") from None
+    return values
+
+
+def parse_jtop_csv(text: str, source: str) -> Reading:
+    values = _ram_cells(text, source)
     if values and max(values) <= 1.0:
         raise DataError(f"{source}: its RAM column is a fraction of the total (jtop 4.2 and later), which does not "
                         "say how much memory; log the run with tegrastats instead")

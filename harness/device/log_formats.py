@@ -7,12 +7,11 @@ names the reader when the detection cannot (a log cut to a few lines).
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.device import dumpsys, jetson, ort_perf_test, tflite_benchmark
-from harness.device.readings import Reading
+from harness.device.readings import Reading, header_cells
 
 CSV = "csv"
 
@@ -40,7 +39,7 @@ FORMAT_NAMES = (CSV, *BY_NAME)
 def is_device_csv(text: str) -> bool:
     """The first line that is neither empty nor a `#` comment names a `model` column."""
     first = next((line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
-    return "model" in (cell.strip().lower() for cell in next(csv.reader([first]), []))
+    return "model" in (cell.lower() for cell in header_cells(first))
 
 
 def detect(text: str) -> str | None:

@@ -19,7 +19,7 @@ import re
 
 from harness.core import metric_registry
 from harness.core.errors import DataError
-from harness.device.readings import MIB, Reading, tool_lines
+from harness.device.readings import MIB, Reading, line_matches, tool_lines
 
 NAME = "onnxruntime_perf_test"
 AVERAGE = re.compile(r"^Average (?:inference )?time cost: ?(?P<ms>[\d.e+-]+) ms")
@@ -39,15 +39,15 @@ def looks_like(text: str) -> bool:
 def parse(text: str, source: str) -> Reading:
     """Mean and percentile latency, session creation time and peak working set of one perf_test run."""
     metrics: dict[str, float] = {}
-    for line in tool_lines(text):
-        if found := AVERAGE.search(line):
-            metrics[metric_registry.LATENCY] = float(found["ms"])
-        elif found := SESSION.search(line):
-            metrics[metric_registry.LOAD] = float(found["s"])
-        elif found := PEAK_WORKING_SET.search(line):
-            metrics[metric_registry.PEAK_RSS] = int(found["bytes"]) / MIB
-        elif found := LATENCY.search(line):
-            metrics[PERCENTILE_METRICS[found["which"]]] = float(found["s"]) * 1000.0
+    lines = tool_lines(text)
+    for found in line_matches(AVERAGE, lines, source):
+        metrics[metric_registry.LATENCY] = found.number("ms")
+    for found in line_matches(SESSION, lines, source):
+        metrics[metric_registry.LOAD] = found.number("s")
+    for found in line_matches(PEAK_WORKING_SET, lines, source):
+        metrics[metric_registry.PEAK_RSS] = found.number("bytes", scale=1 / MIB)
+    for found in line_matches(LATENCY, lines, source):
+        metrics[PERCENTILE_METRICS[found["which"]]] = found.number("s", scale=1000.0)
     if metric_registry.LATENCY not in metrics:
         raise DataError(f"{source}: no `Average inference time cost: X ms` line; is it the whole output of an "
                         "onnxruntime_perf_test run?")

@@ -6,8 +6,13 @@ and thread count are repeats) and stores them. Units are the harness's: `_ms`, `
 
 from __future__ import annotations
 
+import csv
+import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from harness.core.errors import DataError
 
 LOG_PREFIX = re.compile(
     r"^\s*(?:\d\d-\d\d(?:-\d{4})? \d\d:\d\d:\d\d(?:\.\d+)?\s+(?:\d+\s+\d+\s+)?"  # logcat's time (pid tid)
@@ -59,3 +64,59 @@ def tool_lines(text: str) -> list[str]:
 def number(text: str) -> float:
     """A number as the tools print it, thousands separators (dumpsys) allowed."""
     return float(text.replace(",", ""))
+
+
+def csv_cells(line: str, where: str) -> list[str]:
+    """One CSV line's cells; a line the csv module cannot read (a field over its 128 KiB limit) is one DataError
+    naming `where`."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error as err:
+        raise DataError(f"{where}: not a CSV line ({err}); fix or remove that line") from None
+
+
+def header_cells(line: str) -> list[str]:
+    """A would-be CSV header's cells, stripped, for telling formats apart: none when it is no CSV line at all."""
+    try:
+        return [cell.strip() for cell in next(csv.reader([line]), [])]
+    except csv.Error:
+        return []
+
+
+def checked_number(text: str, where: str, negative: bool = False, scale: float = 1.0) -> float:
+    """`text` times `scale` (its unit's factor) as a finite number, non-negative unless `negative`: a figure cut
+    short, edited or overflowed (`1.2.`, `nan`, `inf`, 400 digits) is one DataError naming `where` (`file:line`),
+    not a value that reaches a fit."""
+    try:
+        value = number(text) * scale
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or (value < 0 and not negative):
+        kind = "finite number" if negative else "finite, non-negative number"
+        raise DataError(f"{where}: {text!r} is not a {kind}; was the log cut or edited? Fix or remove that line")
+    return value
+
+
+@dataclass(frozen=True)
+class LineMatch:
+    """A pattern's match on one line of a log, with the place (`file:line`) its numbers' errors name."""
+
+    where: str
+    match: re.Match[str]
+
+    def __getitem__(self, group: str) -> str:
+        return self.match[group]
+
+    def number(self, group: str, negative: bool = False, scale: float = 1.0) -> float:
+        return checked_number(self.match[group], self.where, negative, scale)
+
+
+def line_matches(pattern: re.Pattern[str], lines: list[str], source: str, start: int = 0) -> Iterator[LineMatch]:
+    """Every line of `lines[start:]` that `pattern` matches (searched), numbered as in the file."""
+    for number_in_file, line in enumerate(lines[start:], start=start + 1):
+        if found := pattern.search(line):
+            yield LineMatch(f"{source}:{number_in_file}", found)
+
+
+def first_match(pattern: re.Pattern[str], lines: list[str], source: str, start: int = 0) -> LineMatch | None:
+    return next(line_matches(pattern, lines, source, start), None)

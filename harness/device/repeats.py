@@ -30,10 +30,10 @@ def _where_first(first: pd.Series, other: pd.Series) -> str:
 
 def _carried_value(group: pd.DataFrame, column: str, model: str) -> str | None:
     """The one value a tag (or harness_model) has over a model's repeats; two different values are an error."""
-    values = group[column].fillna("").astype(str).str.strip()
-    distinct = values[values != ""].unique()
+    values = ["" if pd.isna(value) else str(value).strip() for value in group[column]]
+    distinct = list(dict.fromkeys(value for value in values if value))  # in order of appearance
     if len(distinct) > 1:
-        first, other = (group[values == value].iloc[0] for value in distinct[:2])
+        first, other = (group.iloc[values.index(value)] for value in distinct[:2])
         raise DataError(f"{source_label(other)}: {column} {distinct[1]!r} contradicts {distinct[0]!r} "
                         f"{_where_first(first, other)} for the same model {model}; make them agree")
     return distinct[0] if len(distinct) else None

@@ -30,7 +30,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 
 from harness.core import metric_registry
 from harness.core.errors import DataError
-from harness.device.readings import MIB_PER_MB, MS_PER_US, OpTime, Reading, number, tool_lines
+from harness.device.readings import MIB_PER_MB, MS_PER_US, OpTime, Reading, checked_number, first_match, tool_lines
 
 NAME = "benchmark_model"
 GRAPH = re.compile(r"^Graph: \[(?P<path>[^\]]+)\]")
@@ -66,18 +66,14 @@ def _model_name(path: str) -> str:
     return name[: -len(MODEL_EXTENSION)] if name.lower().endswith(MODEL_EXTENSION) else name
 
 
-def _first(pattern: re.Pattern[str], lines: list[str]) -> re.Match[str] | None:
-    return next((found for line in lines if (found := pattern.search(line))), None)
-
-
-def _profiler_mean_us(lines: list[str]) -> float | None:
+def _profiler_mean_us(lines: list[str], source: str, start: int) -> float | None:
     """The op profiler's mean run time: `avg=` of its Timings line, or `curr=` when every run took the same."""
-    found = _first(PROFILER_TIMINGS, lines)
+    found = first_match(PROFILER_TIMINGS, lines, source, start)
     if found is None:
         return None
     fields = dict(re.findall(r"(\w+)=([\d.e+-]+)", found["rest"]))
     value = fields.get("avg", fields.get("curr"))
-    return float(value) if value is not None else None
+    return checked_number(value, found.where) if value is not None else None
 
 
 def regular_runs_start(lines: list[str]) -> int | None:
@@ -89,14 +85,14 @@ def regular_runs_start(lines: list[str]) -> int | None:
     return start
 
 
-def op_times(lines: list[str]) -> tuple[OpTime, ...]:
+def op_times(lines: list[str], source: str) -> tuple[OpTime, ...]:
     """The regular runs' per-node-type profile, summed over the subgraphs' `Summary by node type` tables."""
     start = regular_runs_start(lines)
     if start is None:
         return ()
     totals: dict[str, tuple[int, float]] = {}
     in_table = False
-    for line in lines[start:]:
+    for number_in_file, line in enumerate(lines[start:], start=start + 1):
         if DELEGATE_INTERNAL in line:
             break
         if BY_TYPE in line:
@@ -104,8 +100,10 @@ def op_times(lines: list[str]) -> tuple[OpTime, ...]:
             continue
         found = BY_TYPE_ROW.match(line) if in_table else None
         if found:
+            where = f"{source}:{number_in_file}"
             nodes, ms = totals.get(found["type"], (0, 0.0))
-            totals[found["type"]] = (nodes + int(found["count"]), ms + float(found["ms"]))
+            totals[found["type"]] = (nodes + int(checked_number(found["count"], where)),
+                                     ms + checked_number(found["ms"], where))
         elif in_table and not line.strip():
             in_table = False
     return tuple(OpTime(node_type, nodes, ms) for node_type, (nodes, ms) in totals.items())
@@ -115,23 +113,27 @@ def parse(text: str, source: str) -> Reading:
     """The model, thread count, latency, load time, memory and per-op profile of one benchmark_model run."""
     lines = tool_lines(text)
     start = regular_runs_start(lines)
-    latency = _first(INFERENCE, lines) or _first(OLD_INFERENCE, lines)
-    latency_us = float(latency["us"]) if latency else _profiler_mean_us(lines[start:] if start is not None else [])
+    latency = first_match(INFERENCE, lines, source) or first_match(OLD_INFERENCE, lines, source)
+    if latency:
+        latency_us = latency.number("us")
+    else:
+        latency_us = _profiler_mean_us(lines, source, start) if start is not None else None
     if latency_us is None:
         raise DataError(f"{source}: no `Inference timings in us: ... Inference (avg)` line nor an op profiler "
                         "`Timings (microseconds)` line; is it the whole output of a benchmark_model run?")
     metrics = {metric_registry.LATENCY: latency_us * MS_PER_US}
-    if (init := _first(INIT, lines)) is not None:
-        metrics[metric_registry.LOAD] = float(init["us"]) * 1e-6  # µs to s
-    if (footprint := _first(FOOTPRINT, lines)) is not None:
-        metrics["rss_delta_mib"] = float(footprint["overall"])
-    if (peak := _first(PEAK, lines)) is not None and float(peak["mb"]) > 0:
-        metrics[metric_registry.PEAK_RSS] = float(peak["mb"])
-    if (size := _first(MODEL_SIZE, lines)) is not None:
-        metrics["size_mib"] = number(size["mb"]) * MIB_PER_MB
-    graph = _first(GRAPH, lines)
-    threads = _first(THREADS, lines)
-    cpus = float(threads["n"]) if threads and int(threads["n"]) > 0 else None
+    if (init := first_match(INIT, lines, source)) is not None:
+        metrics[metric_registry.LOAD] = init.number("us", scale=1e-6)  # µs to s
+    if (footprint := first_match(FOOTPRINT, lines, source)) is not None:
+        metrics["rss_delta_mib"] = footprint.number("overall", negative=True)
+    if (peak := first_match(PEAK, lines, source)) is not None and (peak_mib := peak.number("mb")) > 0:
+        metrics[metric_registry.PEAK_RSS] = peak_mib
+    if (size := first_match(MODEL_SIZE, lines, source)) is not None:
+        metrics["size_mib"] = size.number("mb", scale=MIB_PER_MB)
+    graph = first_match(GRAPH, lines, source)
+    threads = first_match(THREADS, lines, source)
+    threads_n = threads.number("n", negative=True) if threads else -1.0  # -1: the tool's default
     notes = [] if latency else ["latency from the op profiler's Timings line (no `Inference timings` line)"]
-    return Reading(source, NAME, metrics, model=_model_name(graph["path"]) if graph else None, cpus=cpus,
-                   ops=op_times(lines), notes=notes)
+    return Reading(source, NAME, metrics, model=_model_name(graph["path"]) if graph else None,
+                   cpus=threads_n if threads_n > 0 else None,
+                   ops=op_times(lines, source), notes=notes)
