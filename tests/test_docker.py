@@ -557,7 +557,7 @@ def test_exited_container_of_a_harness_that_lost_its_engine_is_removed_at_once(
         engine: docker.DockerClient, engine_socket: str, in_tmp_cwd: Path, workloads: Path, tiny_onnx: Path) -> None:
     """The issue's case: the engine goes away mid-run, the harness stops, its container exits later on its own.
     The next session removes it at once, though its deadline is minutes away."""
-    proxy = EngineProxy(in_tmp_cwd / "engine.sock", engine_socket, stop_at_wait=2)  # the probe's wait, then run 1's
+    proxy = EngineProxy(in_tmp_cwd / "engine.sock", engine_socket, stop_at_start=2)  # the probe's start, then run 1's
     results = in_tmp_cwd / "results"
     env = {**os.environ, "DOCKER_HOST": f"unix://{proxy.path}", "PYTHONPATH": str(Path(__file__).parents[1]),
            "HARNESS_CACHE_DIR": str(in_tmp_cwd / "cache")}  # an empty cache: the image is probed
