@@ -75,13 +75,12 @@ STEPS = {
               ("runner exit seen by the backend", "result_ready", "runner_exited"),
               ("result parsed (cgroup removal goes on apart)", "runner_exited", "backend_returned")],
     "docker": [("set-up: spec, model file read, container created", "backend_called", "container_created"),
-               ("container started (after the last removal)", "container_created", "container_started"),
+               ("container started (after the last one's end and removal)", "container_created", "container_started"),
                ("runner interpreter start and imports", "container_started", "runner_started"),
                ("runner set-up until the script spawns", "runner_started", "script_spawned"),
                ("result assembled after the script's exit", "script_exited", "result_ready"),
-               ("container exit seen by the backend", "result_ready", "container_exited"),
-               ("state and output read", "container_exited", "container_read"),
-               ("result parsed (removal goes on apart)", "container_read", "backend_returned")],
+               ("runner's report read from its stdout", "result_ready", "report_read"),
+               ("result parsed (the container's end and removal go on apart)", "report_read", "backend_returned")],
 }
 ENGINE_STEPS = ("create", "start", "wait", "remove")  # a bare container's cycle, timed by bare_container_ms
 BARE = ("bare", "bare container")  # approaches timed without the harness
