@@ -416,10 +416,8 @@ class DockerBackend:
             started = time.monotonic()
             container.start()
             clock["container_started"] = time.monotonic()
-            finished = self._read_report(container, report, reported, started, started + timeout_s, clock) if (
-                report and reported) else None
-            finished = finished or self._finish(container, max(started + timeout_s - time.monotonic(), 0.1), started,
-                                                clock)
+            finished = self._read_report(container, report, reported, started, started + timeout_s, clock) or (
+                self._finish(container, max(started + timeout_s - time.monotonic(), 0.1), started, clock))
         except BaseException:
             self._remove(name)  # by name: Ctrl-C may have come while the engine was creating it (no handle yet)
             raise
@@ -431,12 +429,13 @@ class DockerBackend:
         return finished
 
     @staticmethod
-    def _read_report(container: Any, report: StdoutReport, reported: Callable[[str], bool], started: float,
-                     deadline: float, clock: dict[str, float]) -> Finished | None:
+    def _read_report(container: Any, report: StdoutReport | None, reported: Callable[[str], bool] | None,
+                     started: float, deadline: float, clock: dict[str, float]) -> Finished | None:
         """The container's first stdout line when `reported` takes it as the whole outcome, without waiting for the
-        container's end; None when it is not (a run that failed: the engine's view is wanted) or none came."""
-        line = report.first_line(deadline)
-        if line is None or not reported(line):
+        container's end; None when it is not (a run that failed: the engine's view is wanted), none came, or nothing
+        was to be read."""
+        line = report.first_line(deadline) if report is not None and reported is not None else None
+        if line is None or reported is None or not reported(line):
             return None
         clock["report_read"] = time.monotonic()
         return Finished(name=container.name, id=container.id, state=None,

@@ -3,11 +3,12 @@
 A run's container still costs the engine tens of milliseconds once its runner has reported: seeing it end (when the
 runner's report was read from its stdout, harness.backends.runner_report) and removing it (its writable layer, its
 metadata). The Docker backend hands each container it is done with to Removals, which waits for its end and removes it
-on a thread of its own while the harness stores the run and creates the next container. `settle` waits until every removal handed over is done; the backend calls
-it before it starts the next container, so engine work for one run never overlaps another run's measurement, and
-when it closes (a session ends, or is interrupted, and closes its backend on the way out). The threads are not
-daemons: the process cannot end before they do. A harness killed outright leaves ended containers whose owner is
-gone; the next session's sweep removes them (harness.backends.docker.sweep_orphans).
+on a thread of its own while the harness stores the run and creates the next container. `settle` waits until every
+removal handed over is done; the backend calls it before it starts the next container, so engine work for one run
+never overlaps another run's measurement, and when it closes (a session ends, or is interrupted, and closes its
+backend on the way out). The threads are not daemons: the process cannot end before they do. A harness killed
+outright leaves ended containers whose owner is gone; the next session's sweep removes them
+(harness.backends.docker.sweep_orphans).
 """
 
 from __future__ import annotations
