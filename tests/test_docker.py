@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import statistics
@@ -29,8 +30,11 @@ from harness.backends.docker import (
     OWNER_LABEL,
     PIDS_LIMIT,
     DockerBackend,
+    Finished,
+    container_name,
     engine_status,
     owner_label,
+    reported_ok,
 )
 from harness.backends.local import LocalBackend
 from harness.cli import main
@@ -309,6 +313,42 @@ def test_each_container_is_removed_off_the_critical_path_yet_before_the_next_one
         assert when[earlier.run_id, "destroy"] < when[later.run_id, "start"], when
 
 
+def contained(backend: DockerBackend, shell: str, session: str) -> Finished | None:
+    """A hardened container running `shell` (sh -c), its first stdout line taken as its whole outcome when it reports
+    a run that went well, as a run's is."""
+    return backend._contain(["sh", "-c", shell], name=container_name(session), labels={LABEL: session},
+                            timeout_s=60.0, reported=reported_ok, mem_limit=64 * MIB)
+
+
+def test_a_run_is_over_when_its_runner_has_reported(backend: DockerBackend, engine: docker.DockerClient) -> None:
+    """A container that reports a run that went well and then lives on 3 s: its outcome is its report, read at once,
+    its end (by itself, exit 0: not killed) is waited for by the removals, and it is gone once they settle."""
+    session = f"test-{uuid.uuid4().hex[:8]}"
+    since = time.time() - 1
+    done = contained(backend, 'echo \'{"status": "ok", "runtime_s": 1}\'; exec sleep 3', session)
+    assert done is not None and done.state is None and done.stdout.strip() == '{"status": "ok", "runtime_s": 1}'
+    assert done.elapsed_s < 2.0, done
+    assert done.host_config["Memory"] == 64 * MIB
+    settled = time.monotonic()
+    assert engine.containers.list(all=True, filters={"label": f"{LABEL}={session}"}) != []
+    backend.removals.settle()
+    assert time.monotonic() - settled > 0.5
+    assert engine.containers.list(all=True, filters={"label": f"{LABEL}={session}"}) == []
+    events = list(engine.events(since=since, until=time.time() + 1, decode=True,
+                                filters={"type": "container", "label": f"{LABEL}={session}", "event": "die"}))
+    assert [event["Actor"]["Attributes"]["exitCode"] for event in events] == ["0"], events
+
+
+def test_a_failed_report_waits_for_the_containers_end(backend: DockerBackend, engine: docker.DockerClient) -> None:
+    """A report of a run that did not go well is not the whole outcome: the engine's view of the container's end
+    (exit status, OOMKilled) is read once it has ended."""
+    session = f"test-{uuid.uuid4().hex[:8]}"
+    done = contained(backend, 'echo \'{"status": "error"}\'; sleep 1; exit 7', session)
+    assert done is not None and done.state is not None and done.state["ExitCode"] == 7
+    assert done.elapsed_s >= 1.0 and done.stdout.strip() == '{"status": "error"}'
+    assert left_behind(backend, engine, session) == []
+
+
 def test_ctrl_c_mid_session_keeps_runs_and_leaves_no_container(in_tmp_cwd: Path, engine: docker.DockerClient,
                                                                backend: DockerBackend, workloads: Path,
                                                                tiny_onnx: Path) -> None:
@@ -429,14 +469,17 @@ def test_docker_and_local_agree_on_memory(backend: DockerBackend, tmp_path: Path
     assert abs(docker_mib - local_mib) <= 0.10 * local_mib, (local_mib, docker_mib)
 
 
+CONTAINER_START = re.compile(rb"POST \S*/containers/[^/ ]+/start[ ?]")
+
+
 class EngineProxy:
     """Forwards a Unix socket to the real engine's; stop() is the engine vanishing mid-conversation.
 
-    With `stop_at_wait=n` it stops itself 0.5 s after the n-th container wait request goes through,
+    With `stop_at_start=n` it stops itself 0.5 s after the n-th container start request goes through,
     so "the engine died during run n" happens at a known point of a session."""
 
-    def __init__(self, path: Path, target: str, stop_at_wait: int = 0) -> None:
-        self.path, self.target, self.stop_at_wait, self.waits = path, target, stop_at_wait, 0
+    def __init__(self, path: Path, target: str, stop_at_start: int = 0) -> None:
+        self.path, self.target, self.stop_at_start, self.starts = path, target, stop_at_start, 0
         self.server = socket.socket(socket.AF_UNIX)
         self.server.bind(str(path))
         self.server.listen()
@@ -458,9 +501,9 @@ class EngineProxy:
     def _pump(self, source: socket.socket, sink: socket.socket, requests: bool) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
-                if requests and b"/wait" in data.split(b"\r\n", 1)[0]:
-                    self.waits += 1
-                    if self.waits == self.stop_at_wait:
+                if requests and CONTAINER_START.match(data):
+                    self.starts += 1
+                    if self.starts == self.stop_at_start:
                         threading.Timer(0.5, self.stop).start()
                 sink.sendall(data)
 
@@ -483,7 +526,7 @@ def engine_socket(engine: docker.DockerClient) -> str:
 def test_engine_lost_mid_run_is_one_clear_error(engine: docker.DockerClient, engine_socket: str, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch, workloads: Path,
                                                 tiny_onnx: Path) -> None:
-    proxy = EngineProxy(tmp_path / "engine.sock", engine_socket, stop_at_wait=1)
+    proxy = EngineProxy(tmp_path / "engine.sock", engine_socket, stop_at_start=1)
     monkeypatch.setenv("DOCKER_HOST", f"unix://{proxy.path}")
     spec = make_spec(workloads / "sleep.py", "60", model=tiny_onnx)
     lost = DockerBackend(IMAGE)
@@ -499,9 +542,9 @@ def test_engine_lost_mid_run_is_one_clear_error(engine: docker.DockerClient, eng
 def test_engine_lost_mid_session_keeps_finished_runs(capsys, in_tmp_cwd: Path, engine: docker.DockerClient,
                                                      engine_socket: str, monkeypatch: pytest.MonkeyPatch,
                                                      workloads: Path, tiny_onnx: Path) -> None:
-    # Waits: the image probe of describe() (an empty cache: the image is probed), run 1, then run 2, during which
-    # the engine goes.
-    proxy = EngineProxy(in_tmp_cwd / "engine.sock", engine_socket, stop_at_wait=3)
+    # Container starts: the image probe of describe() (an empty cache: the image is probed), run 1, then run 2,
+    # during which the engine goes.
+    proxy = EngineProxy(in_tmp_cwd / "engine.sock", engine_socket, stop_at_start=3)
     monkeypatch.setenv("DOCKER_HOST", f"unix://{proxy.path}")
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(in_tmp_cwd / "cache"))
     results = in_tmp_cwd / "results"
@@ -521,7 +564,7 @@ def test_exited_container_of_a_harness_that_lost_its_engine_is_removed_at_once(
         engine: docker.DockerClient, engine_socket: str, in_tmp_cwd: Path, workloads: Path, tiny_onnx: Path) -> None:
     """The issue's case: the engine goes away mid-run, the harness stops, its container exits later on its own.
     The next session removes it at once, though its deadline is minutes away."""
-    proxy = EngineProxy(in_tmp_cwd / "engine.sock", engine_socket, stop_at_wait=2)  # the probe's wait, then run 1's
+    proxy = EngineProxy(in_tmp_cwd / "engine.sock", engine_socket, stop_at_start=2)  # the probe's start, then run 1's
     results = in_tmp_cwd / "results"
     env = {**os.environ, "DOCKER_HOST": f"unix://{proxy.path}", "PYTHONPATH": str(Path(__file__).parents[1]),
            "HARNESS_CACHE_DIR": str(in_tmp_cwd / "cache")}  # an empty cache: the image is probed

@@ -21,7 +21,7 @@ import socket
 import stat
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import SOURCE_LABEL, source_digest
 from harness.backends.engine import connect
 from harness.backends.removals import Removals
+from harness.backends.runner_report import StdoutReport
 from harness.core.cache import cached
 from harness.core.errors import BackendError
 from harness.core.external_data import data_files
@@ -193,6 +194,12 @@ def last_json_line(stdout: str) -> dict[str, Any] | None:
     return result if isinstance(result, dict) else None
 
 
+def reported_ok(stdout: str) -> bool:
+    """Whether the runner's report says its run went well: the engine then has nothing to add (its OOMKilled flag and
+    the exit status matter only for a run that failed), so the container's end need not be waited for."""
+    return (last_json_line(stdout) or {}).get("status") == "ok"
+
+
 def runner_result(stdout: str, image: str) -> RunResult | None:
     """The RunResult the runner printed; None if it died before writing it. A result of another shape comes
     from an image built from other harness sources, which would fail every run: one error, at once."""
@@ -240,11 +247,11 @@ def outcome(result: RunResult | None, state: dict[str, Any], stderr: str, elapse
 
 @dataclass(frozen=True)
 class Finished:
-    """What the engine tells about a container that ended by itself."""
+    """What the engine tells about a container that ended by itself, or what its runner reported before it ended."""
 
     name: str
     id: str
-    state: dict[str, Any]
+    state: dict[str, Any] | None  # None: not waited for, since the runner reported a run that went well
     host_config: dict[str, Any]
     stdout: str
     stderr: str
@@ -277,7 +284,7 @@ class DockerBackend:
         self.image_attrs = found.attrs
         self._info: dict[str, Any] | None = None
         self._live: set[str] = set()  # names of run containers in flight, for cancel() (parallel slots)
-        self.removals = Removals(self._remove)
+        self.removals = Removals(self._retire)
 
     def describe(self) -> dict[str, Any]:
         if self._info is None:
@@ -382,7 +389,7 @@ class DockerBackend:
                 RUNNER_COMMAND, name=container_name(spec.run_id), timeout_s=spec.timeout_s + self.grace_s,
                 labels={LABEL: spec.run_id, "org.harness.session": spec.session_id}, mounts=mounts + self.extra.mounts,
                 tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,mode=1777,size={spec.memory_bytes}"}, clock=clock,
-                **limits, **self.extra.options())
+                reported=reported_ok, **limits, **self.extra.options())
         except ImageNotFound:
             raise BackendError(f"Docker image {self.image} ({self.image_id}) was removed during the session; "
                                "run `make image`") from None
@@ -398,19 +405,24 @@ class DockerBackend:
             return RunOutcome(RunResult.failure("timeout", spec.timeout_s + self.grace_s,
                                                 "the container did not stop in time"),
                               applied_limits(asked, swap_capped))
-        result = outcome(runner_result(done.stdout, self.image), done.state, done.stderr, done.elapsed_s)
-        container = {"name": done.name, "id": done.id, "oom_killed": bool(done.state.get("OOMKilled")),
-                     "exit_code": done.state.get("ExitCode")}
+        result = outcome(runner_result(done.stdout, self.image), done.state or {}, done.stderr, done.elapsed_s)
+        seen = done.state is not None
+        container = {"name": done.name, "id": done.id,
+                     "oom_killed": bool(done.state.get("OOMKilled")) if seen else None,
+                     "exit_code": done.state.get("ExitCode") if seen else None}
         return RunOutcome(result, applied_limits(done.host_config, swap_capped), container=container)
 
     def _contain(self, command: list[str], *, name: str, labels: dict[str, str], timeout_s: float,
-                 clock: dict[str, float] | None = None, **options: Any) -> Finished | None:
+                 clock: dict[str, float] | None = None, reported: Callable[[str], bool] | None = None,
+                 **options: Any) -> Finished | None:
         """Create, start and wait for one hardened container, collect its output, and always remove it: at once when
-        something went wrong (Ctrl-C, a lost engine), else off the critical path (Removals). None when it outlived
-        timeout_s and was killed. Engine errors propagate. `clock` gets when it was created, started, seen ended and
-        read."""
+        something went wrong (Ctrl-C, a lost engine), else off the critical path (Removals). With `reported`, its first
+        stdout line is read as it is written, and when `reported(line)` holds, that line is all it gives: its end is
+        left to Removals too (runner_report). None when it outlived timeout_s and was killed. Engine errors propagate.
+        `clock` gets when it was created, started, and its report read, or seen ended and read."""
         clock = {} if clock is None else clock
         self._live.add(name)
+        report: StdoutReport | None = None
         try:
             deadline = str(int(time.time() + timeout_s + SWEEP_MARGIN_S))
             container = self.client.containers.create(self.image_id, command, name=name,
@@ -419,17 +431,35 @@ class DockerBackend:
                                                       **HARDENING, **options)
             clock["container_created"] = time.monotonic()
             self.removals.settle()  # no engine teardown of an earlier run goes on beside this one's script
+            report = StdoutReport(self.client.api, container.id) if reported else None
             started = time.monotonic()
             container.start()
             clock["container_started"] = time.monotonic()
-            finished = self._finish(container, timeout_s, started, clock)
+            finished = self._read_report(container, report, reported, started, started + timeout_s, clock) or (
+                self._finish(container, max(started + timeout_s - time.monotonic(), 0.1), started, clock))
         except BaseException:
             self._remove(name)  # by name: Ctrl-C may have come while the engine was creating it (no handle yet)
             raise
         finally:
+            if report is not None:
+                report.close()
             self._live.discard(name)
         self.removals.submit(name)  # while the harness stores this run and creates the next container
         return finished
+
+    @staticmethod
+    def _read_report(container: Any, report: StdoutReport | None, reported: Callable[[str], bool] | None,
+                     started: float, deadline: float, clock: dict[str, float]) -> Finished | None:
+        """The container's first stdout line when `reported` takes it as the whole outcome, without waiting for the
+        container's end; None when it is not (a run that failed: the engine's view is wanted), none came, or nothing
+        was to be read."""
+        line = report.first_line(deadline) if report is not None and reported is not None else None
+        if line is None or reported is None or not reported(line):
+            return None
+        clock["report_read"] = time.monotonic()
+        return Finished(name=container.name, id=container.id, state=None,
+                        host_config=container.attrs.get("HostConfig", {}), stdout=line, stderr="",
+                        elapsed_s=clock["report_read"] - started)
 
     def _finish(self, container: Any, timeout_s: float, started: float, clock: dict[str, float]) -> Finished | None:
         """Wait for a started container to end and read what the engine tells about it; None when it outlived
@@ -452,6 +482,13 @@ class DockerBackend:
             stderr=container.logs(stdout=False, stderr=True).decode(errors="replace"))
         clock["container_read"] = time.monotonic()
         return finished
+
+    def _retire(self, name: str) -> None:
+        """Wait for a container to end (a runner that has reported may still be leaving), then remove it; a container
+        still there GRACE_S later is removed all the same. Never raises."""
+        with contextlib.suppress(NotFound, APIError, requests.RequestException, DockerException):
+            self.client.api.wait(name, timeout=GRACE_S)
+        self._remove(name)
 
     def _remove(self, name: str) -> None:
         """Remove a container by name, whatever state it is in; one the engine no longer knows is no error."""

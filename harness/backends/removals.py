@@ -1,12 +1,14 @@
 """Container removal off a run's critical path, and never beside another run's script.
 
-Removing a finished container costs the engine tens of milliseconds (its writable layer, its metadata). The Docker
-backend hands each finished container to Removals, which removes it on a thread of its own while the harness stores
-the run and creates the next container. `settle` waits until every removal handed over is done; the backend calls
-it before it starts the next container, so engine work for one run never overlaps another run's measurement, and
-when it closes (a session ends, or is interrupted, and closes its backend on the way out). The threads are not
-daemons: the process cannot end before they do. A harness killed outright leaves ended containers whose owner is
-gone; the next session's sweep removes them (harness.backends.docker.sweep_orphans).
+A run's container still costs the engine tens of milliseconds once its runner has reported: seeing it end (when the
+runner's report was read from its stdout, harness.backends.runner_report) and removing it (its writable layer, its
+metadata). The Docker backend hands each container it is done with to Removals, which waits for its end and removes it
+on a thread of its own while the harness stores the run and creates the next container. `settle` waits until every
+removal handed over is done; the backend calls it before it starts the next container, so engine work for one run
+never overlaps another run's measurement, and when it closes (a session ends, or is interrupted, and closes its
+backend on the way out). The threads are not daemons: the process cannot end before they do. A harness killed
+outright leaves ended containers whose owner is gone; the next session's sweep removes them
+(harness.backends.docker.sweep_orphans).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ class Removals:
     """Removes containers by name on background threads; `settle` waits for all of them."""
 
     def __init__(self, remove: Callable[[str], None]) -> None:
-        """`remove(name)` removes one container and never raises (an engine error is swallowed there)."""
+        """`remove(name)` waits for one container to end, removes it and never raises (an engine error is swallowed
+        there)."""
         self._remove = remove
         self._pending: list[threading.Thread] = []
         self._lock = threading.Lock()  # parallel slots hand over and settle from several threads
