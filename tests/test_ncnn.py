@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from onnx import TensorProto, helper
 
 from harness.cli import main
 from harness.core.conditions import pooling_conflict
@@ -18,7 +17,7 @@ from harness.core.errors import ModelError
 from harness.models.ncnn_convert import MISSING_EXTRA, converter_version
 from harness.models.resolve import resolve_model, sha256_of
 from harness.store.results import SCHEMA_VERSION, iter_all_runs, load_runs
-from tests.conftest import make_matmul_model, save_checked
+from tests.conftest import make_hardmax_model, make_matmul_model
 from tests.helpers import entry, profile_json, session_runs
 
 pytest.importorskip("ncnn", reason="the ncnn extra is not installed (make test installs it)")
@@ -32,14 +31,6 @@ def conversion_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HARNESS_CACHE_DIR", str(cache))
         yield cache / "ncnn"
-
-
-def make_hardmax_model(path: Path) -> Path:
-    """One Hardmax node: a standard ONNX op that pnnx leaves unconverted and ncnn has no layer for."""
-    graph = helper.make_graph([helper.make_node("Hardmax", ["x"], ["y"])], "hardmax",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])])
-    return save_checked(graph, path)
 
 
 def test_a_zoo_model_runs_on_ncnn_with_latency_and_the_kernels_peak(capsys, tmp_path: Path,
