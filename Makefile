@@ -33,6 +33,7 @@ $(STAMP): pyproject.toml
 # No MODEL and no SCRIPT: the built-in examples. A zoo name in MODEL installs the zoo extra first, once.
 profile: $(STAMP)
 	@if $(HARNESS) zoo needs-extra; then $(MAKE) --no-print-directory setup-zoo; fi
+	@if $(HARNESS) zoo needs-extra --extra ncnn; then $(MAKE) --no-print-directory setup-ncnn; fi
 	$(HARNESS) profile
 
 doctor: $(STAMP)
@@ -89,16 +90,28 @@ $(CLUSTER_STAMP): $(STAMP) pyproject.toml
 
 test: $(CLUSTER_STAMP)
 
+# RUNTIME=ncnn (and .param models): ncnn and pnnx, which converts ONNX models for it. `make profile` installs it when
+# the profile's RUNTIME is ncnn; `make test` installs it too, so the ncnn tests run in CI.
+NCNN_STAMP := $(VENV)/.installed-ncnn
+.PHONY: setup-ncnn
+setup-ncnn: $(NCNN_STAMP)
+
+$(NCNN_STAMP): $(STAMP) pyproject.toml
+	$(call install-extra,ncnn,the ncnn extra (ncnn and pnnx: about 40 MB; pnnx's package also requires torch))
+
+test: $(NCNN_STAMP)
+
 # Extra options for every run container (only volumes, env and devices; see docs/docker.md).
 export HARNESS_DOCKER_ARGS := $(DOCKER_ARGS)
 
-# Docker runtime image for BACKEND=docker, tagged with the profile's IMAGE. BASE_IMAGE, TORCH=1 and
-# LITERT=1 reach `harness image` as environment variables, never through a shell string.
+# Docker runtime image for BACKEND=docker, tagged with the profile's IMAGE. BASE_IMAGE, TORCH=1, LITERT=1 and
+# NCNN=1 reach `harness image` as environment variables, never through a shell string.
 BASE_IMAGE ?= python:3.11-slim
 .PHONY: image
 image: export HARNESS_BASE_IMAGE := $(BASE_IMAGE)
 image: export HARNESS_IMAGE_TORCH := $(TORCH)
 image: export HARNESS_IMAGE_LITERT := $(LITERT)
+image: export HARNESS_IMAGE_NCNN := $(NCNN)
 image: $(STAMP)
 	$(HARNESS) image
 
@@ -126,6 +139,7 @@ sweep: export HARNESS_CPUS_LIST := $(CPUS)
 sweep: export HARNESS_PARALLEL := $(PARALLEL)
 sweep: export HARNESS_CLUSTER := $(CLUSTER)
 sweep: $(ZOO_STAMP)
+	@if $(HARNESS) zoo needs-extra --extra ncnn; then $(MAKE) --no-print-directory setup-ncnn; fi
 	$(HARNESS) sweep
 
 # The seed's Experiment I: InceptionV3, SqueezeNet and MobileNetV2 0.25-1.0 at CPUS 1, 2 and 4 (capped at
@@ -177,6 +191,12 @@ bench-nb201: export HARNESS_NB201_DEVICE := $(DEVICE)
 bench-nb201: export HARNESS_NB201_MAX_LATENCY_MS := $(MAX_LATENCY_MS)
 bench-nb201: $(STAMP)
 	$(VENV)/bin/python benchmarks/nb201.py
+
+# ncnn's latency under the harness against ncnn's own loop run bare, for a few nb201 and example models, with their
+# onnxruntime latency beside (about a minute; prints its table and writes results/bench/engines.json).
+.PHONY: bench-engines
+bench-engines: $(STAMP) $(NCNN_STAMP)
+	$(VENV)/bin/python benchmarks/engines.py
 
 # Zoo MACs against published counts, and float vs int8 under the Jetson Nano preset (about a minute once cached).
 BENCHMARKS += zoo_facts

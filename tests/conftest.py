@@ -45,6 +45,14 @@ def make_matmul_model(path: Path, size: int = 256, layers: int = 2, seed: int = 
     return save_checked(graph, path)
 
 
+def make_hardmax_model(path: Path) -> Path:
+    """One Hardmax node: a standard ONNX op that pnnx leaves unconverted and ncnn has no layer for."""
+    graph = helper.make_graph([helper.make_node("Hardmax", ["x"], ["y"])], "hardmax",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])])
+    return save_checked(graph, path)
+
+
 @pytest.fixture(scope="session")
 def tiny_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_matmul_model(tmp_path_factory.mktemp("models") / "tiny_mlp.onnx")

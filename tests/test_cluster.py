@@ -20,7 +20,13 @@ import pytest
 from harness.cli import main
 from harness.measure import cgroups
 from harness.store.results import list_sessions, load_runs, load_session_info
-from tests.conftest import EXTERNAL_WEIGHT, WORKLOADS, make_escaping_model, make_external_data_model
+from tests.conftest import (
+    EXTERNAL_WEIGHT,
+    WORKLOADS,
+    make_escaping_model,
+    make_external_data_model,
+    make_hardmax_model,
+)
 from tests.helpers import INTERRUPTED_EXITS, ctrl_c_handled
 
 pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install -e '.[cluster]'")
@@ -168,6 +174,26 @@ def test_workers_run_a_model_with_its_external_data_beside_their_copy(cluster, i
     assert {run["node"]["worker_name"] for run in runs} == {"head", "node"}
     for run in runs:
         assert run["metrics"] == {"y0": float(EXTERNAL_WEIGHT[:, 0].sum()), "files": "model.onnx,parts"}
+
+
+@two_cores
+def test_workers_run_models_on_ncnn_and_a_refused_one_is_kept_as_errors(cluster, in_tmp_cwd: Path, tiny_onnx: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver converts; the workers get each converted .param with its .bin beside it. A model ncnn cannot run is
+    not sent to them: its runs are kept as errors with the refusal's line."""
+    pytest.importorskip("ncnn", reason="the ncnn extra is not installed (make test installs it)")
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(in_tmp_cwd / "cache"))
+    hardmax = make_hardmax_model(in_tmp_cwd / "hardmax.onnx")
+    results = in_tmp_cwd / "results"
+    assert main(["profile", str(tiny_onnx), str(hardmax), "--runtime", "ncnn", "--backend", "local", "--cluster",
+                 cluster[0], "--repeats", "2", "--iterations", "20", "--results-dir", str(results)]) == 0
+    runs = load_runs(list_sessions(results)[0])
+    ran = [run for run in runs if run["model_name"] == "tiny_mlp"]
+    assert [run["status"] for run in ran] == ["ok"] * 2, ran[0]["stderr_tail"]
+    assert all(run["node"] and run["conditions"]["runtime"].startswith("ncnn ") for run in ran)
+    refused = [run for run in runs if run["model_name"] == "hardmax"]
+    assert [run["status"] for run in refused] == ["error"] * 2 and not any(run.get("node") for run in refused)
+    assert all("ncnn has no operator Hardmax" in run["stderr_tail"] for run in refused)
 
 
 @two_cores

@@ -153,6 +153,30 @@ def test_missing_framework_is_named_before_any_run(backend: DockerBackend, engin
         backend.check([info])
 
 
+def test_a_model_on_ncnn_runs_in_the_container_or_is_refused_in_one_line(
+        capsys, in_tmp_cwd: Path, tiny_onnx: Path, backend: DockerBackend, engine: docker.DockerClient,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An image built with NCNN=1 runs the model converted on the host (its .bin mounted beside its .param) on the
+    image's ncnn; any other image refuses the session before a container starts, naming the option."""
+    pytest.importorskip("ncnn", reason="the ncnn extra is not installed (make test installs it)")
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(in_tmp_cwd / "cache"))
+    results = in_tmp_cwd / "results"
+    flags = ("--runtime", "ncnn", "--repeats", "2", "--iterations", "20", "--warmup", "2")
+    info = backend.describe()
+    if "ncnn" in info["image_modules"]:
+        docker_profile(capsys, results, engine, tiny_onnx, *flags)
+        runs = session_runs(results)
+        assert [r["status"] for r in runs] == ["ok", "ok"] and all(r["latency_stats_ms"]["n"] == 20 for r in runs)
+        assert {r["conditions"]["runtime"] for r in runs} == {f"ncnn {info['image_packages']['ncnn']}"}
+        return
+    capsys.readouterr()
+    assert main(["profile", "--results-dir", str(results), str(tiny_onnx), "--backend", "docker", *flags]) == 3
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("harness: error:")]
+    assert len(errors) == 1 and f"image {IMAGE} has no ncnn for tiny_mlp-" in errors[0]
+    assert errors[0].endswith("; rebuild it with `make image NCNN=1` or use BACKEND=local")
+    assert not any(results.glob("*/runs.jsonl"))  # refused before the first run
+
+
 def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path,
                          engine: docker.DockerClient) -> None:
     times, parallel = {}, {}

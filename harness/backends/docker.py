@@ -68,7 +68,7 @@ HARDENING: dict[str, Any] = {"network_mode": "none", "read_only": True, "cap_dro
 PROBE_TIMEOUT_S, PROBE_MEMORY_BYTES = 60.0, 256 * 1024 * 1024
 _PACKAGES_PROBE = (
     "import importlib.metadata as m, importlib.util as u, json, platform, sys\n"
-    "names = ('onnxruntime', 'numpy', 'psutil', 'torch', 'ai-edge-litert')\n"
+    "names = ('onnxruntime', 'numpy', 'psutil', 'torch', 'ai-edge-litert', 'ncnn')\n"
     "found = {}\n"
     "for n in names:\n"
     "    try: found[n] = m.version(n)\n"
@@ -77,7 +77,7 @@ _PACKAGES_PROBE = (
     "print(json.dumps({'python': platform.python_version(), 'packages': found, 'modules': modules}))\n"
 )
 # Framework module a default bench script needs -> the `make image` option that adds it
-IMAGE_OPTIONS = {"torch": "TORCH=1", "ai_edge_litert": "LITERT=1"}
+IMAGE_OPTIONS = {"torch": "TORCH=1", "ai_edge_litert": "LITERT=1", "ncnn": "NCNN=1"}
 
 
 def engine_status(image: str) -> tuple[bool, str]:

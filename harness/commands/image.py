@@ -25,6 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="add PyTorch (CPU)")
     parser.add_argument("--litert", action="store_true", default=os.environ.get("HARNESS_IMAGE_LITERT") == "1",
                         help="add LiteRT for .tflite models")
+    parser.add_argument("--ncnn", action="store_true", default=os.environ.get("HARNESS_IMAGE_NCNN") == "1",
+                        help="add ncnn for RUNTIME=ncnn and .param models")
     parser.add_argument("--ca-bundle", type=Path, help="CA bundle pip trusts during the build (default: $PIP_CERT)")
     parser.set_defaults(func=run_image)
 
@@ -36,7 +38,8 @@ def run_image(args: argparse.Namespace) -> int:
         raise ConfigError(f"--ca-bundle {args.ca_bundle} is not a file; pass a PEM bundle such as "
                           "/etc/ssl/certs/ca-certificates.crt")
     tag = args.tag or load_profile(args.env).image
-    build_args = {"WITH_TORCH": "1" if args.torch else "0", "WITH_LITERT": "1" if args.litert else "0"}
+    build_args = {"WITH_TORCH": "1" if args.torch else "0", "WITH_LITERT": "1" if args.litert else "0",
+                  "WITH_NCNN": "1" if args.ncnn else "0"}
     image_id = build_image(tag, args.base_image, build_args, args.ca_bundle or default_ca_bundle())
     print(f"built {tag} ({image_id}) from {args.base_image}")
     return 0

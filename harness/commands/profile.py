@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from rich.markup import escape
+
 from harness.backends import Backend, select_backend
 from harness.commands import COMMANDS
 from harness.core.config import DeviceProfile, environment_values, load_profile
@@ -26,7 +28,7 @@ FLAG_VARIABLES = {
     "device_name": "DEVICE_NAME", "cpus": "CPUS", "cpu_pinning": "CPU_PINNING", "memory": "MEMORY", "swap": "SWAP",
     "repeats": "REPEATS", "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE",
     "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout": "TIMEOUT_S", "backend": "BACKEND", "image": "IMAGE",
-    "results_dir": "RESULTS_DIR", "per_op": "PER_OP",
+    "results_dir": "RESULTS_DIR", "per_op": "PER_OP", "runtime": "RUNTIME",
 }
 EXAMPLE_SETTINGS = {"REPEATS": 7, "ITERATIONS": 50, "WARMUP": 5}
 """The example run's settings where the user set none (env.template's 500 iterations would take minutes): seven
@@ -51,6 +53,7 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
                  "sample-interval-ms", "timeout", "image", "results-dir"):
         parser.add_argument(f"--{flag}", help=f"overrides {FLAG_VARIABLES[flag.replace('-', '_')]}")
     parser.add_argument("--backend", help="auto, docker or local")
+    parser.add_argument("--runtime", help="RUNTIME: the engine for ONNX models, onnxruntime or ncnn")
     parser.add_argument("--script", type=Path, action="append",
                         help="your own script (arguments for it go after --): with MODELs it is their bench script; "
                              "without, it is profiled as a whole (repeat --script for several; default: $SCRIPT)")
@@ -92,7 +95,7 @@ def script_args(args: argparse.Namespace) -> list[str]:
     return list(args.extra_args) or shlex.split(os.environ.get("HARNESS_ARGS", ""))
 
 
-def targets(args: argparse.Namespace, check_runtime: bool) -> tuple[list[ModelInfo], bool]:
+def targets(args: argparse.Namespace, check_runtime: bool, runtime: str) -> tuple[list[ModelInfo], bool]:
     """What the session measures, and whether it is the built-in example set.
 
     Models (with their bench script, or one --script of the user's); else scripts profiled as a whole; else,
@@ -105,7 +108,7 @@ def targets(args: argparse.Namespace, check_runtime: bool) -> tuple[list[ModelIn
         if len(scripts) > 1:
             raise ConfigError("several --script values with models: give one bench script for the models, "
                               "or drop the models to profile each script as a whole")
-        return [resolve_model(m, scripts[0] if scripts else None, check_runtime) for m in names], False
+        return [resolve_model(m, scripts[0] if scripts else None, check_runtime, runtime) for m in names], False
     if scripts:
         if args.name and len(scripts) > 1:
             raise ConfigError("--name names one script; with several scripts each is named after its file")
@@ -114,7 +117,7 @@ def targets(args: argparse.Namespace, check_runtime: bool) -> tuple[list[ModelIn
         if clashes:
             raise ConfigError(f"scripts share the name {', '.join(clashes)}; rename one to keep their results apart")
         return infos, False
-    return [resolve_model(str(path), None, check_runtime) for path in example_models()], True
+    return [resolve_model(str(path), None, check_runtime, runtime) for path in example_models()], True
 
 
 def example_profile(profile: DeviceProfile) -> DeviceProfile:
@@ -131,7 +134,7 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
     Also says whether the session is the built-in example run."""
     backend, reason = pick_backend(profile, args)
     with closed_on_error(backend):
-        models, examples = targets(args, check_runtime=backend.name == "local")
+        models, examples = targets(args, check_runtime=backend.name == "local", runtime=profile.runtime)
         ensure_writable_dir(Path(profile.results_dir),  # after the models' checks: a bad model leaves no directory
                             f"RESULTS_DIR (from {profile.sources.get('RESULTS_DIR', 'default')})")
         if examples:
@@ -151,7 +154,16 @@ def start_session(profile: DeviceProfile, args: argparse.Namespace,
         err_console.print(f"[yellow]warning[/]: {warning}")
     for note in plan.notes:
         err_console.print(f"[yellow]note[/]: {note}")
+    refusals(models)
     return session, examples
+
+
+def refusals(models: list[ModelInfo]) -> None:
+    """One line per model its engine refused (a failed conversion): its runs are kept as errors, the others go on."""
+    for model in models:
+        if model.refused:
+            err_console.print(f"[yellow]warning[/]: {escape(model.refused)} (its runs are recorded as errors)",
+                              highlight=False)
 
 
 @contextmanager
@@ -253,11 +265,12 @@ def resume(args: argparse.Namespace) -> int:
     script = Path(specs[0].script) if info["models"] and info["models"][0]["model_kind"] == "custom" else None
     with closed_on_error(backend):
         models = [resolve_script(Path(m["model_path"]), m["model_name"]) if m["model_kind"] == SCRIPT_KIND else
-                  replace(resolve_model(m["model_path"], script, check_runtime=backend.name == "local"),
-                          name=m["model_name"]) for m in info["models"]]
+                  replace(resolve_model(m["model_path"], script, check_runtime=backend.name == "local",
+                                        runtime=profile.runtime), name=m["model_name"]) for m in info["models"]]
         plan = Plan(info["session_id"], info["seed"], specs, models, info["cpus_values"], info.get("notes", []))
         session = build_session(profile, plan, backend, reason, args)
     err_console.print(f"resuming {plan.session_id}: {len(specs)} planned runs · {reason}")
+    refusals(models)
     for note in plan.notes[len(info.get("notes", [])):]:
         err_console.print(f"[yellow]note[/]: {note}")
     return finish(session, args)

@@ -26,20 +26,44 @@ CONDITIONS: dict[str, str] = {
     "isolation": "isolation (cgroup, container or rlimit)",
     "image_id": "IMAGE (the Docker image id)",
     "host_cpu_model": "host CPU model",
+    "runtime": "RUNTIME (the engine that ran the model, with its version)",
+    "conversion": "the model's conversion for its engine (tool and version)",
 }
 """Condition -> how to name it to a user (the env.template variable where there is one)."""
 
 
 def run_conditions(*, model_sha256: str, cpus: float, cpu_mode: str, memory_bytes: int, swap_bytes: int,
                    iterations: int, warmup: int, batch_size: int, threads: int, backend_info: dict[str, Any],
-                   host_cpu_model: str | None) -> dict[str, Any]:
+                   host_cpu_model: str | None, runtime: str | None, conversion: str | None) -> dict[str, Any]:
     """The conditions of one run, in CONDITIONS order."""
     return {
         "model_sha256": model_sha256, "cpus": float(cpus), "cpu_mode": cpu_mode, "memory_bytes": int(memory_bytes),
         "swap_bytes": int(swap_bytes), "iterations": iterations, "warmup": warmup, "batch_size": batch_size,
         "threads": threads, "backend": backend_info.get("backend"), "isolation": backend_info.get("isolation"),
-        "image_id": backend_info.get("image_id"), "host_cpu_model": host_cpu_model,
+        "image_id": backend_info.get("image_id"), "host_cpu_model": host_cpu_model, "runtime": runtime,
+        "conversion": conversion,
     }
+
+
+KIND_ENGINES = {"onnx": "onnxruntime", "ncnn": "ncnn", "tflite": "ai-edge-litert", "torch": "torch"}
+"""A model kind -> the package of the engine its default bench script runs it with (a user's script: none known)."""
+
+
+def runtime_of(kind: str, packages: dict[str, str]) -> str | None:
+    """`ncnn 1.0.20261020`: the engine of a model kind with its version among `packages` (where the runs ran: the
+    host's, or the Docker image's); None for a kind whose engine is the user's script."""
+    engine = KIND_ENGINES.get(kind)
+    if engine is None:
+        return None
+    version = packages.get(engine)
+    return f"{engine} {version}" if version else engine
+
+
+def run_packages(provenance: dict[str, Any], backend_info: dict[str, Any]) -> dict[str, str]:
+    """The package versions where a run ran: the Docker image's when it ran in one, else its host's."""
+    if "image_packages" in backend_info:
+        return backend_info.get("image_packages") or {}
+    return provenance.get("packages") or {}
 
 
 def conditions_of_v1_run(run: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +75,17 @@ def conditions_of_v1_run(run: dict[str, Any]) -> dict[str, Any]:
         memory_bytes=round(run.get("memory_mib", 0) * MIB), swap_bytes=round(run.get("swap_mib", 0) * MIB),
         iterations=run.get("iterations"), warmup=run.get("warmup"), batch_size=run.get("batch_size"),
         threads=run.get("threads"), backend_info=provenance.get("backend") or run,
-        host_cpu_model=provenance.get("host_cpu_model"))
+        host_cpu_model=provenance.get("host_cpu_model"), runtime=None, conversion=None)
+
+
+def with_runtime(run: dict[str, Any]) -> dict[str, Any]:
+    """A run stored before its engine was a condition gets it from its model kind and recorded packages (ONNX files
+    ran on onnxruntime then) and no conversion: it pools with today's runs of the same engine and version."""
+    provenance = run.get("provenance") or {}
+    packages = run_packages(provenance, provenance.get("backend") or {})
+    conditions = {**(run.get("conditions") or {}), "runtime": runtime_of(run.get("model_kind", ""), packages),
+                  "conversion": None}
+    return {**run, "conditions": conditions}
 
 
 def key(run: dict[str, Any]) -> tuple[Any, ...]:

@@ -18,7 +18,7 @@ from typing import Any
 from harness import __version__
 from harness.measure import cgroups
 
-RUNTIME_PACKAGES = ("onnxruntime", "onnx", "numpy", "torch", "ai-edge-litert", "docker")
+RUNTIME_PACKAGES = ("onnxruntime", "onnx", "numpy", "torch", "ai-edge-litert", "ncnn", "pnnx", "docker")
 
 
 def _git_commit() -> str | None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.core.conditions import runtime_of
 from harness.core.errors import ModelError
 from harness.core.external_data import ExternalData, confine
 from harness.models.facts_cache import model_facts
@@ -31,7 +32,9 @@ KINDS: dict[str, tuple[str, str, str, str]] = {
     ".pt2": _TORCH,
     ".py": _TORCH,
     ".tflite": ("tflite", "tflite_bench.py", "ai_edge_litert", "LiteRT: pip install -e '.[litert]'"),
+    ".param": ("ncnn", "ncnn_bench.py", "ncnn", "the ncnn extra: make setup-ncnn"),
 }
+DEFAULT_SCRIPTS = {kind: script for kind, script, _, _ in KINDS.values()}
 
 
 @dataclass(frozen=True)
@@ -44,22 +47,33 @@ class ModelInfo:
     size_mib: float
     facts: dict[str, Any] | None = field(default=None, compare=False)
     external_data: ExternalData = ()  # (tensor, location) per file beside the model that holds tensors' data
+    converted: Path | None = None  # RUNTIME=ncnn: the .param converted from the ONNX model at `path`
+    conversion: str | None = None  # the tool that converted it, with its version (`pnnx 20261020`)
+    refused: str = ""  # why the model cannot run on its engine (a failed conversion): its runs are kept as errors
 
     @property
     def run_model(self) -> str:
         """The model path handed to the script; empty for a script profiled as a whole."""
-        return "" if self.kind == SCRIPT_KIND else str(self.path)
+        return "" if self.kind == SCRIPT_KIND else str(self.converted or self.path)
+
+    def runtime(self, packages: dict[str, str]) -> str | None:
+        """The engine that runs it with its version among `packages` (`ncnn 1.0.20261020`); None with a user's
+        script, whose engine the harness does not know."""
+        return runtime_of(self.kind, packages) if self.script.name == DEFAULT_SCRIPTS.get(self.kind) else None
 
     def provenance(self) -> dict[str, Any]:
         return {"model_name": self.name, "model_path": str(self.path), "model_kind": self.kind,
-                "model_sha256": self.sha256, "model_size_mib": self.size_mib, "model_facts": self.facts}
+                "model_sha256": self.sha256, "model_size_mib": self.size_mib, "model_facts": self.facts,
+                "model_converted": self.converted and str(self.converted), "model_conversion": self.conversion}
 
 
-def sha256_of(path: Path) -> str:
+def sha256_of(*paths: Path) -> str:
+    """The sha256 of the files' bytes one after the other (an ncnn model is its .param and its .bin)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
+    for path in paths:
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda handle=handle: handle.read(1 << 20), b""):
+                digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -70,8 +84,10 @@ def _zoo_model(name: str) -> tuple[Path, str] | None:
     return (zoo.export(name), zoo.parse(name).name) if zoo.is_zoo_name(name) else None
 
 
-def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = True) -> ModelInfo:
-    """A path or a zoo name -> ModelInfo. With a user SCRIPT, any existing file is accepted as its input."""
+def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = True,
+                  runtime: str = "onnxruntime") -> ModelInfo:
+    """A path or a zoo name -> ModelInfo. With a user SCRIPT, any existing file is accepted as its input.
+    `runtime` (RUNTIME) is the engine of ONNX models: with ncnn they run converted (ncnn_convert)."""
     path = Path(arg).expanduser()
     if not path.exists():
         zoo_model = _zoo_model(arg)
@@ -91,12 +107,40 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
     if script is None and check_runtime and importlib.util.find_spec(module) is None:
         raise ModelError(f"model {path.name} needs {module}, which is not installed: install {extra}")
     path = path.resolve()  # the runs read it there, and its external data from beside it
+    if kind == "ncnn":
+        return _ncnn_model(path, name, script)
     sha256 = sha256_of(path)
     facts = model_facts(path, sha256) if kind == "onnx" else None  # also rejects a corrupt file, now
     # Checked on every resolve, not only when the facts were read: the files beside a cached model may have changed.
     external = confine(str(path), (facts or {}).get("external_data", []))
-    return ModelInfo(name=name, path=path, kind=kind, script=(script or BENCH_SCRIPTS_DIR / default_script),
-                     sha256=sha256, size_mib=path.stat().st_size / 1024**2, facts=facts, external_data=external)
+    model = ModelInfo(name=name, path=path, kind=kind, script=(script or BENCH_SCRIPTS_DIR / default_script),
+                      sha256=sha256, size_mib=path.stat().st_size / 1024**2, facts=facts, external_data=external)
+    return _on_ncnn(model) if kind == "onnx" and runtime == "ncnn" and script is None else model
+
+
+def _ncnn_model(path: Path, name: str, script: Path | None) -> ModelInfo:
+    """A .param given as MODEL, with its weights in the .bin of the same name beside it (one of its model files)."""
+    weights = path.with_suffix(".bin")
+    if not weights.is_file():
+        raise ModelError(f"model {path}: ncnn reads its weights from {weights.name} beside it, which is not there; "
+                         "put the .bin of this .param in the same folder")
+    return ModelInfo(name=name, path=path, kind="ncnn", script=script or BENCH_SCRIPTS_DIR / "ncnn_bench.py",
+                     sha256=sha256_of(path, weights), size_mib=(path.stat().st_size + weights.stat().st_size) / 1024**2,
+                     external_data=confine(str(path), [("weights", weights.name)]))
+
+
+def _on_ncnn(model: ModelInfo) -> ModelInfo:
+    """The ONNX model run on ncnn: converted (or found converted) with pnnx. The name, content hash and facts stay
+    the ONNX model's; a conversion that fails leaves a model whose runs are kept as errors with its one line."""
+    from harness.models.ncnn_convert import CONVERTER, ConversionError, convert, converter_version
+
+    on_ncnn = replace(model, kind="ncnn", script=BENCH_SCRIPTS_DIR / "ncnn_bench.py")
+    try:
+        converted = convert(model.path, model.sha256, model.name)
+    except ConversionError as err:
+        return replace(on_ncnn, conversion=f"{CONVERTER} {converter_version()}", refused=str(err))
+    return replace(on_ncnn, converted=converted.param, conversion=converted.tool,
+                   external_data=confine(str(converted.param), [("weights", converted.weights.name)]))
 
 
 

@@ -283,6 +283,10 @@ class ClusterSession(Session):
         pending: dict[Any, RunSpec] = {}
         try:
             for spec in todo:
+                if self._models[spec.model_name].refused:  # not run: kept as an error here
+                    self._keep(spec, self._record(spec, self.outcome(spec), time.strftime("%Y-%m-%dT%H:%M:%S%z")),
+                               on_done)
+                    continue
                 model_files = [files[path] for path in spec.model_files]
                 future = client.submit(run_on_node, spec.to_dict(), model_files, files[spec.script],
                                        *self.backend.task_args, self.backend.cpu_model, key=f"run-{spec.run_id}",

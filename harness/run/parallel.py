@@ -112,7 +112,7 @@ class ParallelSession(Session):
 
     def _work(self, spec: RunSpec, slot: int, started_at: str, finished: queue.Queue[Any]) -> None:
         try:
-            outcome: RunOutcome | BaseException = self.backend.run(spec)
+            outcome: RunOutcome | BaseException = self.outcome(spec)
         except BaseException as err:  # handed to the main thread, which decides
             outcome = err
         finished.put((spec, slot, started_at, outcome))

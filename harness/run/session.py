@@ -22,10 +22,10 @@ from typing import Any
 
 from harness.analysis.stats import group_key, ordered_entries, summarize_group, summary_rows
 from harness.backends import Backend
-from harness.core.conditions import run_conditions
+from harness.core.conditions import run_conditions, run_packages
 from harness.core.config import DeviceProfile, host_cpu_count
 from harness.core.errors import BackendError, DataError, StorageError
-from harness.core.records import RunOutcome, RunRecord
+from harness.core.records import Limits, RunOutcome, RunRecord, RunResult
 from harness.measure.provenance import collect_metadata
 from harness.measure.spec import RunSpec, plan_cpu_limits
 from harness.models.resolve import ModelInfo
@@ -137,6 +137,16 @@ class Session:
         self._planned = Counter((spec.model_name, spec.cpu.cpus) for spec in plan.specs)
         self._done = Counter((run["model_name"], run["cpus"]) for run in self.runs)
 
+    def outcome(self, spec: RunSpec) -> RunOutcome:
+        """The run's outcome from the backend; a model its engine refused (a failed conversion) is not run: its run is
+        an error whose stderr_tail is the refusal's one line, with no limit applied."""
+        refused = self._models[spec.model_name].refused
+        if not refused:
+            return self.backend.run(spec)
+        return RunOutcome(result=RunResult.failure("error", 0.0, refused),
+                          applied=Limits(cpus=None, cpu_mode="none", cpuset=None, cpu_quota_us=None, cpu_period_us=None,
+                                         memory_bytes=None, memory_swap_bytes=None, unenforced=("not run",)))
+
     def _session_info(self, state: str) -> dict[str, Any]:
         return {
             "session_id": self.plan.session_id, "state": state, "profile": self.profile.as_variables(),
@@ -165,7 +175,8 @@ class Session:
                 model_sha256=model.sha256, cpus=spec.cpu.cpus, cpu_mode=spec.cpu.mode,
                 memory_bytes=spec.memory_bytes, swap_bytes=spec.swap_bytes, iterations=spec.iterations,
                 warmup=spec.warmup, batch_size=spec.batch_size, threads=spec.threads, backend_info=info,
-                host_cpu_model=metadata.get("host_cpu_model")),
+                host_cpu_model=metadata.get("host_cpu_model"),
+                runtime=model.runtime(run_packages(metadata, info)), conversion=model.conversion),
             provenance={**metadata, "backend": info, "seed": self.plan.seed},
             concurrent_runs=concurrent_runs, node=location,
         ).to_dict()
@@ -213,7 +224,7 @@ class Session:
                 if on_start:
                     on_start(spec)
                 started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                self._keep(spec, self._record(spec, self.backend.run(spec), started_at), on_done)
+                self._keep(spec, self._record(spec, self.outcome(spec), started_at), on_done)
         except BaseException as err:
             self._interrupted(err)
             raise

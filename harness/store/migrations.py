@@ -4,6 +4,9 @@
           dict and the per-run p50; it is now the metric of the run's headline latency, p50 in older runs);
           `limits` became `limits_requested`, beside a new `limits_applied` and
           `conditions`; session.json's profile values became typed (MEMORY in bytes as a number, not a string).
+  2 -> 3: a run's conditions name its engine (`runtime`, e.g. `onnxruntime 1.32.0`, from its model kind and the
+          package versions recorded where it ran) and its model's conversion (`conversion`, none before); session.json
+          is unchanged (a profile without RUNTIME reads as the default, onnxruntime).
 
 The old field names live here and nowhere else.
 """
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.core.conditions import conditions_of_v1_run
+from harness.core.conditions import conditions_of_v1_run, with_runtime
 from harness.core.config import VARIABLES
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -47,5 +50,5 @@ def _session_1_to_2(info: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-RUN_MIGRATIONS: dict[int, Migration] = {1: _run_1_to_2}
-SESSION_MIGRATIONS: dict[int, Migration] = {1: _session_1_to_2}
+RUN_MIGRATIONS: dict[int, Migration] = {1: _run_1_to_2, 2: with_runtime}
+SESSION_MIGRATIONS: dict[int, Migration] = {1: _session_1_to_2, 2: dict}

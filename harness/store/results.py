@@ -29,7 +29,7 @@ from harness.core.errors import ConfigError, DataError
 from harness.core.storage import append_bytes, hold_space, write_bytes_atomically
 from harness.store.migrations import RUN_MIGRATIONS, SESSION_MIGRATIONS, Migration
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 RUNS_FILE = "runs.jsonl"
 SESSION_FILE = "session.json"
 SUMMARY_JSON = "summary.json"

@@ -23,11 +23,12 @@ def cached_files(name: str) -> list[Path]:
     return sorted(p for p in root.glob(f"{name}-*") if p.suffix in (".onnx", ".pt")) if root.is_dir() else []
 
 
-def keyed_path(name: str, suffix: str, recipe: dict[str, Any]) -> Path:
-    """`<name>-<key><suffix>` in the cache, the key 12 hex digits over everything in `recipe` that changes the
-    bytes (spec, format, builder settings, library versions): a changed recipe never reuses a stale file."""
+def keyed_path(name: str, suffix: str, recipe: dict[str, Any], root: Path | None = None) -> Path:
+    """`<name>-<key><suffix>` in the cache (the zoo's, or `root`), the key 12 hex digits over everything in `recipe`
+    that changes the bytes (spec, format, builder settings, library versions): a changed recipe never reuses a stale
+    file."""
     key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
-    return cache_dir() / f"{name}-{key}{suffix}"
+    return (root or cache_dir()) / f"{name}-{key}{suffix}"
 
 
 def write_model_atomically(path: Path, writer: Callable[[Path], None]) -> Path:

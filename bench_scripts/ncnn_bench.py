@@ -1,0 +1,96 @@
+"""Bench an ncnn model (MODEL.param, its weights in MODEL.bin beside it) with ncnn's Python API: threads = ceil(CPUS).
+
+ncnn runs one input at a time (its Mat has no batch dim): BATCH_SIZE must be 1. Each input's shape comes from its
+Input layer in the .param (0=w 1=h 11=d 2=c; the harness's conversion from ONNX writes them), or from
+--shape NAME=CxHxW (ncnn's dims, no batch), which wins. Inputs are random float32, built outside the timed region; an
+inference is a fresh extractor fed every input and asked for every output, as an ncnn program runs one.
+Under a CFS quota (HARNESS_CPU_MODE=quota) ncnn's OpenMP threads do not spin after their work (openmp_blocktime 0):
+spinning would burn the quota that the inferences need. PER_OP=1: ncnn's Python API has no op profiler, so this
+script runs no per-op phase and says so in the profile directory.
+Usage: python ncnn_bench.py MODEL.param [--iterations N] [--warmup N] [--threads N] [--shape NAME=CxHxW]
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import ncnn
+import numpy as np
+
+from harness.measure.bench_inputs import random_input
+from harness.measure.benchloop import (
+    parse_args,
+    parse_pairs,
+    profile_dir,
+    report,
+    timed_load,
+    timed_loop,
+    write_profile_meta,
+)
+
+SHAPE_KEYS = ("2", "11", "1", "0")  # an Input layer's c, d, h, w parameter ids, outermost first
+NO_OP_PROFILER = "ncnn's Python API has no op profiler; no per-op table for models run on ncnn"
+
+
+def input_shapes(param: Path, given: dict[str, str]) -> dict[str, list[int]]:
+    """Each Input layer's blob -> its dims (outermost first), from --shape or from the layer's parameters."""
+    shapes: dict[str, list[int]] = {}
+    for line in param.read_text().splitlines()[2:]:
+        fields = line.split()
+        if len(fields) < 5 or fields[0] != "Input":
+            continue
+        blob = fields[4]
+        values = dict(field.split("=", 1) for field in fields[5:] if "=" in field)
+        if blob in given:
+            shapes[blob] = [int(dim) for dim in given[blob].split("x")]
+        elif any(int(values.get(key, 0)) > 0 for key in SHAPE_KEYS):
+            shapes[blob] = [int(values[key]) for key in SHAPE_KEYS if int(values.get(key, 0)) > 0]
+        else:
+            raise SystemExit(f"input {blob!r} of {param.name} has no shape in its Input layer; give it with "
+                             f"--shape {blob}=CxHxW (ncnn's dims, no batch; pass script arguments after --)")
+    return shapes
+
+
+def main() -> None:
+    args = parse_args(__doc__)
+    if args.batch_size != 1:
+        raise SystemExit(f"ncnn runs one input at a time: BATCH_SIZE must be 1, not {args.batch_size}")
+    param = Path(args.model)
+    blocktime = 0 if os.environ.get("HARNESS_CPU_MODE") == "quota" else None
+
+    def load() -> ncnn.Net:
+        net = ncnn.Net()
+        net.opt.num_threads = args.threads
+        if blocktime is not None:
+            net.opt.openmp_blocktime = blocktime
+        if net.load_param(str(param)) != 0 or net.load_model(str(param.with_suffix(".bin"))) != 0:
+            raise SystemExit(f"ncnn could not load {param.name} with {param.with_suffix('.bin').name}")
+        return net
+
+    net = timed_load(load)
+    rng = np.random.default_rng(0)
+    arrays = {blob: random_input(np.float32, shape, rng)  # kept alive: a Mat made from an array shares its memory
+              for blob, shape in input_shapes(param, parse_pairs(args.shape, "--shape")).items()}
+    feeds = {blob: ncnn.Mat(array) for blob, array in arrays.items()}
+    outputs = net.output_names()
+
+    def infer() -> None:
+        with net.create_extractor() as extractor:
+            for blob, mat in feeds.items():
+                extractor.input(blob, mat)
+            for blob in outputs:
+                if extractor.extract(blob)[0] != 0:
+                    raise SystemExit(f"ncnn could not compute output {blob!r} of {param.name}")
+
+    report(batch_size=1, threads=net.opt.num_threads, engine="ncnn", engine_version=ncnn.__version__,
+           openmp_blocktime_ms=net.opt.openmp_blocktime,
+           input_shapes=",".join(f"{blob}={'x'.join(map(str, array.shape))}" for blob, array in arrays.items()))
+    timed_loop(infer, args.warmup, args.iterations)
+    directory = profile_dir()
+    if directory is not None:
+        write_profile_meta(directory, framework="ncnn", unsupported=NO_OP_PROFILER)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The harness's ncnn latency against ncnn's own loop run bare, per model: how faithful the harness is on ncnn.
+
+    .venv/bin/python benchmarks/engines.py [--models nb201_0 nb201_1 ...] [--rounds 5] [--iterations 200]
+
+Each model is converted once (RUNTIME=ncnn, the harness's cache). Harness = a one-run `harness profile --runtime ncnn
+--cpus 1` session (local backend: a cgroup pinned to one core, the runner sampling memory). Bare = a fresh Python
+process running a plain ncnn loop on the same converted files, one thread, pinned to the core the harness pins, no
+runner, no cgroup, no protocol: one extractor per inference, every input fed, every output extracted, as
+ncnn_bench.py does. The two alternate per round, which goes first swapping, so a change of the host's load between
+rounds hits both; each run gives its median latency. Printed: both medians over the rounds and the median of the
+paired ratios (harness / the bare run beside it). Also printed: the same model's onnxruntime latency under the
+harness, for the ratio between engines this host shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ROOT, Goal, pct, print_table, profile_runs, write_report
+
+DEFAULT_MODELS = ("nb201_0", "nb201_1", "nb201_2", "examples/models/mobilenet_v1_0.25_128.onnx",
+                  "examples/models/squeezenet1_1.onnx")
+
+
+def bare(param: str, iterations: int, warmup: int, core: int) -> None:
+    """ncnn's own loop (run with --bare in a fresh process): prints the per-inference latencies in ms as JSON."""
+    import ncnn
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "bench_scripts"))
+    from ncnn_bench import input_shapes
+
+    os.sched_setaffinity(0, {core})
+    net = ncnn.Net()
+    net.opt.num_threads = 1
+    net.load_param(param)
+    net.load_model(str(Path(param).with_suffix(".bin")))
+    rng = np.random.default_rng(0)
+    shapes = input_shapes(Path(param), {})
+    arrays = {blob: rng.standard_normal(shape).astype(np.float32) for blob, shape in shapes.items()}
+    mats = {blob: ncnn.Mat(array) for blob, array in arrays.items()}
+    outputs = net.output_names()
+    latencies = []
+    for index in range(warmup + iterations):
+        start = time.perf_counter_ns()
+        with net.create_extractor() as extractor:
+            for blob, mat in mats.items():
+                extractor.input(blob, mat)
+            for blob in outputs:
+                extractor.extract(blob)
+        if index >= warmup:
+            latencies.append((time.perf_counter_ns() - start) / 1e6)
+    print(json.dumps(latencies))
+
+
+def bare_median(param: str, args: argparse.Namespace, core: int) -> float:
+    done = subprocess.run([sys.executable, __file__, "--bare", param, "--iterations", str(args.iterations),
+                           "--warmup", str(args.warmup), "--core", str(core)],
+                          capture_output=True, text=True, check=True)
+    return statistics.median(json.loads(done.stdout))
+
+
+def harness_run(directory: Path, model: str, runtime: str, args: argparse.Namespace) -> dict:
+    flags = ["--runtime", runtime, "--cpus", "1", "--iterations", str(args.iterations), "--warmup", str(args.warmup)]
+    (run,) = profile_runs(directory, None, [], backend="local", repeats=1, models=[model], extra_flags=flags).runs
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--bare", metavar="PARAM", help=argparse.SUPPRESS)
+    parser.add_argument("--core", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bare:
+        bare(args.bare, args.iterations, args.warmup, args.core)
+        return
+    rows, raw = [], {}
+    with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
+        for model in args.models:
+            directory = Path(tmp) / Path(model).stem
+            harness, paired = [], []
+            first = harness_run(directory, model, "ncnn", args)  # converts (or finds) the model; not counted
+            param, core = first["model_converted"], int(first["limits_applied"]["cpuset"].split("-")[-1])
+            bare_p50 = []
+            for index in range(args.rounds):
+                for which in ("bare", "harness") if index % 2 == 0 else ("harness", "bare"):
+                    if which == "bare":
+                        bare_p50.append(bare_median(param, args, core))
+                    else:
+                        harness.append(harness_run(directory, model, "ncnn", args)["latency_stats_ms"]["p50"])
+                paired.append(harness[-1] / bare_p50[-1])
+            onnxruntime = harness_run(directory, model, "onnxruntime", args)["latency_stats_ms"]["p50"]
+            raw[model] = {"harness_p50_ms": harness, "bare_p50_ms": bare_p50, "onnxruntime_p50_ms": onnxruntime}
+            rows.append({
+                "model": Path(model).stem, "ncnn bare ms": statistics.median(bare_p50),
+                "ncnn harness ms": statistics.median(harness),
+                "harness vs bare %": pct(statistics.median(paired), 1.0),
+                "onnxruntime harness ms": onnxruntime,
+                "ncnn / onnxruntime": statistics.median(harness) / onnxruntime,
+            })
+    print_table(f"ncnn latency: harness (CPUS=1, cgroup) vs ncnn's loop bare (1 thread, same core); median of "
+                f"{args.rounds} rounds x {args.iterations} inferences", rows)
+    worst = max(abs(row["harness vs bare %"]) for row in rows)
+    goals = [Goal("ncnn latency under the harness vs bare", "informative", f"within {worst:.1f}% on every model", None)]
+    write_report("engines", rows, goals, raw=raw)
+
+
+if __name__ == "__main__":
+    main()
