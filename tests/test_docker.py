@@ -34,8 +34,8 @@ from harness.backends.docker import (
     container_name,
     engine_status,
     owner_label,
-    reported_ok,
 )
+from harness.backends.docker_results import reported_ok
 from harness.backends.local import LocalBackend
 from harness.cli import main
 from harness.core.errors import BackendError, ModelError

@@ -158,7 +158,7 @@ def test_two_models_with_one_file_name_are_never_merged(capsys: pytest.CaptureFi
 
 
 def test_a_result_from_another_harness_version_is_one_error_naming_the_fix() -> None:
-    from harness.backends.docker import runner_result
+    from harness.backends.docker_results import runner_result
     from harness.core.errors import BackendError
 
     assert runner_result(json.dumps(RunResult("ok", runtime_s=1.0).to_dict()), "img").runtime_s == 1.0

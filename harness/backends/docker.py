@@ -32,18 +32,19 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
-from harness.backends.base import RUNNER_KILLED, cache_model_file
+from harness.backends.base import cache_model_file
 from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import SOURCE_LABEL, source_digest
+from harness.backends.docker_results import applied_limits, last_json_line, outcome, reported_ok, runner_result
 from harness.backends.engine import connect
 from harness.backends.removals import Removals
 from harness.backends.runner_report import StdoutReport
 from harness.core.cache import cached
 from harness.core.errors import BackendError
 from harness.core.external_data import data_files
-from harness.core.records import Limits, RunOutcome, RunResult
+from harness.core.records import RunOutcome, RunResult
 from harness.core.storage import writing
-from harness.measure.spec import CPU_PERIOD_US, RunSpec, parse_cpu_list
+from harness.measure.spec import RunSpec
 from harness.models.resolve import KINDS, ModelInfo
 
 LABEL = "org.harness.run"  # every run container carries it (value: run id): `docker ps -a --filter label=...`
@@ -180,69 +181,6 @@ def container_name(run_id: str) -> str:
 def _engine_lost(err: Exception, spec: RunSpec) -> BackendError:
     return BackendError(f"the Docker engine stopped answering during run {spec.run_id} ({type(err).__name__}); "
                         "start it again (e.g. `systemctl start docker`)")
-
-
-def last_json_line(stdout: str) -> dict[str, Any] | None:
-    """The runner's (or a probe's) last stdout line as JSON; None if it died before writing it."""
-    lines = stdout.strip().splitlines()
-    if not lines:
-        return None
-    try:
-        result = json.loads(lines[-1])
-    except json.JSONDecodeError:
-        return None
-    return result if isinstance(result, dict) else None
-
-
-def reported_ok(stdout: str) -> bool:
-    """Whether the runner's report says its run went well: the engine then has nothing to add (its OOMKilled flag and
-    the exit status matter only for a run that failed), so the container's end need not be waited for."""
-    return (last_json_line(stdout) or {}).get("status") == "ok"
-
-
-def runner_result(stdout: str, image: str) -> RunResult | None:
-    """The RunResult the runner printed; None if it died before writing it. A result of another shape comes
-    from an image built from other harness sources, which would fail every run: one error, at once."""
-    data = last_json_line(stdout)
-    if data is None:
-        return None
-    try:
-        return RunResult.from_dict(data)
-    except (TypeError, ValueError) as err:
-        raise BackendError(f"image {image} runs another version of the harness ({err}); rebuild it with "
-                           "`make image`") from None
-
-
-def applied_limits(host_config: dict[str, Any], swap_capped: bool) -> Limits:
-    """The limits the engine holds for a container (its HostConfig), in the harness's terms."""
-    nano = host_config.get("NanoCpus") or 0
-    quota = round(nano * CPU_PERIOD_US / 1e9) if nano else (host_config.get("CpuQuota") or None)
-    period = (host_config.get("CpuPeriod") or CPU_PERIOD_US) if quota else None
-    cpuset = host_config.get("CpusetCpus") or None
-    memory = host_config.get("Memory") or None
-    unenforced = () if swap_capped else (
-        "SWAP: the engine reports no swap limit support (SwapLimit false), so the run may swap beyond MEMORY+SWAP",)
-    cores = len(parse_cpu_list(cpuset)) if cpuset else None
-    return Limits(
-        cpus=quota / period if quota and period else (float(cores) if cores else None),
-        cpu_mode="quota" if quota else ("pinned" if cpuset else "none"), cpuset=cpuset, cpu_quota_us=quota,
-        cpu_period_us=period, memory_bytes=memory,
-        memory_swap_bytes=(host_config.get("MemorySwap") or None) if swap_capped else None, unenforced=unenforced)
-
-
-def outcome(result: RunResult | None, state: dict[str, Any], stderr: str, elapsed_s: float) -> RunResult:
-    """Merge the runner's view with the engine's. On cgroup v1 the runner's oom_kill count and the engine's
-    OOMKilled flag can each miss a kill the other saw, so a SIGKILLed script counts as OOM when either says so."""
-    oom_killed = bool(state.get("OOMKilled"))
-    if result is None:
-        code = state.get("ExitCode")
-        detail = stderr.strip() or state.get("Error") or (
-            RUNNER_KILLED if oom_killed else "the runner ended without a result")
-        return RunResult.failure("error", elapsed_s, detail, exit_code=code,
-                                 signal=code - 128 if isinstance(code, int) and code > 128 else None)
-    if result.status == "error" and oom_killed and result.signal == 9:
-        result.status = "oom"
-    return result
 
 
 @dataclass(frozen=True)
