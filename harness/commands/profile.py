@@ -18,7 +18,15 @@ from harness.backends import Backend, select_backend
 from harness.commands import COMMANDS
 from harness.core.config import DeviceProfile, environment_values, load_profile
 from harness.core.errors import ConfigError
-from harness.models.resolve import SCRIPT_KIND, ModelInfo, example_models, resolve_model, resolve_script
+from harness.measure.spec import RunSpec
+from harness.models.resolve import (
+    BENCH_SCRIPTS_DIR,
+    SCRIPT_KIND,
+    ModelInfo,
+    example_models,
+    resolve_model,
+    resolve_script,
+)
 from harness.report.console import err_console, print_summary, run_progress
 from harness.run.session import Plan, Session, load_plan, plan_session
 from harness.store.results import ensure_writable_dir, new_session_id, resolve_session
@@ -255,6 +263,14 @@ def write_session_report(session: Session) -> Path:
     return out / "report.html"
 
 
+def user_script(specs: list[RunSpec], model_name: str) -> Path | None:
+    """The --script a model's planned runs use, or None where that is the harness's own bench script: the model is
+    then resolved as the session first resolved it (its kind picks the script, RUNTIME its engine), so the runs made
+    after a resume carry the same conditions as those made before."""
+    script = next((Path(spec.script) for spec in specs if spec.model_name == model_name), None)
+    return None if script is None or script.resolve().parent == BENCH_SCRIPTS_DIR else script
+
+
 def resume(args: argparse.Namespace) -> int:
     """Rebuild the interrupted session's profile and plan from its session.json and run what is missing."""
     base = load_profile(args.env, {"RESULTS_DIR": args.results_dir} if args.results_dir else None)
@@ -262,10 +278,10 @@ def resume(args: argparse.Namespace) -> int:
     info, specs = load_plan(session_dir)
     profile = load_profile(None, {**info["profile"], "RESULTS_DIR": str(session_dir.parent)})
     backend, reason = pick_backend(profile, args)
-    script = Path(specs[0].script) if info["models"] and info["models"][0]["model_kind"] == "custom" else None
     with closed_on_error(backend):
         models = [resolve_script(Path(m["model_path"]), m["model_name"]) if m["model_kind"] == SCRIPT_KIND else
-                  replace(resolve_model(m["model_path"], script, check_runtime=backend.name == "local",
+                  replace(resolve_model(m["model_path"], user_script(specs, m["model_name"]),
+                                        check_runtime=backend.name == "local",
                                         runtime=profile.runtime), name=m["model_name"]) for m in info["models"]]
         plan = Plan(info["session_id"], info["seed"], specs, models, info["cpus_values"], info.get("notes", []))
         session = build_session(profile, plan, backend, reason, args)
