@@ -46,10 +46,14 @@ class RunCgroup(NamedTuple):
         return sorted({d / "cgroup.procs" for d in self.dirs.values()})
 
     def pids(self) -> set[int]:
+        """The processes inside; a cgroup removed meanwhile (its files then fail with ENOENT or ENODEV) has none."""
         found: set[int] = set()
         for path in self.procs_files:
-            if path.exists():
+            try:
                 found.update(int(p) for p in path.read_text().split())
+            except OSError as err:
+                if err.errno not in (errno.ENOENT, errno.ENODEV):
+                    raise
         return found
 
     def oom_kills(self) -> int:
