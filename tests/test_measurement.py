@@ -155,7 +155,7 @@ def test_onnxruntime_does_not_spin_under_a_quota(capsys, in_tmp_cwd: Path, tiny_
     pinned run keeps spinning (its cores are its own), a quota run does not, so it uses about one core, not two."""
     results = in_tmp_cwd / "results"
     profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--repeats", "1", "--cpus", "1.5",
-                 "--iterations", "20000", "--warmup", "100")
+                 "--iterations", "100000", "--warmup", "100")
     (run,) = session_runs(results)
     assert run["limits_requested"]["cpu_mode"] == "quota" and run["metrics"]["intra_op_spinning"] is False
     steady_s = run["latency_stats_ms"]["mean"] * run["latency_stats_ms"]["n"] / 1000
