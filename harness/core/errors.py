@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class HarnessError(Exception):
@@ -80,15 +84,20 @@ def byte_size(count: int) -> str:
     return f"{count} B" if unit == "B" else f"{value:.3g} {unit}"
 
 
-def is_user_interrupt(err: BaseException) -> bool:
-    """True when Ctrl-C is behind `err`: Python hands on a KeyboardInterrupt raised inside some machinery wrapped in
-    another exception (in 3.11 a class body's `__set_name__`, as in an import that Ctrl-C lands in), so the chain of
-    causes and contexts is searched, not only the exception's type."""
+def in_chain(err: BaseException, wanted: Callable[[BaseException], bool]) -> BaseException | None:
+    """The first exception in `err`'s chain of causes and contexts that is `wanted`: Python and libraries hand on an
+    exception raised inside some machinery wrapped in another one, so its type alone does not tell what happened."""
     seen: set[int] = set()
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
-        if isinstance(current, KeyboardInterrupt):
-            return True
+        if wanted(current):
+            return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
-    return False
+    return None
+
+
+def is_user_interrupt(err: BaseException) -> bool:
+    """True when Ctrl-C is behind `err` (in 3.11 a KeyboardInterrupt in a class body's `__set_name__`, as in an
+    import that Ctrl-C lands in, reaches the caller wrapped)."""
+    return in_chain(err, lambda cause: isinstance(cause, KeyboardInterrupt)) is not None

@@ -13,20 +13,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.core import STORAGE_ERRNOS
-from harness.core.errors import StorageError
+from harness.core.errors import StorageError, in_chain
 
 
 def storage_fault(err: BaseException) -> OSError | None:
     """The OSError of a full or failing disk behind `err`: libraries (torch's exporter, onnx) wrap it in their own
-    exceptions, so the chain of causes and contexts is searched."""
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        if isinstance(current, OSError) and current.errno in STORAGE_ERRNOS:
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
+    exceptions."""
+    fault = in_chain(err, lambda cause: isinstance(cause, OSError) and cause.errno in STORAGE_ERRNOS)
+    return fault if isinstance(fault, OSError) else None
 
 
 @contextmanager
