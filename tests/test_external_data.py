@@ -17,6 +17,7 @@ import onnx
 import pytest
 from onnx import TensorProto, external_data_helper, helper, numpy_helper
 
+from harness.analysis.model_runs import model_matcher
 from harness.backends.docker import MODEL_DIR, model_mounts
 from harness.backends.local import LocalBackend
 from harness.core.errors import ModelError
@@ -110,6 +111,18 @@ def test_facts_count_the_external_weights(tmp_path: Path) -> None:
     assert facts["external_data"] == [["W", "weights.bin"]]
 
 
+def test_a_model_is_its_graph_and_its_data_files(tmp_path: Path) -> None:
+    """The same graph beside other weights is another model (its content hash, so it never pools with the first) of
+    another size; the graph alone, resolved once more, is the same model."""
+    first = resolve_model(str(make_external_data_model(tmp_path / "a" / "model.onnx", "weights.bin")))
+    other = make_external_data_model(tmp_path / "b" / "model.onnx", "weights.bin")
+    (other.parent / "weights.bin").write_bytes(bytes(reversed((other.parent / "weights.bin").read_bytes())))
+    second = resolve_model(str(other))
+    assert (tmp_path / "a" / "model.onnx").read_bytes() == other.read_bytes()
+    assert second.sha256 != first.sha256 and resolve_model(str(other)).sha256 == second.sha256
+    assert first.size_mib * MIB == first.path.stat().st_size + EXTERNAL_WEIGHT.nbytes == second.size_mib * MIB
+
+
 def test_a_cached_model_is_checked_again_on_every_resolve(tmp_path: Path) -> None:
     """The facts come from the cache the second time; the file beside the model is checked anyway."""
     model = make_external_data_model(tmp_path / "models" / "m" / "model.onnx", "weights.bin")
@@ -146,6 +159,7 @@ def test_profile_runs_a_model_whose_data_is_beside_it(tmp_path: Path) -> None:
     runs = session_runs(tmp_path / "results")
     assert [run["status"] for run in runs] == ["ok", "ok"], runs[0]["stderr_tail"]
     assert runs[0]["model_facts"]["params"] == EXTERNAL_WEIGHT.size
+    assert all(model_matcher(str(model))(run) for run in runs)  # `harness ops model.onnx` finds them by content
 
 
 def test_the_runner_refuses_before_it_starts_the_script(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from harness import zoo
 from harness.core import metric_registry
 from harness.core.errors import DataError
-from harness.models.resolve import sha256_of
+from harness.models.resolve import content_sha256
 from harness.store.results import list_sessions, load_runs, resolve_session
 
 
@@ -19,7 +19,7 @@ def model_matcher(arg: str) -> Callable[[dict[str, Any]], bool]:
     from; otherwise runs whose model_name is `arg` as typed or, for a zoo name, its canonical spelling."""
     path = Path(arg).expanduser()
     if path.is_file():
-        digest = sha256_of(path)
+        digest = content_sha256(path)
         return lambda run: run.get("model_sha256") == digest
     names = {arg, zoo.parse(arg).name} if zoo.is_zoo_name(arg) else {arg}
     return lambda run: run.get("model_name") in names

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.core.conditions import runtime_of
 from harness.core.errors import ModelError
-from harness.core.external_data import ExternalData, confine
+from harness.core.external_data import ExternalData, confine, data_files
 from harness.models.facts_cache import model_facts
 
 BENCH_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "bench_scripts"
@@ -77,6 +77,15 @@ def sha256_of(*paths: Path) -> str:
     return digest.hexdigest()
 
 
+def content_sha256(path: Path) -> str:
+    """A model file's identity as resolve_model gives it (with its .bin for ncnn, with its external-data files for
+    ONNX), so the runs of a model named by its file are found; the file's bytes alone where it resolves to no model."""
+    try:
+        return resolve_model(str(path), check_runtime=False).sha256
+    except ModelError:
+        return sha256_of(path)
+
+
 def _zoo_model(name: str) -> tuple[Path, str] | None:
     """(exported file, canonical name) of a zoo name: `mobilenet_v2_1_224` is `mobilenet_v2_1.0_224`."""
     from harness import zoo
@@ -113,8 +122,12 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
     facts = model_facts(path, sha256) if kind == "onnx" else None  # also rejects a corrupt file, now
     # Checked on every resolve, not only when the facts were read: the files beside a cached model may have changed.
     external = confine(str(path), (facts or {}).get("external_data", []))
+    # A model is its graph and its weights: the same graph beside other data files is another model, of another size.
+    files = [path, *map(Path, data_files(str(path), external))]
     model = ModelInfo(name=name, path=path, kind=kind, script=(script or BENCH_SCRIPTS_DIR / default_script),
-                      sha256=sha256, size_mib=path.stat().st_size / 1024**2, facts=facts, external_data=external)
+                      sha256=sha256_of(*files) if external else sha256,
+                      size_mib=sum(file.stat().st_size for file in files) / 1024**2, facts=facts,
+                      external_data=external)
     return _on_ncnn(model) if kind == "onnx" and runtime == "ncnn" and script is None else model
 
 
