@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import onnx
 
@@ -59,40 +60,36 @@ def converter_version() -> str:
     return version
 
 
-def input_shapes(model: onnx.ModelProto, name: str) -> list[list[int]]:
-    """Each graph input's shape for pnnx: a dynamic first dim is a batch of 1 (ncnn runs one input at a time);
-    any other dim must be fixed, and the input float32, which is what ncnn_bench.py feeds."""
-    weights = {init.name for init in model.graph.initializer}
+def input_shapes(inputs: list[dict[str, Any]], name: str) -> list[list[int]]:
+    """Each graph input's shape for pnnx, from the model's facts (`inputs`: what a caller feeds, initializers left
+    out): a dynamic first dim is a batch of 1 (ncnn runs one input at a time); any other dim must be fixed, and the
+    input float32, which is what ncnn_bench.py feeds."""
     shapes = []
-    for item in model.graph.input:
-        if item.name in weights:
-            continue
-        tensor = item.type.tensor_type
-        if tensor.elem_type != onnx.TensorProto.FLOAT:
-            kind = onnx.TensorProto.DataType.Name(tensor.elem_type)
-            raise ConversionError(f"model {name}: input {item.name!r} is {kind}; ncnn runs float32 inputs only "
-                                  "(use RUNTIME=onnxruntime)")
-        dims = [dim.dim_value if dim.HasField("dim_value") else 0 for dim in tensor.shape.dim]
+    for item in inputs:
+        if item["dtype"] != "float32":
+            raise ConversionError(f"model {name}: input {item['name']!r} is {item['dtype'] or 'of no type'}; ncnn runs "
+                                  "float32 inputs only (use RUNTIME=onnxruntime)")
+        dims = [dim if isinstance(dim, int) else 0 for dim in item["shape"]]
         if dims and dims[0] <= 0:
             dims[0] = 1
         if not dims or any(dim <= 0 for dim in dims) or len(dims) - 1 not in INPUT_DIMS:
-            raise ConversionError(f"model {name}: input {item.name!r} has shape {dims or 'unknown'}; ncnn needs a "
+            raise ConversionError(f"model {name}: input {item['name']!r} has shape {dims or 'unknown'}; ncnn needs a "
                                   "fixed shape of 2 to 5 dims, the first the batch (use RUNTIME=onnxruntime)")
         shapes.append(dims)
     return shapes
 
 
-def convert(onnx_path: Path, sha256: str, name: str) -> Converted:
-    """The ncnn model of `onnx_path` (its content `sha256`), converted now or found in the cache."""
+def convert(onnx_path: Path, sha256: str, name: str, inputs: list[dict[str, Any]]) -> Converted:
+    """The ncnn model of `onnx_path` (its content `sha256`, its facts' `inputs`), converted now or found in the cache:
+    the graph is read only to convert it."""
     version = converter_version()
-    model = onnx.load(str(onnx_path))
-    shapes = input_shapes(model, name)
+    shapes = input_shapes(inputs, name)
     param = keyed_path(name, ".param", {"onnx_sha256": sha256, CONVERTER: version, "shapes": shapes},
                        cache_dir("ncnn"))
     weights = param.with_suffix(".bin")
     if not (param.is_file() and weights.is_file()):
         with tempfile.TemporaryDirectory(prefix="harness-pnnx-") as tmp:
-            _run_pnnx(model, shapes, Path(tmp), name, version)
+            _run_pnnx(onnx.load(str(onnx_path)), shapes, Path(tmp), name, version)
             write_model_atomically(weights, lambda out: shutil.copyfile(Path(tmp) / "model.bin", out))
             write_model_atomically(param, lambda out: out.write_text(
                 with_input_shapes((Path(tmp) / "model.param").read_text(), shapes)))

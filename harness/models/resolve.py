@@ -149,7 +149,7 @@ def _on_ncnn(model: ModelInfo) -> ModelInfo:
 
     on_ncnn = replace(model, kind="ncnn", script=BENCH_SCRIPTS_DIR / "ncnn_bench.py")
     try:
-        converted = convert(model.path, model.sha256, model.name)
+        converted = convert(model.path, model.sha256, model.name, (model.facts or {}).get("inputs", []))
     except ConversionError as err:
         return replace(on_ncnn, conversion=f"{CONVERTER} {converter_version()}", refused=str(err))
     return replace(on_ncnn, converted=converted.param, conversion=converted.tool,
