@@ -190,6 +190,10 @@ def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any
     if fields["memory_bytes"] < _MIN_MEMORY_BYTES:
         text, source = raw["MEMORY"]
         raise ConfigError(f"MEMORY={text!r} (from {source}) is too small: a Python runner needs at least 16m")
+    if fields["runtime"] == "ncnn" and fields["batch_size"] != 1:
+        text, source = raw["BATCH_SIZE"]
+        raise ConfigError(f"BATCH_SIZE={text!r} (from {source}) cannot run on RUNTIME=ncnn, which feeds one input at "
+                          "a time: set BATCH_SIZE=1, or RUNTIME=onnxruntime for batches")
     return DeviceProfile(**fields, sources={name: source for name, (_, source) in raw.items()},
                          warnings=tuple(warnings))
 
