@@ -15,8 +15,6 @@ MAX_LINES = 500
 LAYERS = ("core", "measure", "zoo", "models", "backends", "store", "device", "analysis", "calibration", "report", "run",
           "commands")
 """Lowest first: a module may import from its own folder and from folders listed before it."""
-ALIASES = ("harness.report_protocol", "harness.metrics", "harness.benchloop")
-"""Former names that bench scripts import; the package itself never does."""
 TOP = ("harness.cli",)
 """Above every folder: the command line's entry point."""
 
@@ -58,7 +56,7 @@ def rank(module: str) -> float:
     """The layer of a module: its folder's index; the package root is below everything, the CLI above."""
     if module == "harness":
         return -1
-    if module in TOP or module in ALIASES:
+    if module in TOP:
         return len(LAYERS)
     folder = module.split(".")[1]
     assert folder in LAYERS, f"{module}: a module outside the stage folders; put it in one of {', '.join(LAYERS)}"
@@ -113,18 +111,6 @@ def test_lower_folders_never_import_higher_ones() -> None:
     upward = [f"{source} imports {target}" for source, targets in graph().items() for target in targets
               if rank(target) > rank(source)]
     assert upward == []
-
-
-def test_aliases_are_the_real_modules() -> None:
-    import harness.benchloop
-    import harness.measure.benchloop
-    import harness.measure.report_protocol
-    import harness.metrics
-    import harness.report_protocol
-
-    assert harness.report_protocol is harness.measure.report_protocol
-    assert harness.metrics is harness.measure.report_protocol
-    assert harness.benchloop is harness.measure.benchloop
 
 
 @pytest.mark.parametrize("name", sorted(modules()))
