@@ -201,3 +201,11 @@ def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any
 def host_cpu_count() -> int:
     """Cores this process may run on (affinity), not the machine's total."""
     return len(os.sched_getaffinity(0))
+
+
+def resolve_results_dir(explicit: str | None) -> Path:
+    """--results-dir, else RESULTS_DIR of the profile (env.template < .env < HARNESS_ENV_FILE, the file make's ENV
+    names), for the commands that read results and take no profile of their own."""
+    if explicit:
+        return Path(explicit)
+    return Path(load_profile(os.environ.get("HARNESS_ENV_FILE") or None).results_dir)
