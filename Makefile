@@ -43,8 +43,11 @@ doctor: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/python -m harness.core.reference_docs
 
+# ruff over all the Python here; mypy over the harness package (pyproject.toml's [tool.mypy]; its cache in .mypy_cache
+# makes a second run take well under a second).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check harness tests bench_scripts benchmarks
+	$(VENV)/bin/mypy
 
 test: $(STAMP) lint
 	$(VENV)/bin/pytest -q

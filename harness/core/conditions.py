@@ -33,9 +33,10 @@ CONDITIONS: dict[str, str] = {
 
 
 def run_conditions(*, model_sha256: str, cpus: float, cpu_mode: str, memory_bytes: int, swap_bytes: int,
-                   iterations: int, warmup: int, batch_size: int, threads: int, backend_info: dict[str, Any],
-                   host_cpu_model: str | None, runtime: str | None, conversion: str | None) -> dict[str, Any]:
-    """The conditions of one run, in CONDITIONS order."""
+                   iterations: int | None, warmup: int | None, batch_size: int | None, threads: int | None,
+                   backend_info: dict[str, Any], host_cpu_model: str | None, runtime: str | None,
+                   conversion: str | None) -> dict[str, Any]:
+    """The conditions of one run, in CONDITIONS order (None for a size a run stored before it was recorded lacks)."""
     return {
         "model_sha256": model_sha256, "cpus": float(cpus), "cpu_mode": cpu_mode, "memory_bytes": int(memory_bytes),
         "swap_bytes": int(swap_bytes), "iterations": iterations, "warmup": warmup, "batch_size": batch_size,

@@ -37,7 +37,7 @@ def writing(path: Path, needed: int | None = None) -> Iterator[None]:
         raise StorageError.from_os_error(fault, path, needed) from err
 
 
-def write_atomically(path: Path, writer: Callable[[Path], None], needed: int | None = None,
+def write_atomically(path: Path, writer: Callable[[Path], object], needed: int | None = None,
                      mode: int | None = None) -> Path:
     """`writer` fills a temp file beside `path` (`.<stem>.<random>.tmp<suffix>`: the suffix kept for writers that
     go by it), which then replaces it: a reader never sees half a file, two writers of the same file both end with a

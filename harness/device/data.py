@@ -119,11 +119,10 @@ class DeviceData:
         return list(self.info["tags"])
 
     def match(self, harness_models: list[str]) -> dict[str, str]:
-        explicit = {}
-        if "harness_model" in self.table:
-            explicit = {
-                row.model: row.harness_model for row in self.table.itertuples() if isinstance(row.harness_model, str)
-            }
+        explicit: dict[str, str] = {}
+        if "harness_model" in self.table:  # both columns read as text; an empty harness_model cell is NaN
+            explicit = {row.model: row.harness_model for row in self.table.itertuples()
+                        if isinstance(row.model, str) and isinstance(row.harness_model, str)}
         return match_models(sorted(set(self.table["model"])), explicit, harness_models)
 
 

@@ -49,7 +49,8 @@ class CsvRows:
 
 def _numbered_rows(text: str, name: str) -> tuple[tuple[int, list[str]], list[tuple[int, list[str]]], list[str]]:
     """(line number, cells) of the header and of each data row, and the leading `#` lines (the data's source)."""
-    comments, numbered = [], []
+    comments: list[str] = []
+    numbered: list[tuple[int, str]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.lstrip().startswith("#"):
             if not numbered:

@@ -118,7 +118,8 @@ def _reading_row(reading: Reading) -> dict[str, Any]:
 def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_model: str | None = None
                       ) -> tuple[pd.DataFrame, dict[str, Any], list[Reading]]:
     """Every row the files hold (FILE and LINE say where from), what was read, and the logs' readings."""
-    frames, metrics, tags, conversions, comments, sources, readings = [], [], [], [], [], [], []
+    frames, metrics, tags, conversions, comments, readings = [], [], [], [], [], []
+    sources: list[dict[str, Any]] = []
     for file in files:
         text = _text(file.path)
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -115,7 +115,7 @@ def parse(text: str, source: str) -> Reading:
     start = regular_runs_start(lines)
     latency = first_match(INFERENCE, lines, source) or first_match(OLD_INFERENCE, lines, source)
     if latency:
-        latency_us = latency.number("us")
+        latency_us: float | None = latency.number("us")
     else:
         latency_us = _profiler_mean_us(lines, source, start) if start is not None else None
     if latency_us is None:

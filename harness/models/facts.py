@@ -108,10 +108,10 @@ def _load(path: Path) -> tuple[onnx.ModelProto, ExternalData]:
         raise ModelError(f"model file {path} does not exist; give the path of an .onnx file or a zoo name")
     try:
         model = onnx.load(str(path), load_external_data=False)
-        external = external_data(model)
+        locations = external_data(model)
     except Exception as err:  # onnx raises DecodeError, ValueError, ... for a file that is not ONNX
         raise ModelError(f"{path} is not a readable ONNX model ({type(err).__name__}); re-export it") from err
-    external = confine(str(path), external)
+    external = confine(str(path), locations)
     try:
         return shape_inference.infer_shapes(model, data_prop=True), external
     except Exception as err:

@@ -101,7 +101,9 @@ def _run_pnnx(model: onnx.ModelProto, shapes: list[list[int]], folder: Path, nam
     model.ir_version = min(model.ir_version, PNNX_MAX_IR_VERSION)
     onnx.save(model, str(folder / "model.onnx"))
     spec = importlib.util.find_spec(CONVERTER)
-    executable = Path(spec.origin).parent / CONVERTER  # type: ignore[union-attr]  # the binary the package ships
+    if spec is None or spec.origin is None:  # uninstalled since converter_version() found it
+        raise ModelError(MISSING_EXTRA)
+    executable = Path(spec.origin).parent / CONVERTER  # the binary the package ships
     outputs = {key: f"{key}.out" for key in ("pnnxparam", "pnnxbin", "pnnxpy", "pnnxonnx", "ncnnpy")}
     command = [str(executable), "model.onnx", "inputshape=" + ",".join(f"[{','.join(map(str, s))}]" for s in shapes),
                "ncnnparam=model.param", "ncnnbin=model.bin", *(f"{key}={value}" for key, value in outputs.items())]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def sha256_of(*paths: Path) -> str:
     digest = hashlib.sha256()
     for path in paths:
         with open(path, "rb") as handle:
-            for chunk in iter(lambda handle=handle: handle.read(1 << 20), b""):
+            for chunk in iter(partial(handle.read, 1 << 20), b""):
                 digest.update(chunk)
     return digest.hexdigest()
 

@@ -50,15 +50,16 @@ def _export_float(spec: ZooSpec, fmt: str) -> Path:
     return _exporter().export_float(spec, fmt)
 
 
-def _export_quantized(spec: ZooSpec) -> Path:
-    """Keyed by the float file's own cached name (which keys its recipe) and the quantization's."""
+def _export_quantized(spec: ZooSpec, mode: str) -> Path:
+    """The int8 variant of `spec` in quantization `mode` (its spec.quant), keyed by the float file's own cached name
+    (which keys its recipe) and the quantization's."""
     import onnxruntime
 
     from harness.zoo.quantize import RECIPE, quantize
 
     base = _export_float(parse(spec.base_name), "onnx")
     path = keyed_path(spec.name, ".onnx", {"base": base.name, "onnxruntime": onnxruntime.__version__, **RECIPE})
-    return path if path.exists() else quantize(base, spec.quant, path)
+    return path if path.exists() else quantize(base, mode, path)
 
 
 def export(name: str, fmt: str = "onnx") -> Path:
@@ -68,7 +69,7 @@ def export(name: str, fmt: str = "onnx") -> Path:
     spec = parse(name)
     if spec.quant and fmt != "onnx":
         raise ModelError(f"{spec.name} is an onnxruntime int8 variant and exists as onnx only; drop the format")
-    return _export_quantized(spec) if spec.quant else _export_float(spec, fmt)
+    return _export_quantized(spec, spec.quant) if spec.quant else _export_float(spec, fmt)
 
 
 def needs_torch(name: str) -> bool:

@@ -31,7 +31,7 @@ def keyed_path(name: str, suffix: str, recipe: dict[str, Any], root: Path | None
     return (root or cache_dir()) / f"{name}-{key}{suffix}"
 
 
-def write_model_atomically(path: Path, writer: Callable[[Path], None]) -> Path:
+def write_model_atomically(path: Path, writer: Callable[[Path], object]) -> Path:
     """`writer` fills a temp file beside `path` (same suffix), which then replaces it: a reader never sees half a
     model, two processes building the same model at once both end with a whole file, and a full disk is one
     StorageError with no temp file left. Readable by all: a container's user must read the model too."""

@@ -9,16 +9,22 @@ def conv_bn(
     cin: int,
     cout: int,
     kernel: int,
-    stride: int | tuple[int, ...] = 1,
+    stride: int | tuple[int, int, int] = 1,
     *,
     groups: int = 1,
     act: type[nn.Module] | None = nn.ReLU,
     dims: int = 2,
 ) -> nn.Sequential:
-    """Bias-free convolution with 'same' padding for odd kernels, BatchNorm, then `act` (None: linear)."""
-    conv = nn.Conv2d if dims == 2 else nn.Conv3d
-    norm = nn.BatchNorm2d if dims == 2 else nn.BatchNorm3d
-    layers: list[nn.Module] = [conv(cin, cout, kernel, stride, kernel // 2, groups=groups, bias=False), norm(cout)]
+    """Bias-free convolution with 'same' padding for odd kernels, BatchNorm, then `act` (None: linear). A stride per
+    axis (time, height, width) is for 3D only."""
+    conv: nn.Module
+    if dims == 3:
+        conv = nn.Conv3d(cin, cout, kernel, stride, kernel // 2, groups=groups, bias=False)
+    elif isinstance(stride, int):
+        conv = nn.Conv2d(cin, cout, kernel, stride, kernel // 2, groups=groups, bias=False)
+    else:
+        raise ValueError(f"stride {stride} is per axis of a 3D layer; give dims=3 or one stride")
+    layers: list[nn.Module] = [conv, nn.BatchNorm3d(cout) if dims == 3 else nn.BatchNorm2d(cout)]
     if act is not None:
         layers.append(act(inplace=True))
     return nn.Sequential(*layers)

@@ -55,9 +55,12 @@ class _Graph:
         self.initializers.append(numpy_helper.from_array(value.astype(np.float32), name))
         return name
 
-    def add(self, op: str, inputs: list[str], **attrs: object) -> str:
+    def add(self, op: str, inputs: list[str], **attrs: int | list[int]) -> str:
+        """A node with its attributes in name order, as onnx's make_node keyword arguments would give them."""
         out = self.name(op.lower())
-        self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        node = helper.make_node(op, inputs, [out], name=out)
+        node.attribute.extend(helper.make_attribute(key, value) for key, value in sorted(attrs.items()))
+        self.nodes.append(node)
         return out
 
     def conv(self, x: str, cin: int, cout: int, kernel: int, stride: int = 1, bias: bool = True) -> str:
