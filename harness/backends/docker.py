@@ -202,6 +202,8 @@ class DockerBackend:
 
     name = "docker"
     grace_s = GRACE_S
+    warm_runners = False  # each runner starts with its container: none is started ahead
+    runner_off_workload_cores = False  # the runner runs in the container, on the workload's cores
 
     def __init__(self, image: str, docker_args: str | None = None) -> None:
         """`docker_args` defaults to $HARNESS_DOCKER_ARGS (make's DOCKER_ARGS); see docker_args.py."""

@@ -19,9 +19,10 @@ from harness.analysis.model_runs import model_matcher
 from harness.analysis.run_values import resolve_results_dir
 from harness.analysis.stats import UNSTABLE_RULE, metric_value, summarize
 from harness.commands import COMMANDS
-from harness.commands._analysis import fmt, print_json, stdout, warn
+from harness.commands.shared import fmt, print_json, warn
 from harness.core import conditions, metric_registry
 from harness.core.errors import ConfigError, DataError
+from harness.report.console import out_console
 from harness.store.results import list_sessions, load_runs
 
 # (row label, where in model_facts, scale) for facts read from the graph, the same for every run of a model
@@ -196,14 +197,15 @@ def run(args: argparse.Namespace) -> int:
         print_json({"models": list(args.models), "comparisons": comparisons})
         return 0
     for comparison in comparisons:
-        stdout.print(_table(comparison))
+        out_console.print(_table(comparison))
         if args.per_op:
             from harness.analysis.op_deltas import deltas_table
 
-            stdout.print(deltas_table(comparison["per_op"], *args.models, f"cpus={comparison['cpus']:g}"))
+            out_console.print(deltas_table(comparison["per_op"], *args.models, f"cpus={comparison['cpus']:g}"))
             for side, device in (comparison.get("device_per_op") or {}).items():
                 if device is not None:
                     from harness.analysis.device_ops import device_table
 
-                    stdout.print(device_table(device, f"{side} · cpus={comparison['cpus']:g} · device {args.device}"))
+                    title = f"{side} · cpus={comparison['cpus']:g} · device {args.device}"
+                    out_console.print(device_table(device, title))
     return 0

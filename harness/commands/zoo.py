@@ -15,9 +15,9 @@ from rich.table import Table
 
 from harness import zoo
 from harness.commands import COMMANDS
-from harness.commands._analysis import stdout as _console
 from harness.core.config import load_profile
 from harness.core.errors import ConfigError
+from harness.report.console import out_console
 from harness.zoo.cache import write_model_atomically
 
 NCNN_EXTRA_MODULES = ("ncnn", "pnnx")
@@ -67,14 +67,14 @@ def run_list(args: argparse.Namespace) -> int:
     for family in zoo.FAMILIES:
         values = "; ".join(f"{key}: {', '.join(options)}" for key, options in family.choices.items())
         families.add_row(family.grammar, values or "-", family.description, family.source)
-    _console.print(families)
-    _console.print(_GRAMMAR_NOTE.format(cache=zoo.cache_dir()), highlight=False)
+    out_console.print(families)
+    out_console.print(_GRAMMAR_NOTE.format(cache=zoo.cache_dir()), highlight=False)
     variants = Table(title="Published variants", title_justify="left")
     for column in ("name", "input", "cached"):
         variants.add_column(column)
     for model in models:
         variants.add_row(model["name"], "x".join(map(str, model["input_shape"])), "yes" if model["cached"] else "")
-    _console.print(variants)
+    out_console.print(variants)
     return 0
 
 
@@ -103,7 +103,7 @@ def run_export(args: argparse.Namespace) -> int:
             else ("", "", "", "")
         )
         table.add_row(row["name"], *numbers, row["path"])
-    _console.print(table)
+    out_console.print(table)
     return 0
 
 
