@@ -77,7 +77,7 @@ def first_picks(args: argparse.Namespace, runs: list[dict[str, Any]], session: s
     metric = args.metric or metric_registry.LATENCY
     values = harness_values(runs, metric, args.across_repeats)
     facts = model_facts_table(runs)
-    results = []
+    results: list[dict[str, Any]] = []
     for cpus, group in values.groupby("cpus"):
         candidates = group[~group["model_name"].isin(measured_models)]
         if candidates.empty:
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     except NothingToFit:
         matched = set(device.match(sorted({run["model_name"] for run in runs if run.get("model_name")})).values())
         return first_picks(args, runs, session, matched, f"fewer than {MIN_POINTS} of its models have harness runs")
-    results = []
+    results: list[dict[str, Any]] = []
     for calibration in cset.calibrations:
         unmeasured = _unmeasured(calibration, measured[calibration.metric], cset.facts)
         picks = suggest(calibration, unmeasured, args.count) if not unmeasured.empty else []
