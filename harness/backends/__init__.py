@@ -19,6 +19,8 @@ from harness.core.errors import BackendError
 
 @dataclass(frozen=True)
 class BackendKind:
+    """One entry of BACKENDS: the backend's BACKEND name, its probe and its factory."""
+
     name: str
     probe: Callable[[DeviceProfile], tuple[bool, str]]
     """(usable, why): whether the backend can run here, in a few words for the session's first line."""
