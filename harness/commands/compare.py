@@ -16,11 +16,11 @@ from typing import Any
 from rich.table import Table
 
 from harness.analysis.model_runs import model_matcher
-from harness.analysis.run_values import resolve_results_dir
 from harness.analysis.stats import UNSTABLE_RULE, metric_value, summarize
 from harness.commands import COMMANDS
 from harness.commands.shared import fmt, print_json, warn
 from harness.core import conditions, metric_registry
+from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.report.console import out_console
 from harness.store.results import list_sessions, load_runs

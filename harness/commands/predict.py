@@ -6,7 +6,7 @@ import argparse
 
 from rich.table import Table
 
-from harness.analysis.run_values import resolve_results_dir, select_runs
+from harness.analysis.run_values import select_runs
 from harness.calibration.calibrate import calibrate_runs, group_label, predict_models
 from harness.calibration.fits import FIT_NAMES
 from harness.calibration.reach import EXTRAPOLATION_SPREAD
@@ -21,6 +21,7 @@ from harness.commands.shared import (
     print_json,
     warn,
 )
+from harness.core.config import resolve_results_dir
 from harness.core.errors import DataError
 from harness.device.data import load_device
 from harness.report.console import out_console

@@ -7,7 +7,7 @@ import argparse
 
 from rich.table import Table
 
-from harness.analysis.run_values import resolve_results_dir, select_runs
+from harness.analysis.run_values import select_runs
 from harness.calibration.calibrate import ACROSS_FAMILIES, Calibration, calibrate_runs, group_label
 from harness.calibration.fits import FIT_NAMES
 from harness.commands import COMMANDS
@@ -22,6 +22,7 @@ from harness.commands.shared import (
     print_json,
     warn,
 )
+from harness.core.config import resolve_results_dir
 from harness.device.data import load_device
 from harness.report.console import out_console
 

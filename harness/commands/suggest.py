@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
-from harness.analysis.run_values import harness_values, resolve_results_dir, select_runs
+from harness.analysis.run_values import harness_values, select_runs
 from harness.calibration.calibrate import Calibration, NothingToFit, calibrate_runs, group_label, points_design
 from harness.calibration.few_shot import FIRST_PICKS_FIT
 from harness.calibration.fits import FIT_NAMES
@@ -31,6 +31,7 @@ from harness.commands.shared import (
     warn,
 )
 from harness.core import metric_registry
+from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.device.data import list_devices, load_device
 from harness.models.families import model_family
