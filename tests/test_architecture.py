@@ -124,3 +124,57 @@ def test_architecture_page_names_every_folder_in_order() -> None:
     section = page.split("\n## ", 1)[0]
     named = [folder for folder in re.findall(r"harness/(\w+)/", section) if folder in LAYERS]
     assert list(dict.fromkeys(named)) == list(LAYERS)
+
+
+def command_modules() -> set[str]:
+    from harness.commands import COMMANDS
+
+    return {f"harness.commands.{name.replace('-', '_')}" for name in COMMANDS}
+
+
+def test_no_command_module_imports_another() -> None:
+    """What two commands share lives in harness.commands.shared (or below, in run/ and the stages): a command that
+    imports another's module drags in its imports and ties their changes together."""
+    commands = command_modules()
+    crossing = [f"{source} imports {target}" for source, targets in graph().items() if source in commands
+                for target in targets & commands]
+    assert crossing == []
+
+
+def test_every_command_imports_the_shared_module_one_way() -> None:
+    """`from harness.commands.shared import name`: never the module under another name."""
+    other_ways = [f"{module_name(path)}: {ast.unparse(node)}" for path in sorted((PACKAGE / "commands").glob("*.py"))
+                  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(node, ast.Import) and any(a.name == "harness.commands.shared" for a in node.names)
+                  or isinstance(node, ast.ImportFrom) and node.module == "harness.commands"
+                  and any(a.name == "shared" for a in node.names)]
+    assert other_ways == []
+
+
+def reflection_on_backends(source: str) -> list[str]:
+    """Each hasattr/getattr call whose first argument names a backend (`backend`, `self.backend`, `agent.backend`...):
+    what a backend offers is the Backend protocol, never probed at run time."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr") \
+                and node.args:
+            target = node.args[0]
+            name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) \
+                else ""
+            if "backend" in name.lower():
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_hasattr_or_getattr_on_a_backend() -> None:
+    paths = [*sorted(PACKAGE.rglob("*.py")), *sorted((ROOT / "tests").rglob("*.py")),
+             *sorted((ROOT / "benchmarks").rglob("*.py"))]
+    found = [f"{path.relative_to(ROOT)} {call}" for path in paths
+             for call in reflection_on_backends(path.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+def test_the_backend_reflection_check_finds_a_planted_call() -> None:
+    planted = "if hasattr(self.backend, 'cancel'):\n    getattr(backend, 'cancel')()\nhasattr(spec, 'cpu')\n"
+    assert reflection_on_backends(planted) == ["line 1: hasattr(self.backend, 'cancel')",
+                                               "line 2: getattr(backend, 'cancel')"]

@@ -47,7 +47,7 @@ def _define_a_class(_args: object) -> int:
 
 
 def test_ctrl_c_that_python_wraps_in_another_error_is_still_an_interrupt(capsys, monkeypatch) -> None:
-    monkeypatch.setattr("harness.commands.zoo.run_list", _define_a_class)
+    monkeypatch.setattr("harness.commands.zoo.list_models", _define_a_class)
     assert main(["zoo", "list"]) == 130
     assert capsys.readouterr().err == "harness: interrupted; completed runs are kept\n"
 
@@ -59,6 +59,6 @@ def test_an_error_without_ctrl_c_behind_it_is_not_taken_for_one(monkeypatch) -> 
         except ValueError as err:
             raise RuntimeError("a bug") from err
 
-    monkeypatch.setattr("harness.commands.zoo.run_list", fail)
+    monkeypatch.setattr("harness.commands.zoo.list_models", fail)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["zoo", "list"])

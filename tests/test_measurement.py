@@ -15,6 +15,7 @@ import pytest
 
 from harness.backends.local import LocalBackend
 from harness.cli import main
+from harness.core.records import Limits
 from harness.measure import cgroups
 from harness.measure.launch import inside, runner_command
 from harness.measure.report_protocol import MAX_LATENCIES
@@ -28,8 +29,9 @@ MIB = 1024**2
 @pytest.fixture
 def shared_cgroup() -> Iterator[cgroups.RunCgroup]:
     """A cgroup standing for the one the harness, its CLI and the shell share when runs get no cgroup of their own."""
-    group = cgroups.create_run_cgroup(cgroups.discover(), f"harness-test-shared-{os.getpid()}", 4096 * MIB, 0,
-                                      None, 100_000, None)
+    limits = Limits(cpus=None, cpu_mode="none", cpuset=None, cpu_quota_us=None, cpu_period_us=None,
+                    memory_bytes=4096 * MIB, memory_swap_bytes=4096 * MIB)
+    group = cgroups.create_run_cgroup(cgroups.discover(), f"harness-test-shared-{os.getpid()}", limits)
     yield group
     group.remove()
 

@@ -27,6 +27,8 @@ class FakeBackend:
     """Canned results: each model's runtime is its value; `fail_at` interrupts the n-th run like Ctrl-C."""
 
     name = "fake"
+    warm_runners = False
+    runner_off_workload_cores = False
 
     def __init__(self, runtimes: dict[str, float], fail_at: int | None = None, refuse: str | None = None) -> None:
         self.runtimes, self.fail_at, self.refuse, self.ran = runtimes, fail_at, refuse, []
@@ -45,6 +47,9 @@ class FakeBackend:
         value = self.runtimes[spec.model_name]
         result = RunResult("ok", runtime_s=value, latency_stats_ms={"p50": value, "mean": value, "headline": value})
         return RunOutcome(result, cgroup_applied(spec, swap_capped=True))
+
+    def cancel(self) -> None:
+        """Nothing in flight: runs return at once."""
 
     def close(self) -> None:
         """Nothing to release."""

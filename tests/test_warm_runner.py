@@ -106,7 +106,7 @@ def test_the_waiting_runner_is_killed_and_its_cgroup_removed(tiny_onnx: Path, wo
     backend.run(spec)
     (waiting,) = backend._warm.values()
     assert alive(waiting.process.pid) and leftovers(spec.session_id)
-    getattr(backend, end)()
+    {"close": backend.close, "cancel": backend.cancel}[end]()
     assert not alive(waiting.process.pid) and not waiting.workdir.exists()
     assert not leftovers(spec.session_id)
 

@@ -18,9 +18,19 @@ RUNNER_KILLED = ("the harness's runner was killed at the memory limit (its own m
 
 
 class Backend(Protocol):
-    """Starts one limited environment per run, runs the runner in it, enforces the timeout, cleans up."""
+    """Starts one limited environment per run, runs the runner in it, enforces the timeout, cleans up.
+
+    Runs may come from several threads at once (parallel slots, a cluster worker's tasks): `run` is called
+    concurrently, and `cancel` from another thread than the runs it stops."""
 
     name: str
+    warm_runners: bool
+    """Whether each run's runner is started ahead, during the teardown of the run before (harness.backends.warm).
+    Sessions turn it off where runs share the host or come from several threads: a runner started ahead would start
+    beside another run's measured script."""
+    runner_off_workload_cores: bool
+    """Whether a run's runner (its sampler) is kept off a pinned workload's cores. Sessions turn it off where runs
+    share the host in slots: the other cores are other runs' (the runner then stays on its own run's)."""
 
     def describe(self) -> dict[str, Any]:
         """What every result of this backend should carry (isolation kind, image digest, engine...)."""
@@ -34,7 +44,13 @@ class Backend(Protocol):
         """The runner's RunResult, the limits actually applied, and what only the outside sees."""
         ...
 
-    def close(self) -> None: ...
+    def cancel(self) -> None:
+        """Kill every run in flight, from another thread than theirs (their `run` calls then return)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the backend holds between runs; nothing of it persists after the session."""
+        ...
 
 
 def cache_model_file(path: str | Path) -> None:

@@ -57,7 +57,7 @@ SWEEP_MARGIN_S = 60
 # of it that has exited (or was never started) can only be a leftover, and the next session removes it at once.
 OWNER_LABEL = "org.harness.owner"
 ENDED_STATES = ("created", "exited", "dead")
-GRACE_S = 15.0  # beyond TIMEOUT_S before the container is killed from outside (the runner stops it first)
+GRACE_S = 15  # seconds beyond TIMEOUT_S before the container is killed from outside (the runner stops it first)
 PIDS_LIMIT = 1024  # ample for thread pools and multiprocessing, bounded against fork bombs
 PING_TIMEOUT_S = 5
 SPEC_PATH, MODEL_DIR, SCRIPT_DIR = "/harness/spec.json", "/harness/model", "/harness/script"
@@ -202,6 +202,8 @@ class DockerBackend:
 
     name = "docker"
     grace_s = GRACE_S
+    warm_runners = False  # each runner starts with its container: none is started ahead
+    runner_off_workload_cores = False  # the runner runs in the container, on the workload's cores
 
     def __init__(self, image: str, docker_args: str | None = None) -> None:
         """`docker_args` defaults to $HARNESS_DOCKER_ARGS (make's DOCKER_ARGS); see docker_args.py."""
@@ -218,7 +220,7 @@ class DockerBackend:
             self.client.close()
             raise BackendError(f"the Docker engine stopped answering ({type(err).__name__}); start it again "
                                "(e.g. `systemctl start docker`)") from None
-        self.image, self.image_id = image, found.id
+        self.image, self.image_id = image, str(found.attrs["Id"])
         self.image_attrs = found.attrs
         self._info: dict[str, Any] | None = None
         self._live: set[str] = set()  # names of run containers in flight, for cancel() (parallel slots)
@@ -344,10 +346,10 @@ class DockerBackend:
                                                 "the container did not stop in time"),
                               applied_limits(asked, swap_capped))
         result = outcome(runner_result(done.stdout, self.image), done.state or {}, done.stderr, done.elapsed_s)
-        seen = done.state is not None
+        state = done.state
         container = {"name": done.name, "id": done.id,
-                     "oom_killed": bool(done.state.get("OOMKilled")) if seen else None,
-                     "exit_code": done.state.get("ExitCode") if seen else None}
+                     "oom_killed": bool(state.get("OOMKilled")) if state is not None else None,
+                     "exit_code": state.get("ExitCode") if state is not None else None}
         return RunOutcome(result, applied_limits(done.host_config, swap_capped), container=container)
 
     def _contain(self, command: list[str], *, name: str, labels: dict[str, str], timeout_s: float,
@@ -369,7 +371,7 @@ class DockerBackend:
                                                       **HARDENING, **options)
             clock["container_created"] = time.monotonic()
             self.removals.settle()  # no engine teardown of an earlier run goes on beside this one's script
-            report = StdoutReport(self.client.api, container.id) if reported else None
+            report = StdoutReport(self.client.api, str(container.attrs["Id"])) if reported else None
             started = time.monotonic()
             container.start()
             clock["container_started"] = time.monotonic()

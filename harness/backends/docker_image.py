@@ -104,7 +104,7 @@ def build_image(tag: str, base_image: str, build_args: dict[str, str], ca_bundle
                                   labels={SOURCE_LABEL: digest_of(sources)})
         for line in _lines(stream, failure):
             log.write(line)
-        return client.images.get(tag).id
+        return str(client.images.get(tag).attrs["Id"])
     except APIError as err:
         raise BackendError(f"{failure}: {err.explanation or err}") from None
     except (DockerException, requests.RequestException) as err:

@@ -11,10 +11,10 @@ from docker.errors import DockerException
 from harness.core.errors import BackendError
 
 
-def connect(timeout: float | None = None) -> docker.DockerClient:
+def connect(timeout: int | None = None) -> docker.DockerClient:
     """A client that has answered a ping, or one clear BackendError naming the fix."""
     try:
-        client = docker.from_env(**({"timeout": timeout} if timeout else {}))
+        client = docker.from_env(timeout=timeout) if timeout else docker.from_env()
         client.ping()
     except (DockerException, requests.RequestException) as err:
         host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")

@@ -65,8 +65,10 @@ def probe_isolation(own: cgroups.OwnCgroup) -> Isolation:
         return Isolation("rlimit", f"cgroup controllers {', '.join(missing)} are not mounted")
     try:
         parent = cgroups.run_parent(own)
-        probe = cgroups.create_run_cgroup(parent, f"harness-probe-{os.getpid()}", PROBE_MEMORY_BYTES, 0,
-                                          PROBE_PERIOD_US // 2, PROBE_PERIOD_US, str(min(os.sched_getaffinity(0))))
+        limits = Limits(cpus=0.5, cpu_mode="quota", cpuset=str(min(os.sched_getaffinity(0))),
+                        cpu_quota_us=PROBE_PERIOD_US // 2, cpu_period_us=PROBE_PERIOD_US,
+                        memory_bytes=PROBE_MEMORY_BYTES, memory_swap_bytes=PROBE_MEMORY_BYTES)
+        probe = cgroups.create_run_cgroup(parent, f"harness-probe-{os.getpid()}", limits)
     except OSError as err:
         where = f": {err.filename}" if err.filename else ""
         return Isolation("rlimit", f"cannot create a limited cgroup under {own.dirs['memory']} ({err.strerror}"
@@ -124,7 +126,7 @@ class LocalBackend:
             # On v2 the runner stays in the run's one cgroup, whose cpuset allows only the workload's cores.
             apart = self.runner_off_workload_cores and self.isolation != "cgroup-v2"
             runner_affinity = runner_cores(spec.cpu.cpuset) if apart else None
-            limits = (spec.memory_bytes, spec.swap_bytes, spec.cpu.quota_us, spec.cpu.period_us, spec.cpu.cpuset)
+            limits = spec.limits_requested()
             runner_joins: list[Path] = []
             if self.isolation == "rlimit" or self.parent is None:
                 runner_input = spec.runner_input(
@@ -137,7 +139,7 @@ class LocalBackend:
                 if ahead is not None and not self._limit(ahead, limits):
                     ahead = None  # a limit below what it already uses: a cold start in a cgroup of its own
                 run_cgroup = ahead.cgroup if ahead else cgroups.create_run_cgroup(
-                    self.parent, f"harness-{spec.run_id}", *limits)
+                    self.parent, f"harness-{spec.run_id}", limits)
                 runner_joins, workload_only = split_cgroups(run_cgroup, bool(runner_affinity))
                 runner_input = spec.runner_input(runner_affinity=runner_affinity,
                                                  workload_cgroup_procs=tuple(workload_only))
@@ -191,11 +193,11 @@ class LocalBackend:
         return ahead
 
     @staticmethod
-    def _limit(ahead: warm.WarmRunner, limits: tuple[int, int, int | None, int, str | None]) -> bool:
+    def _limit(ahead: warm.WarmRunner, limits: Limits) -> bool:
         """Write the run's limits into the cgroup of the runner started ahead; False (and it is discarded) if the
         kernel refused one (v1: a memory limit below what the runner already uses)."""
         try:
-            cgroups.limit_run_cgroup(ahead.cgroup, *limits)
+            cgroups.limit_run_cgroup(ahead.cgroup, limits)
         except OSError:
             warm.discard(ahead)
             return False

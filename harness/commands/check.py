@@ -17,10 +17,11 @@ from harness.analysis.ranking import ALPHA
 from harness.analysis.regression_gate import FAIL, PASS, GateResult, check_sessions
 from harness.analysis.run_values import ALL_SESSIONS, check_metric, select_runs
 from harness.commands import COMMANDS
-from harness.commands._analysis import env_default, fmt, print_json, stdout, warn
+from harness.commands.shared import env_default, fmt, print_json, warn
 from harness.core import conditions, metric_registry
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
+from harness.report.console import out_console
 from harness.store.results import (
     SESSION_FILE,
     atomic_write_text,
@@ -119,17 +120,17 @@ def _table(result: GateResult) -> Table:
 
 
 def _print(result: GateResult) -> None:
-    stdout.print(_table(result))
+    out_console.print(_table(result))
     for c in result.checks:
-        stdout.print(f"  {c.verdict}: {c.model} cpus={c.cpus:g} {c.check}: {c.message}", highlight=False,
+        out_console.print(f"  {c.verdict}: {c.model} cpus={c.cpus:g} {c.check}: {c.message}", highlight=False,
                      soft_wrap=True)
     if result.missing:
-        stdout.print(f"  in the baseline, not in the session (not checked): {', '.join(result.missing)}",
+        out_console.print(f"  in the baseline, not in the session (not checked): {', '.join(result.missing)}",
                      highlight=False, soft_wrap=True)
     failed = result.failed
     verdict = (f"FAILED: {len(failed)} of {len(result.checks)} checks ({', '.join(sorted({c.model for c in failed}))})"
                if failed else f"passed: {len(result.checks)} checks")
-    stdout.print(verdict, highlight=False)
+    out_console.print(verdict, highlight=False)
 
 
 def _check_junit_target(path: Path) -> None:

@@ -18,10 +18,11 @@ from rich.table import Table
 from harness.analysis.model_runs import model_matcher
 from harness.analysis.stats import UNSTABLE_RULE, metric_value, summarize
 from harness.commands import COMMANDS
-from harness.commands._analysis import fmt, print_json, stdout, warn
+from harness.commands.shared import fmt, print_json, warn
 from harness.core import conditions, metric_registry
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
+from harness.report.console import out_console
 from harness.store.results import list_sessions, load_runs
 
 # (row label, where in model_facts, scale) for facts read from the graph, the same for every run of a model
@@ -70,7 +71,8 @@ def _side(arg: str, session: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "n_runs": len(runs), "n_ok": len(ok), "statuses": dict(statuses),
         "facts": latest.get("model_facts") or {"size_mib": latest.get("model_size_mib")},
         "settings": {key: latest.get(key) for key in CHECKED_SETTINGS},
-        "metrics": {m.name: summarize([metric_value(run, m.name) for run in ok]) for m in MEASURED},
+        "metrics": {m.name: summarize([value for run in ok if (value := metric_value(run, m.name)) is not None])
+                    for m in MEASURED},
     }
 
 
@@ -156,14 +158,16 @@ def _table(comparison: dict[str, Any]) -> Table:
     return table
 
 
-def _device_per_op(results_dir: Path, device_name: str, comparison: dict[str, Any]) -> dict[str, Any]:
+def _device_per_op(results_dir: Path, device_name: str,
+                   comparison: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
     """Each model's device profile beside its harness profile; None, with a warning, where the device has none."""
     from harness.analysis.device_ops import compare_device, device_profile_for
     from harness.analysis.model_runs import profiled_runs
     from harness.analysis.per_op import pooled
     from harness.device.data import load_device
 
-    device, cpus, found = load_device(results_dir, device_name), comparison["cpus"], {}
+    device, cpus = load_device(results_dir, device_name), comparison["cpus"]
+    found: dict[str, dict[str, Any] | None] = {}
     for key in ("a", "b"):
         side = comparison[key]
         profile = device_profile_for(device, side["model_name"], cpus)
@@ -180,7 +184,8 @@ def _device_per_op(results_dir: Path, device_name: str, comparison: dict[str, An
 
 def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
-    comparisons = compare(results_dir, *args.models, cpus=args.cpus)
+    model_a, model_b = args.models
+    comparisons = compare(results_dir, model_a, model_b, cpus=args.cpus)
     for comparison in comparisons:
         _warn_mismatches(comparison)
     if args.device and not args.per_op:
@@ -189,21 +194,22 @@ def run(args: argparse.Namespace) -> int:
         from harness.analysis.op_deltas import per_op_deltas
 
         for comparison in comparisons:
-            comparison["per_op"] = per_op_deltas(results_dir, *args.models, comparison["cpus"])
+            comparison["per_op"] = per_op_deltas(results_dir, model_a, model_b, comparison["cpus"])
             if args.device:
                 comparison["device_per_op"] = _device_per_op(results_dir, args.device, comparison)
     if args.json:
         print_json({"models": list(args.models), "comparisons": comparisons})
         return 0
     for comparison in comparisons:
-        stdout.print(_table(comparison))
+        out_console.print(_table(comparison))
         if args.per_op:
             from harness.analysis.op_deltas import deltas_table
 
-            stdout.print(deltas_table(comparison["per_op"], *args.models, f"cpus={comparison['cpus']:g}"))
+            out_console.print(deltas_table(comparison["per_op"], model_a, model_b, f"cpus={comparison['cpus']:g}"))
             for side, device in (comparison.get("device_per_op") or {}).items():
                 if device is not None:
                     from harness.analysis.device_ops import device_table
 
-                    stdout.print(device_table(device, f"{side} · cpus={comparison['cpus']:g} · device {args.device}"))
+                    title = f"{side} · cpus={comparison['cpus']:g} · device {args.device}"
+                    out_console.print(device_table(device, title))
     return 0

@@ -42,7 +42,7 @@ def checks(image: str) -> list[tuple[str, bool, str]]:
     return rows
 
 
-def run_doctor(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     profile = load_profile(args.env)
     table = Table(title="What this machine can enforce")
     for column in ("check", "status", "detail"):
@@ -56,4 +56,4 @@ def run_doctor(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("doctor", help=COMMANDS["doctor"], description=__doc__)
     parser.add_argument("--env", default=os.environ.get("HARNESS_ENV_FILE") or None, help="device profile env file")
-    parser.set_defaults(func=run_doctor)
+    parser.set_defaults(func=run)

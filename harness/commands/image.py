@@ -28,10 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--ncnn", action="store_true", default=os.environ.get("HARNESS_IMAGE_NCNN") == "1",
                         help="add ncnn for RUNTIME=ncnn and .param models")
     parser.add_argument("--ca-bundle", type=Path, help="CA bundle pip trusts during the build (default: $PIP_CERT)")
-    parser.set_defaults(func=run_image)
+    parser.set_defaults(func=run)
 
 
-def run_image(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from harness.backends.docker_image import build_image, default_ca_bundle
 
     if args.ca_bundle and not args.ca_bundle.is_file():

@@ -14,10 +14,11 @@ from typing import Any
 import pandas as pd
 
 from harness.commands import COMMANDS
-from harness.commands._analysis import add_device_option, fmt, print_json, stdout, warn
+from harness.commands.shared import add_device_option, fmt, print_json, warn
 from harness.core.config import resolve_results_dir
 from harness.device.importer import DeviceFile, ImportResult, import_device
 from harness.device.log_formats import FORMAT_NAMES
+from harness.report.console import out_console
 from harness.store.results import iter_all_runs
 
 
@@ -64,7 +65,7 @@ def _sources_text(sources: list[str]) -> str:
 
 def _say(text: str) -> None:
     """A line as it is: file and model names may hold `[/x]`, which rich would read as markup."""
-    stdout.print(text, highlight=False, markup=False)
+    out_console.print(text, highlight=False, markup=False)
 
 
 def _print(result: ImportResult, harness_models: list[str], results_dir: str) -> None:

@@ -20,10 +20,11 @@ from rich.table import Table
 from harness.analysis.model_runs import profiled_runs
 from harness.analysis.per_op import PerOp, pooled
 from harness.commands import COMMANDS
-from harness.commands._analysis import fmt, print_json, stdout, warn
+from harness.commands.shared import fmt, print_json, warn
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError
 from harness.core.storage import write_bytes_atomically
+from harness.report.console import out_console
 
 TABLE_HEADINGS = {"node_index": "#", "node": "node", "onnx_node": "ONNX node", "op_type": "op type",
                   "input_shapes": "inputs", "output_shapes": "outputs", "macs": "MMACs", "param_bytes": "param KiB",
@@ -126,20 +127,20 @@ def print_tables(args: argparse.Namespace, session_dir: Path, runs: list[dict[st
         title = (f"{args.model} · cpus={cpus:g} · {per_op.framework} · {per_op.iterations} profiled inferences "
                  f"over {n_runs} runs · session {session_dir.name}")
         headings = TYPE_HEADINGS if args.by == "type" else TABLE_HEADINGS
-        stdout.print(render(selected(per_op, args.by, args.top), headings, title))
+        out_console.print(render(selected(per_op, args.by, args.top), headings, title))
         coverage = per_op.coverage
         if coverage["coverage"] is not None and coverage["coverage"] < 0.8:
             warn(coverage["line"])
         else:
-            stdout.print(f"coverage: {coverage['line']}", highlight=False, soft_wrap=True)
+            out_console.print(f"coverage: {coverage['line']}", highlight=False, soft_wrap=True)
         if device:
             from harness.analysis.device_ops import device_table
 
-            stdout.print(device_table(device[cpus], f"{args.model} · cpus={cpus:g} · device {args.device}"))
+            out_console.print(device_table(device[cpus], f"{args.model} · cpus={cpus:g} · device {args.device}"))
     if args.by == "type" and len(tables) > 1:
         from harness.analysis.op_deltas import deltas_table, op_deltas
 
         (low, first), *rest = tables.items()
         for cpus, per_op in rest:  # what the extra cores sped up, op type by op type
-            stdout.print(deltas_table(op_deltas(first, per_op), f"cpus={low:g}", f"cpus={cpus:g}",
+            out_console.print(deltas_table(op_deltas(first, per_op), f"cpus={low:g}", f"cpus={cpus:g}",
                                       f"{args.model} · cpus={cpus:g} against cpus={low:g}"))

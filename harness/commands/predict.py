@@ -11,10 +11,20 @@ from harness.calibration.calibrate import calibrate_runs, group_label, predict_m
 from harness.calibration.fits import FIT_NAMES
 from harness.calibration.reach import EXTRAPOLATION_SPREAD
 from harness.commands import COMMANDS
-from harness.commands import _analysis as ui
+from harness.commands.shared import (
+    add_across_repeats_option,
+    add_device_option,
+    add_fit_option,
+    add_metric_option,
+    add_results_options,
+    fmt,
+    print_json,
+    warn,
+)
 from harness.core.config import resolve_results_dir
 from harness.core.errors import DataError
 from harness.device.data import load_device
+from harness.report.console import out_console
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,12 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Predict a device's numbers for models the harness profiled, from each group's chosen fit.",
     )
     parser.add_argument("models", nargs="+", metavar="MODEL", help="harness model names, as `harness rank` lists them")
-    ui.add_device_option(parser)
-    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)",
+    add_device_option(parser)
+    add_metric_option(parser, None, "one metric (default: every metric the device data has)",
                          lambda m: m.calibrated)
-    ui.add_fit_option(parser, FIT_NAMES)
-    ui.add_across_repeats_option(parser)
-    ui.add_results_options(parser, pooled=True)
+    add_fit_option(parser, FIT_NAMES)
+    add_across_repeats_option(parser)
+    add_results_options(parser, pooled=True)
     parser.set_defaults(func=run)
 
 
@@ -48,19 +58,19 @@ def run(args: argparse.Namespace) -> int:
     predictions = predict_models(cset, measured, models)
     for p in predictions:
         if p["predicted"] is None:
-            ui.warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: not predicted: {p['note']}")
+            warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: not predicted: {p['note']}")
             continue
         for note in (p.get("note"), p.get("counts_note")):
             if note:
-                ui.warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: {note}")
+                warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: {note}")
         if p["outside"]:
-            ui.warn(f"{p['model']} {p['metric']}: outside the calibration models' reach ({'; '.join(p['outside'])}); "
+            warn(f"{p['model']} {p['metric']}: outside the calibration models' reach ({'; '.join(p['outside'])}); "
                     f"the {p['fit']} fit is extrapolated there, so its interval is widened "
                     f"(±{EXTRAPOLATION_SPREAD:.0%} more in log space)")
     if not any(p["predicted"] is not None for p in predictions):
         raise DataError(f"none of {', '.join(models)} has ok runs at a calibrated CPU count; see `harness regress`")
     if args.json:
-        ui.print_json({"session": session, "device": device.name, "predictions": predictions})
+        print_json({"session": session, "device": device.name, "predictions": predictions})
         return 0
     table = Table(title=f"predicted on {device.name} (95% prediction interval)", title_justify="left")
     for column in ("model", "metric", "group", "fit", "harness", "predicted", "95% PI", "measured", "reach"):
@@ -69,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
         if p["predicted"] is None:
             continue
         table.add_row(
-            p["model"], p["metric"], group_label(p["group"]), p["fit"], ui.fmt(p["harness"]), ui.fmt(p["predicted"]),
-            f"[{ui.fmt(p['pi_low'])}, {ui.fmt(p['pi_high'])}]", ui.fmt(p["measured_on_device"]),
+            p["model"], p["metric"], group_label(p["group"]), p["fit"], fmt(p["harness"]), fmt(p["predicted"]),
+            f"[{fmt(p['pi_low'])}, {fmt(p['pi_high'])}]", fmt(p["measured_on_device"]),
             "outside" if p["outside"] else "inside",
         )
-    ui.stdout.print(table)
+    out_console.print(table)
     return 0

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from harness import zoo
 from harness.commands import COMMANDS
-from harness.commands._analysis import stdout
 from harness.core.errors import ModelError
 from harness.models.facts import onnx_facts
+from harness.report.console import out_console
 from harness.zoo.quantize import MODES, quantize
 
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise ModelError(f"model {args.model!r} not found: give an .onnx file or a zoo name (see `harness zoo list`)")
     before, after = onnx_facts(source), onnx_facts(target)
-    stdout.print(
+    out_console.print(
         f"{target}\n{args.mode} int8: {before['size_mib']:.2f} MiB -> {after['size_mib']:.2f} MiB "
         f"({after['size_mib'] / before['size_mib']:.2f}x), MACs {after['macs'] / 1e6:.1f}M, inputs unchanged: "
         f"{before['inputs'] == after['inputs']}",

@@ -10,9 +10,10 @@ from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, RANKED, RankEntry,
 from harness.analysis.run_values import check_metric, select_runs
 from harness.analysis.stats import UNSTABLE_RULE
 from harness.commands import COMMANDS
-from harness.commands._analysis import add_metric_option, add_results_options, fmt, print_json, stdout, warn
+from harness.commands.shared import add_metric_option, add_results_options, fmt, print_json, warn
 from harness.core import metric_registry
 from harness.core.config import resolve_results_dir
+from harness.report.console import out_console
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 e.compared_with or "", fmt(e.p_adjusted, 2) if e.p_adjusted is not None else "",
                 f"{e.stability:.0%}" if ranked else "", f"{e.position_low}–{e.position_high}" if ranked else "",
             )
-        stdout.print(table)
+        out_console.print(table)
         for line in explanations(entries):
-            stdout.print(f"  {line}", highlight=False, soft_wrap=True)
+            out_console.print(f"  {line}", highlight=False, soft_wrap=True)
     return 0

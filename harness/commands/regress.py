@@ -11,9 +11,20 @@ from harness.analysis.run_values import select_runs
 from harness.calibration.calibrate import ACROSS_FAMILIES, Calibration, calibrate_runs, group_label
 from harness.calibration.fits import FIT_NAMES
 from harness.commands import COMMANDS
-from harness.commands import _analysis as ui
+from harness.commands.shared import (
+    add_across_repeats_option,
+    add_device_option,
+    add_fit_option,
+    add_metric_option,
+    add_results_options,
+    env_default,
+    fmt,
+    print_json,
+    warn,
+)
 from harness.core.config import resolve_results_dir
 from harness.device.data import load_device
+from harness.report.console import out_console
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,16 +32,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "regress", help=COMMANDS["regress"],
         description="Fit device ≈ f(harness) for each metric and group; the fit is chosen by held-out error.",
     )
-    ui.add_device_option(parser)
-    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)",
+    add_device_option(parser)
+    add_metric_option(parser, None, "one metric (default: every metric the device data has)",
                          lambda m: m.calibrated)
-    ui.add_fit_option(parser, FIT_NAMES)
-    ui.add_across_repeats_option(parser)
+    add_fit_option(parser, FIT_NAMES)
+    add_across_repeats_option(parser)
     parser.add_argument(
-        "--group-by", default=ui.env_default("HARNESS_GROUP_BY") or "cpus",
+        "--group-by", default=env_default("HARNESS_GROUP_BY") or "cpus",
         help="cpus (default) or a tag column of the device CSV such as family (fitted per cpus and tag)",
     )
-    ui.add_results_options(parser, pooled=True)
+    add_results_options(parser, pooled=True)
     parser.set_defaults(func=run)
 
 
@@ -70,7 +81,7 @@ def family_table(calibration: Calibration) -> Table | None:
 
 def reference_table(calibration: Calibration) -> Table:
     """The OLS line of the published experiments and its diagnostics, whichever fit was chosen."""
-    fit, s, fmt = calibration.fit, calibration.stats, ui.fmt
+    fit, s = calibration.fit, calibration.stats
     table = Table(title="OLS reference and rank agreement", show_header=False, title_justify="left")
     influential = calibration.points[calibration.points["influential"]]
     rows = [
@@ -92,16 +103,16 @@ def reference_table(calibration: Calibration) -> Table:
 
 def print_calibration(calibration: Calibration) -> None:
     choice = calibration.choice
-    ui.stdout.print(f"[bold]{calibration.metric} · {calibration.label} · {calibration.fit.n} models[/bold] "
+    out_console.print(f"[bold]{calibration.metric} · {calibration.label} · {calibration.fit.n} models[/bold] "
                     f"({calibration.threads}; harness value: the {calibration.harness_value})", highlight=False)
-    ui.stdout.print(f"chosen fit: [bold]{choice['chosen']}[/bold]: {calibration.model.equation}", highlight=False)
-    ui.stdout.print(f"why: {choice['reason']}", highlight=False)
-    ui.stdout.print(comparison_table(calibration))
+    out_console.print(f"chosen fit: [bold]{choice['chosen']}[/bold]: {calibration.model.equation}", highlight=False)
+    out_console.print(f"why: {choice['reason']}", highlight=False)
+    out_console.print(comparison_table(calibration))
     families = family_table(calibration)
     if families is not None:
-        ui.stdout.print(families)
-    ui.stdout.print(reference_table(calibration))
-    ui.stdout.print()
+        out_console.print(families)
+    out_console.print(reference_table(calibration))
+    out_console.print()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,11 +121,11 @@ def run(args: argparse.Namespace) -> int:
     runs, session = select_runs(results_dir, args.session)
     cset, _ = calibrate_runs(device, runs, args.metric, args.group_by, args.fit, args.across_repeats)
     for skipped in cset.skipped:
-        ui.warn(f"{skipped['metric']} {group_label(skipped['group'])}: not fitted: {skipped['reason']}")
+        warn(f"{skipped['metric']} {group_label(skipped['group'])}: not fitted: {skipped['reason']}")
     if cset.unmatched_device_models:
-        ui.warn(f"device models without harness runs in session {session}: {', '.join(cset.unmatched_device_models)}")
+        warn(f"device models without harness runs in session {session}: {', '.join(cset.unmatched_device_models)}")
     if args.json:
-        ui.print_json({"session": session, **cset.to_dict()})
+        print_json({"session": session, **cset.to_dict()})
         return 0
     for calibration in cset.calibrations:
         print_calibration(calibration)

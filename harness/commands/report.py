@@ -7,9 +7,10 @@ from pathlib import Path
 
 from harness.analysis.run_values import ALL_SESSIONS
 from harness.commands import COMMANDS
-from harness.commands._analysis import add_results_options, env_default, stdout
+from harness.commands.shared import add_results_options, env_default
 from harness.core.config import resolve_results_dir
 from harness.core.errors import StorageError
+from harness.report.console import out_console
 from harness.report.document import REPORT_DIR, answer_markdown, build_report, write_report
 from harness.store.results import ensure_writable_dir, list_sessions, resolve_session
 
@@ -42,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             written = write_report(report, out)
         except StorageError:  # the answer still reaches the user, then the one line of what was not written
-            stdout.print(answer_markdown(report), markup=False, highlight=False, soft_wrap=True)
+            out_console.print(answer_markdown(report), markup=False, highlight=False, soft_wrap=True)
             raise
-        stdout.print(f"report of session {session_dir.name}: {out / 'report.html'} ({len(written)} files)",
+        out_console.print(f"report of session {session_dir.name}: {out / 'report.html'} ({len(written)} files)",
                      highlight=False)
     return 0

@@ -20,12 +20,22 @@ from harness.calibration.line import MIN_POINTS
 from harness.calibration.points import model_facts_table
 from harness.calibration.suggest import relative_widths, suggest, suggest_first
 from harness.commands import COMMANDS
-from harness.commands import _analysis as ui
+from harness.commands.shared import (
+    add_across_repeats_option,
+    add_device_option,
+    add_fit_option,
+    add_metric_option,
+    add_results_options,
+    fmt,
+    print_json,
+    warn,
+)
 from harness.core import metric_registry
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.device.data import list_devices, load_device
 from harness.models.families import model_family
+from harness.report.console import out_console
 
 DEFAULT_COUNT = 3
 
@@ -36,14 +46,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Rank the profiled models the device data lacks by how much measuring each on the device "
         "would shrink the prediction intervals of the others (greedy I-optimal picks).",
     )
-    ui.add_device_option(parser)
+    add_device_option(parser)
     parser.add_argument("-n", "--count", type=int, default=DEFAULT_COUNT,
                         help=f"how many models to suggest (default: {DEFAULT_COUNT})")
-    ui.add_metric_option(parser, None, "one metric (default: every metric the device data has)",
+    add_metric_option(parser, None, "one metric (default: every metric the device data has)",
                          lambda m: m.calibrated)
-    ui.add_fit_option(parser, FIT_NAMES)
-    ui.add_across_repeats_option(parser)
-    ui.add_results_options(parser, pooled=True)
+    add_fit_option(parser, FIT_NAMES)
+    add_across_repeats_option(parser)
+    add_results_options(parser, pooled=True)
     parser.set_defaults(func=run)
 
 
@@ -58,7 +68,7 @@ def _unmeasured(calibration: Calibration, measured: pd.DataFrame, facts: pd.Data
 
 def _width(value: float | None, relative: bool) -> str:
     """An interval half-width as the fit measures it: a share of the prediction, or device units for ols."""
-    return "—" if value is None else (f"±{value:.0%}" if relative else f"±{ui.fmt(value, 3)}")
+    return "—" if value is None else (f"±{value:.0%}" if relative else f"±{fmt(value, 3)}")
 
 
 def first_picks(args: argparse.Namespace, runs: list[dict[str, Any]], session: str, measured_models: set[str],
@@ -68,7 +78,7 @@ def first_picks(args: argparse.Namespace, runs: list[dict[str, Any]], session: s
     metric = args.metric or metric_registry.LATENCY
     values = harness_values(runs, metric, args.across_repeats)
     facts = model_facts_table(runs)
-    results = []
+    results: list[dict[str, Any]] = []
     for cpus, group in values.groupby("cpus"):
         candidates = group[~group["model_name"].isin(measured_models)]
         if candidates.empty:
@@ -82,18 +92,18 @@ def first_picks(args: argparse.Namespace, runs: list[dict[str, Any]], session: s
         raise DataError(f"no profiled model in session {session} is left to measure on {args.device}; profile the "
                         "candidates you might deploy, then ask again")
     if args.json:
-        ui.print_json({"session": session, "device": args.device, "first_picks": True, "reason": why,
+        print_json({"session": session, "device": args.device, "first_picks": True, "reason": why,
                        "suggestions": results})
         return 0
-    ui.warn(f"{args.device}: {why}; these picks spread over the profiled models' harness values and families")
+    warn(f"{args.device}: {why}; these picks spread over the profiled models' harness values and families")
     for result in results:
         table = Table(title=f"{result['metric']} · {group_label(result['group'])} · measure these first on "
                       f"{args.device} ({result['candidates']} candidates)", title_justify="left")
         for column in ("#", "measure", "family", "harness"):
             table.add_column(column)
         for rank, pick in enumerate(result["picks"], start=1):
-            table.add_row(str(rank), pick["model"], pick["family"], ui.fmt(pick["harness"]))
-        ui.stdout.print(table)
+            table.add_row(str(rank), pick["model"], pick["family"], fmt(pick["harness"]))
+        out_console.print(table)
     return 0
 
 
@@ -110,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     except NothingToFit:
         matched = set(device.match(sorted({run["model_name"] for run in runs if run.get("model_name")})).values())
         return first_picks(args, runs, session, matched, f"fewer than {MIN_POINTS} of its models have harness runs")
-    results = []
+    results: list[dict[str, Any]] = []
     for calibration in cset.calibrations:
         unmeasured = _unmeasured(calibration, measured[calibration.metric], cset.facts)
         picks = suggest(calibration, unmeasured, args.count) if not unmeasured.empty else []
@@ -122,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(f"every model profiled in session {session} is measured on {device.name} already; "
                         "profile the candidates you might deploy, then ask again")
     if args.json:
-        ui.print_json({"session": session, "device": device.name, "suggestions": results})
+        print_json({"session": session, "device": device.name, "suggestions": results})
         return 0
     for result, calibration in zip(results, cset.calibrations, strict=True):
         if not result["picks"]:
@@ -137,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         for column in ("#", "measure next", "harness", "its interval now", "the rest's mean interval after"):
             table.add_column(column)
         for rank, pick in enumerate(result["picks"], start=1):
-            table.add_row(str(rank), pick["model"], ui.fmt(pick["harness"]), _width(pick["own_halfwidth"], relative),
+            table.add_row(str(rank), pick["model"], fmt(pick["harness"]), _width(pick["own_halfwidth"], relative),
                           _width(pick["mean_after"], relative))
-        ui.stdout.print(table)
+        out_console.print(table)
     return 0

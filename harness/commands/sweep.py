@@ -6,10 +6,18 @@ import argparse
 import os
 
 from harness.commands import COMMANDS
-from harness.commands.profile import add_profile_options, finish, profile_from_args, start_session, write_session_report
+from harness.commands.shared import (
+    add_profile_options,
+    announce,
+    profile_from_args,
+    run_and_print,
+    session_request,
+    write_session_report,
+)
 from harness.core.config import VARIABLES
 from harness.core.errors import ConfigError
 from harness.report.console import err_console
+from harness.run.assemble import start_session
 
 
 def parse_cpus_list(text: str) -> list[float]:
@@ -24,15 +32,16 @@ def parse_cpus_list(text: str) -> list[float]:
     return values
 
 
-def run_sweep(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """A list (--cpus or make's CPUS) replaces the profile's CPUS; without one, the profile's CPUS is swept."""
     text = args.cpus or os.environ.get("HARNESS_CPUS_LIST")
     cpus_values = parse_cpus_list(text) if text else None
     profile = profile_from_args(args, skip=("cpus",) if text else ())
-    session, _ = start_session(profile, args, cpus_values)
-    code = finish(session, args)
+    start = start_session(profile, session_request(args), cpus_values)
+    announce(start)
+    code = run_and_print(start.session, args.json)
     if not args.no_report:
-        err_console.print(f"report: {write_session_report(session)}")
+        err_console.print(f"report: {write_session_report(start.session)}")
     return code
 
 
@@ -41,4 +50,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__)
     add_profile_options(parser, "comma-separated CPUS values, e.g. 1,2,4 (default: make's CPUS, else the profile's)")
     parser.add_argument("--no-report", action="store_true", help="skip writing the session report")
-    parser.set_defaults(func=run_sweep)
+    parser.set_defaults(func=run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import os
@@ -15,9 +16,9 @@ from rich.table import Table
 
 from harness import zoo
 from harness.commands import COMMANDS
-from harness.commands._analysis import stdout as _console
 from harness.core.config import load_profile
 from harness.core.errors import ConfigError
+from harness.report.console import out_console
 from harness.zoo.cache import write_model_atomically
 
 NCNN_EXTRA_MODULES = ("ncnn", "pnnx")
@@ -35,13 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", help="families, their name grammar and the published variants")
     listing.add_argument("--json", action="store_true", help="print JSON on stdout")
     listing.add_argument("--names", action="store_true", help="print one model name per line")
-    listing.set_defaults(func=run_list)
     export = actions.add_parser("export", help="build and cache models; prints each file with its static facts")
     export.add_argument("names", nargs="+", metavar="NAME", help="zoo names, e.g. mobilenet_v2_0.5_224 resnet18")
     export.add_argument("--format", choices=zoo.FORMATS, default="onnx", help="onnx (default) or torchscript")
     export.add_argument("--json", action="store_true", help="print JSON on stdout")
     export.add_argument("--out", type=Path, help="copy each file to DIR/<name>.<ext> (how examples/models is made)")
-    export.set_defaults(func=run_export)
     needs = actions.add_parser("needs-extra", help="exit 0 when MODEL names zoo models and the zoo extra is missing, "
                                                    "or with --extra ncnn when the profile's RUNTIME is ncnn (or MODEL "
                                                    "names a .param) and the ncnn extra is missing (make profile "
@@ -49,10 +48,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     needs.add_argument("names", nargs="*", metavar="NAME", help="model files or zoo names (default: $MODEL)")
     needs.add_argument("--extra", choices=("zoo", "ncnn"), default="zoo",
                        help="which extra to ask about (default: zoo)")
-    needs.set_defaults(func=run_needs_extra)
+    parser.set_defaults(func=run)
 
 
-def run_list(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """The ACTION named: list, export or needs-extra."""
+    actions = {"list": list_models, "export": export_models, "needs-extra": needs_extra}
+    return actions[args.zoo_command](args)
+
+
+def list_models(args: argparse.Namespace) -> int:
     models = zoo.list_models()
     if args.json:
         json.dump(models, sys.stdout, indent=2)
@@ -67,18 +72,18 @@ def run_list(args: argparse.Namespace) -> int:
     for family in zoo.FAMILIES:
         values = "; ".join(f"{key}: {', '.join(options)}" for key, options in family.choices.items())
         families.add_row(family.grammar, values or "-", family.description, family.source)
-    _console.print(families)
-    _console.print(_GRAMMAR_NOTE.format(cache=zoo.cache_dir()), highlight=False)
+    out_console.print(families)
+    out_console.print(_GRAMMAR_NOTE.format(cache=zoo.cache_dir()), highlight=False)
     variants = Table(title="Published variants", title_justify="left")
     for column in ("name", "input", "cached"):
         variants.add_column(column)
     for model in models:
         variants.add_row(model["name"], "x".join(map(str, model["input_shape"])), "yes" if model["cached"] else "")
-    _console.print(variants)
+    out_console.print(variants)
     return 0
 
 
-def run_export(args: argparse.Namespace) -> int:
+def export_models(args: argparse.Namespace) -> int:
     from harness.models.facts import onnx_facts  # onnx: for an export only, never for `zoo list`
 
     rows = []
@@ -86,7 +91,7 @@ def run_export(args: argparse.Namespace) -> int:
         path = zoo.export(name, args.format)
         if args.out:
             path = write_model_atomically(args.out / f"{zoo.parse(name).name}{path.suffix}",
-                                          lambda tmp, source=path: shutil.copyfile(source, tmp))
+                                          functools.partial(shutil.copyfile, path))
         facts = onnx_facts(path) if args.format == "onnx" else {}
         rows.append({"name": zoo.parse(name).name, "path": str(path), **facts})
     if args.json:
@@ -103,11 +108,11 @@ def run_export(args: argparse.Namespace) -> int:
             else ("", "", "", "")
         )
         table.add_row(row["name"], *numbers, row["path"])
-    _console.print(table)
+    out_console.print(table)
     return 0
 
 
-def run_needs_extra(args: argparse.Namespace) -> int:
+def needs_extra(args: argparse.Namespace) -> int:
     """0 when a zoo name is asked for but torch, torchvision or onnxscript is missing (make then installs them); with
     --extra ncnn, when ncnn runs the session's models but ncnn or pnnx is missing."""
     names = args.names or shlex.split(os.environ.get("HARNESS_MODEL", ""))

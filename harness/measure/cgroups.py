@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from harness.core.records import Limits
 from harness.measure.cgroup_probe import V1_CONTROLLERS, own_cgroup_dirs, parse_flat_keyed
+from harness.measure.spec import CPU_PERIOD_US
 
 SUPERVISOR_LEAF = "harness-supervisor"  # v2: where the harness's own processes live, beside its run cgroups
 MOVE_ATTEMPTS = 20  # rounds of moving processes into the leaf (a process may fork while we move it)
@@ -129,14 +131,11 @@ def run_parent(own: OwnCgroup) -> OwnCgroup:
     return OwnCgroup(2, {name: base for name in V1_CONTROLLERS})
 
 
-def create_run_cgroup(
-    parent: OwnCgroup, name: str, memory_bytes: int, swap_bytes: int,
-    cpu_quota_us: int | None, cpu_period_us: int, cpuset: str | None,
-) -> RunCgroup:
+def create_run_cgroup(parent: OwnCgroup, name: str, limits: Limits) -> RunCgroup:
     """Create `name` under `parent` (from run_parent: nested, as v2 delegation requires) and write its limits."""
     created = make_run_cgroup(parent, name)
     try:
-        limit_run_cgroup(created, memory_bytes, swap_bytes, cpu_quota_us, cpu_period_us, cpuset)
+        limit_run_cgroup(created, limits)
     except OSError:
         created.remove()
         raise
@@ -165,25 +164,37 @@ def make_run_cgroup(parent: OwnCgroup, name: str) -> RunCgroup:
     return RunCgroup(parent.version, dirs)
 
 
-def limit_run_cgroup(run: RunCgroup, memory_bytes: int, swap_bytes: int, cpu_quota_us: int | None,
-                     cpu_period_us: int, cpuset: str | None) -> None:
+def limit_run_cgroup(run: RunCgroup, limits: Limits) -> None:
     """Write a run's limits into its cgroup, freshly made or already holding a runner (a limit below what the cgroup
-    uses fails on v1). Memory and memory+swap are both capped so a run never swaps silently past MEMORY+SWAP."""
+    uses fails on v1). Memory and memory+swap are both capped so a run never swaps silently past MEMORY+SWAP; a limit
+    that is None is written as "no limit"."""
+    memory_bytes, total_bytes, quota_us = limits.memory_bytes, limits.memory_swap_bytes, limits.cpu_quota_us
+    period_us = limits.cpu_period_us or CPU_PERIOD_US
     if run.version == 2:
         child = run.dirs["memory"]
-        _write(child / "memory.max", str(memory_bytes))
+        _write(child / "memory.max", _or_max(memory_bytes))
         if (child / "memory.swap.max").exists():
-            _write(child / "memory.swap.max", str(swap_bytes))
-        _write(child / "cpu.max", f"{cpu_quota_us if cpu_quota_us else 'max'} {cpu_period_us}")
-        if cpuset:
-            _write(child / "cpuset.cpus", cpuset)
+            swap_bytes = None if memory_bytes is None or total_bytes is None else total_bytes - memory_bytes
+            _write(child / "memory.swap.max", _or_max(swap_bytes))
+        _write(child / "cpu.max", f"{_or_max(quota_us or None)} {period_us}")
+        if limits.cpuset:
+            _write(child / "cpuset.cpus", limits.cpuset)
         return
     memory = run.dirs["memory"]
-    _write(memory / "memory.limit_in_bytes", str(memory_bytes))
+    _write(memory / "memory.limit_in_bytes", str(_or_unlimited(memory_bytes)))
     if (memory / "memory.memsw.limit_in_bytes").exists():
-        _write(memory / "memory.memsw.limit_in_bytes", str(memory_bytes + swap_bytes))
-    _write(run.dirs["cpu"] / "cpu.cfs_period_us", str(cpu_period_us))
-    _write(run.dirs["cpu"] / "cpu.cfs_quota_us", str(cpu_quota_us or -1))
-    if cpuset:
-        _write(run.dirs["cpuset"] / "cpuset.cpus", cpuset)
+        _write(memory / "memory.memsw.limit_in_bytes", str(_or_unlimited(total_bytes)))
+    _write(run.dirs["cpu"] / "cpu.cfs_period_us", str(period_us))
+    _write(run.dirs["cpu"] / "cpu.cfs_quota_us", str(_or_unlimited(quota_us or None)))
+    if limits.cpuset:
+        _write(run.dirs["cpuset"] / "cpuset.cpus", limits.cpuset)
 
+
+def _or_max(value: int | None) -> str:
+    """cgroup v2's spelling of a limit: the number, or `max` for none."""
+    return "max" if value is None else str(value)
+
+
+def _or_unlimited(value: int | None) -> int:
+    """cgroup v1's spelling of a limit: the number, or -1 for none."""
+    return -1 if value is None else value

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from harness.core.config import DeviceProfile
 from harness.core.errors import BackendError, ConfigError, StorageError
 from harness.measure.spec import CpuLimits, RunSpec
 from harness.run.parallel import Overlap, confine_runners, no_runners_ahead
-from harness.run.session import OnRun, Plan, Session
+from harness.run.session import BaseSession, OnRun, Plan, refused_outcome
 from harness.run.slots import SlotPlan, place, plan_slots, run_needs
 
 INSTALL_HINT = "--cluster needs Dask distributed: install the cluster extra, `pip install -e '.[cluster]'`"
@@ -43,19 +43,30 @@ CONNECT_TIMEOUT_S = 30.0
 NO_WORKER_GRACE_S = 60.0  # with runs left and no worker connected this long, they are marked not run
 
 
+@dataclass(frozen=True)
+class NodeTask:
+    """What the driver tells every worker of the session, with each call, so that a worker first asked builds its
+    NodeAgent: the session, its profile's variables, what one slot must hold (run_needs) and --parallel."""
+
+    session_id: str
+    profile_variables: dict[str, Any]
+    needs: tuple[int, int]
+    parallel: int | str
+
+
 class NodeAgent:
     """One per worker process and session: runs that session's runs on this worker's backend and slots."""
 
-    def __init__(self, profile_variables: dict[str, Any], needs: tuple[int, int], parallel: int | str) -> None:
+    def __init__(self, task: NodeTask) -> None:
         import psutil
 
         from harness.backends import select_backend
         from harness.core.config import load_profile
         from harness.measure.provenance import collect_metadata
 
-        profile = load_profile(None, profile_variables)
+        profile = load_profile(None, task.profile_variables)
         self.backend, self.reason = select_backend(profile)
-        self.slots: SlotPlan = plan_slots(needs, parallel, sorted(os.sched_getaffinity(0)),
+        self.slots: SlotPlan = plan_slots(task.needs, task.parallel, sorted(os.sched_getaffinity(0)),
                                           psutil.virtual_memory().available, Path(profile.results_dir))
         if self.slots.count > 1:
             confine_runners(self.backend)
@@ -108,28 +119,25 @@ _AGENTS: dict[str, NodeAgent] = {}  # session id -> this worker process's agent
 _AGENTS_LOCK = threading.Lock()
 
 
-def node_agent(session_id: str, profile_variables: dict[str, Any], needs: tuple[int, int],
-               parallel: int | str) -> NodeAgent:
+def node_agent(task: NodeTask) -> NodeAgent:
     with _AGENTS_LOCK:
-        if session_id not in _AGENTS:
-            _AGENTS[session_id] = NodeAgent(profile_variables, needs, parallel)
-        return _AGENTS[session_id]
+        if task.session_id not in _AGENTS:
+            _AGENTS[task.session_id] = NodeAgent(task)
+        return _AGENTS[task.session_id]
 
 
-def describe_node(session_id: str, profile_variables: dict[str, Any], needs: tuple[int, int],
-                  parallel: int | str) -> dict[str, Any]:
+def describe_node(task: NodeTask) -> dict[str, Any]:
     """Run on every worker (Client.run) before the first run: what it is and which slots it offers."""
-    return node_agent(session_id, profile_variables, needs, parallel).describe()
+    return node_agent(task).describe()
 
 
-def run_on_node(spec_data: dict[str, Any], model_files: list[bytes], script: bytes, session_id: str,
-                profile_variables: dict[str, Any], needs: tuple[int, int], parallel: int | str,
+def run_on_node(spec_data: dict[str, Any], model_files: list[bytes], script: bytes, task: NodeTask,
                 cpu_model: str | None) -> dict[str, Any]:
     """One run, as a Dask task on whichever worker takes it. `model_files`: the contents of the spec's model_files (the
     model, then its external-data files). `cpu_model`: the session's, when hosts may not mix."""
     from distributed import get_worker
 
-    agent = node_agent(session_id, profile_variables, needs, parallel)
+    agent = node_agent(task)
     if cpu_model is not None and agent.metadata["host_cpu_model"] != cpu_model:
         raise ConfigError(f"worker {agent.metadata['hostname']} has CPU {agent.metadata['host_cpu_model']}, the "
                           f"session {cpu_model}; pass --allow-mixed-hosts to mix them")
@@ -155,17 +163,17 @@ def forget_session(session_id: str) -> None:
 def cancel_node(session_id: str) -> None:
     """Run on every worker at Ctrl-C: kill that session's runs in flight there."""
     agent = _AGENTS.get(session_id)
-    cancel = getattr(agent.backend, "cancel", None) if agent else None
-    if cancel is not None:
-        cancel()
+    if agent is not None:
+        agent.backend.cancel()
 
 
 def _first_line(err: BaseException) -> str:
     return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
-class ClusterBackend:
-    """The driver's side: a Dask client, and what each worker said about itself."""
+class ClusterClient:
+    """The driver's side of a cluster session: a Dask client of the scheduler, and what each worker said about itself.
+    It is no Backend: each worker's own backend runs the runs; this client sends them there and takes them back."""
 
     name = "cluster"
 
@@ -181,14 +189,17 @@ class ClusterBackend:
             raise BackendError(f"cannot reach the Dask scheduler at {address} ({_first_line(err)}); start it with "
                                "`dask scheduler` and workers with `dask worker ADDRESS` (docs/scaling.md)") from None
         self.workers: dict[str, dict[str, Any]] = {}  # worker address -> describe_node()
+        self.task: NodeTask | None = None  # the session the workers run, once start() has told them
+        self.cpu_model: str | None = None  # the CPU model every worker must have; None where hosts may mix
 
-    def start(self, profile: DeviceProfile, plan: Plan, parallel: int | str, allow_mixed_hosts: bool) -> list[str]:
-        """Ask every worker what it is; refuse mixed CPU models unless allowed. Notes for the session."""
+    def start(self, task: NodeTask, allow_mixed_hosts: bool) -> list[str]:
+        """Tell every worker of the session and ask what it is; refuse mixed CPU models unless allowed. Notes for the
+        session."""
         if not self.client.scheduler_info()["workers"]:
             raise BackendError(f"no Dask worker is connected to {self.address}; start one with "
                                f"`dask worker {self.address}`")
-        self.task_args = (plan.session_id, profile.as_variables(), run_needs(plan.specs), parallel)
-        replies = self.client.run(describe_node, *self.task_args, on_error="return")
+        self.task = task
+        replies = self.client.run(describe_node, task, on_error="return")
         notes: list[str] = []
         for worker, info in replies.items():
             if isinstance(info, BaseException):
@@ -224,37 +235,37 @@ class ClusterBackend:
         """Drop the queued runs and kill the ones in flight on every worker."""
         with contextlib.suppress(Exception):  # a cluster going away while we cancel changes nothing here
             self.client.cancel(futures)
-            self.client.run(cancel_node, self.task_args[0], on_error="ignore")
+            if self.task is not None:
+                self.client.run(cancel_node, self.task.session_id, on_error="ignore")
 
     def close(self) -> None:
-        if hasattr(self, "task_args"):
+        if self.task is not None:
             with contextlib.suppress(Exception):  # a worker already gone has nothing to forget
-                self.client.run(forget_session, self.task_args[0], on_error="ignore")
+                self.client.run(forget_session, self.task.session_id, on_error="ignore")
         self.client.close()
 
 
-class ClusterSession(Session):
-    """A Session whose runs are Dask tasks; they come back in finishing order and are stored as they do."""
+class ClusterSession(BaseSession):
+    """A session whose runs are Dask tasks; they come back in finishing order and are stored as they do."""
 
-    backend: ClusterBackend
-
-    def __init__(self, profile: DeviceProfile, plan: Plan, backend: ClusterBackend, reason: str, *,
+    def __init__(self, profile: DeviceProfile, plan: Plan, cluster: ClusterClient, reason: str, *,
                  parallel: int | str, allow_mixed_hosts: bool) -> None:
         if any(spec.per_op for spec in plan.specs):  # its raw profiler files stay on the worker that wrote them
             raise ConfigError("PER_OP is not available with --cluster: profile per operator on one host (drop "
                               "--cluster, or set PER_OP=0)")
-        notes = backend.start(profile, plan, parallel, allow_mixed_hosts)
+        self.cluster = cluster
+        self.task = NodeTask(plan.session_id, profile.as_variables(), run_needs(plan.specs), parallel)
+        notes = cluster.start(self.task, allow_mixed_hosts)
         plan.notes.extend(note for note in notes if note not in plan.notes)
         self.mixed = allow_mixed_hosts and len({w["metadata"]["host_cpu_model"]
-                                                for w in backend.workers.values()}) > 1
-        self.not_run: dict[str, str] = {}  # run id -> why it was not run
-        super().__init__(profile, plan, backend, reason)
+                                                for w in cluster.workers.values()}) > 1
+        super().__init__(profile, plan, cluster.describe(), reason)
 
     def _session_info(self, state: str) -> dict[str, Any]:
         return {**super()._session_info(state), "not_run": self.not_run}
 
     def resume_command(self) -> str:
-        return f"{super().resume_command()} --cluster {shlex.quote(self.backend.address)}"
+        return f"{super().resume_command()} --cluster {shlex.quote(self.cluster.address)}"
 
     def write_summary(self) -> dict[str, Any]:
         """As a local session's; with --allow-mixed-hosts and more than one CPU model, grouped by CPU model."""
@@ -274,7 +285,7 @@ class ClusterSession(Session):
         return summary
 
     def run(self, on_start: Callable[[RunSpec], None] | None = None, on_done: OnRun | None = None) -> dict[str, Any]:
-        client = self.backend.client
+        client = self.cluster.client
         done = {run["run_id"] for run in self.runs}
         todo = [spec for spec in self.plan.specs if spec.run_id not in done]
         paths = {path for spec in todo for path in (*spec.model_files, spec.script)}
@@ -283,13 +294,14 @@ class ClusterSession(Session):
         pending: dict[Any, RunSpec] = {}
         try:
             for spec in todo:
-                if self._models[spec.model_name].refused:  # not run: kept as an error here
-                    self._keep(spec, self._record(spec, self.outcome(spec), time.strftime("%Y-%m-%dT%H:%M:%S%z")),
-                               on_done)
+                refused = self._models[spec.model_name].refused
+                if refused:  # not run: kept as an error here
+                    self._keep(spec, self._record(spec, refused_outcome(refused),
+                                                  time.strftime("%Y-%m-%dT%H:%M:%S%z")), on_done)
                     continue
                 model_files = [files[path] for path in spec.model_files]
                 future = client.submit(run_on_node, spec.to_dict(), model_files, files[spec.script],
-                                       *self.backend.task_args, self.backend.cpu_model, key=f"run-{spec.run_id}",
+                                       self.task, self.cluster.cpu_model, key=f"run-{spec.run_id}",
                                        pure=False)
                 pending[future] = spec
                 if on_start:
@@ -299,18 +311,18 @@ class ClusterSession(Session):
                 finished = _first_finished(list(pending))
                 for future in finished:
                     self._collect(future, pending.pop(future), on_done)
-                if finished or self.backend.connected_workers():
+                if finished or self.cluster.connected_workers():
                     lonely_since = None
                 elif (lonely_since := lonely_since or time.monotonic()) < time.monotonic() - NO_WORKER_GRACE_S:
                     self._mark_not_run(list(pending.values()), f"no worker was connected for {NO_WORKER_GRACE_S:.0f} s")
                     client.cancel(list(pending))
                     break
         except BaseException as err:
-            self.backend.cancel(list(pending))
+            self.cluster.cancel(list(pending))
             self._interrupted(err)
             raise
         finally:
-            self.backend.close()
+            self.cluster.close()
         return self._complete("incomplete" if self.not_run else "complete")
 
     def _collect(self, future: Any, spec: RunSpec, on_done: OnRun | None) -> None:
@@ -326,11 +338,10 @@ class ClusterSession(Session):
             raise
         except Exception as err:
             raise BackendError(f"run {spec.run_id} failed on the cluster: {_first_line(err)}") from None
-        node = self.backend.workers.get(out["worker"])
+        node = self.cluster.workers.get(out["worker"])
         if node is None:  # a worker that joined after the start: ask it what it is
-            node = self.backend.client.run(describe_node, *self.backend.task_args, workers=[out["worker"]])[
-                out["worker"]]
-            self.backend.workers[out["worker"]] = node
+            node = self.cluster.client.run(describe_node, self.task, workers=[out["worker"]])[out["worker"]]
+            self.cluster.workers[out["worker"]] = node
         placed = replace(spec, cpu=CpuLimits(**out["cpu"]))
         location = {"hostname": node["metadata"]["hostname"], "worker": out["worker"],
                     "worker_name": out["worker_name"]}
@@ -352,7 +363,3 @@ def _first_finished(futures: list[Any], within_s: float = 1.0) -> set[Any]:
         if finished or time.monotonic() > deadline:
             return finished
         time.sleep(0.05)
-
-
-def cluster_backend(address: str) -> tuple[ClusterBackend, str]:
-    return ClusterBackend(address), f"cluster {address}"

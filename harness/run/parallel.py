@@ -16,11 +16,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from harness.backends import Backend
 from harness.core.records import RunOutcome
 from harness.measure.spec import RunSpec
 from harness.run.session import OnRun, Session
 from harness.run.slots import SlotPlan, place
 
+Finished = queue.Queue[tuple[RunSpec, int, str, RunOutcome | BaseException]]
+"""Each run's thread hands its run back to the main thread: spec, slot, start time, and its outcome or the error."""
 CANCEL_JOIN_S = 30.0  # how long a cancelled run's thread may take to tear its environment down
 
 
@@ -42,21 +45,19 @@ class Overlap:
             return self._peak.pop(run_id)
 
 
-def confine_runners(backend: Any) -> None:
+def confine_runners(backend: Backend) -> None:
     """Keep each run's runner (its 100 Hz sampler) on its own slot's cores: the other cores belong to other runs.
     Serially the local backend moves it off a pinned workload's cores; with slots, that would land it on a
     neighbour's core. Nor does it start a run's runner ahead (during the run before's teardown): with slots, that
     start would fall beside a neighbour's measured script."""
-    if hasattr(backend, "runner_off_workload_cores"):
-        backend.runner_off_workload_cores = False
+    backend.runner_off_workload_cores = False
     no_runners_ahead(backend)
 
 
-def no_runners_ahead(backend: Any) -> None:
+def no_runners_ahead(backend: Backend) -> None:
     """Where runs share the host or come from several threads, no run's runner starts during the run before's
     teardown (harness.backends.warm): it would start beside another run's measured script."""
-    if hasattr(backend, "warm_runners"):
-        backend.warm_runners = False
+    backend.warm_runners = False
 
 
 class ParallelSession(Session):
@@ -76,7 +77,7 @@ class ParallelSession(Session):
     def run(self, on_start: Callable[[RunSpec], None] | None = None, on_done: OnRun | None = None) -> dict[str, Any]:
         done = {run["run_id"] for run in self.runs}
         todo = deque(spec for spec in self.plan.specs if spec.run_id not in done)
-        finished: queue.Queue[tuple[RunSpec, int, str, dict[str, Any] | BaseException]] = queue.Queue()
+        finished: Finished = queue.Queue()
         free = list(range(self.slots.count))
         threads: dict[str, threading.Thread] = {}
         overlap = Overlap()
@@ -110,7 +111,7 @@ class ParallelSession(Session):
             self.backend.close()
         return self._complete()
 
-    def _work(self, spec: RunSpec, slot: int, started_at: str, finished: queue.Queue[Any]) -> None:
+    def _work(self, spec: RunSpec, slot: int, started_at: str, finished: Finished) -> None:
         try:
             outcome: RunOutcome | BaseException = self.outcome(spec)
         except BaseException as err:  # handed to the main thread, which decides
@@ -119,9 +120,7 @@ class ParallelSession(Session):
 
     def _cancel(self, threads: dict[str, threading.Thread]) -> None:
         """Stop the runs in flight (their results are not finished runs) and wait for their teardown."""
-        cancel = getattr(self.backend, "cancel", None)
-        if cancel is not None:
-            cancel()
+        self.backend.cancel()
         deadline = time.monotonic() + CANCEL_JOIN_S
         for thread in threads.values():
             thread.join(timeout=max(deadline - time.monotonic(), 0.0))

@@ -14,6 +14,7 @@ import random
 import shlex
 import shutil
 import time
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -115,14 +116,24 @@ def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: S
     return Plan(session_id, seed, specs, models, cpus_list, notes)
 
 
-class Session:
-    """Runs a plan on a backend; results reach disk one by one, so a crash or Ctrl-C loses nothing done."""
+def refused_outcome(refusal: str) -> RunOutcome:
+    """The outcome of a run not run, since its model's engine refused the model (a failed conversion): an error whose
+    stderr_tail is the refusal's one line, with no limit applied."""
+    return RunOutcome(result=RunResult.failure("error", 0.0, refusal),
+                      applied=Limits(cpus=None, cpu_mode="none", cpuset=None, cpu_quota_us=None, cpu_period_us=None,
+                                     memory_bytes=None, memory_swap_bytes=None, unenforced=("not run",)))
 
-    def __init__(self, profile: DeviceProfile, plan: Plan, backend: Backend, backend_reason: str) -> None:
-        self.profile, self.plan, self.backend, self.backend_reason = profile, plan, backend, backend_reason
+
+class BaseSession(ABC):
+    """What every session does with a plan, wherever its runs run: results reach disk one by one, so a crash or
+    Ctrl-C loses nothing done, and the summary follows them. `backend_info` is what every run's record says of the
+    backend (its describe())."""
+
+    def __init__(self, profile: DeviceProfile, plan: Plan, backend_info: dict[str, Any], backend_reason: str) -> None:
+        self.profile, self.plan, self.backend_info, self.backend_reason = profile, plan, backend_info, backend_reason
         self.store = SessionStore(Path(profile.results_dir), plan.session_id)
         self.metadata = collect_metadata()
-        self.backend_info = backend.describe()
+        self.not_run: dict[str, str] = {}  # run id -> why it was not run (a cluster's run whose workers kept dying)
         self._models = {m.name: m for m in plan.models}
         # The runs on disk, read once (a resumed session has some) and then kept in step with every append,
         # so the summary after each run does not re-read a runs.jsonl that grows with the session.
@@ -137,15 +148,9 @@ class Session:
         self._planned = Counter((spec.model_name, spec.cpu.cpus) for spec in plan.specs)
         self._done = Counter((run["model_name"], run["cpus"]) for run in self.runs)
 
-    def outcome(self, spec: RunSpec) -> RunOutcome:
-        """The run's outcome from the backend; a model its engine refused (a failed conversion) is not run: its run is
-        an error whose stderr_tail is the refusal's one line, with no limit applied."""
-        refused = self._models[spec.model_name].refused
-        if not refused:
-            return self.backend.run(spec)
-        return RunOutcome(result=RunResult.failure("error", 0.0, refused),
-                          applied=Limits(cpus=None, cpu_mode="none", cpuset=None, cpu_quota_us=None, cpu_period_us=None,
-                                         memory_bytes=None, memory_swap_bytes=None, unenforced=("not run",)))
+    @abstractmethod
+    def run(self, on_start: Callable[[RunSpec], None] | None = None, on_done: OnRun | None = None) -> dict[str, Any]:
+        """Run every planned run not yet kept, keep each as it ends, and return the session's summary."""
 
     def _session_info(self, state: str) -> dict[str, Any]:
         return {
@@ -213,25 +218,6 @@ class Session:
         self.store.write_summary(summary, summary_rows(entries))
         return summary
 
-    def run(self, on_start: Callable[[RunSpec], None] | None = None, on_done: OnRun | None = None) -> dict[str, Any]:
-        done = {run["run_id"] for run in self.runs}
-        self.backend.check(self.plan.models)  # what would fail every run fails once, before the first
-        self.store.write_session(self._session_info("running"))
-        try:
-            for spec in self.plan.specs:
-                if spec.run_id in done:
-                    continue
-                if on_start:
-                    on_start(spec)
-                started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                self._keep(spec, self._record(spec, self.outcome(spec), started_at), on_done)
-        except BaseException as err:
-            self._interrupted(err)
-            raise
-        finally:
-            self.backend.close()
-        return self._complete()
-
     def _complete(self, state: str = "complete") -> dict[str, Any]:
         """Every run kept: the Chrome traces a full disk kept from being written, then the session marked `state` and
         its final summary."""
@@ -292,6 +278,38 @@ class Session:
             raise err.with_fix(f"{kept}; once space is freed, continue with `{self.resume_command()}`") from None
         if isinstance(err, BackendError):
             raise BackendError(f"{err} ({kept}; continue with `{self.resume_command()}`)") from None
+
+
+class Session(BaseSession):
+    """Runs a plan on a backend of this host, one run at a time."""
+
+    def __init__(self, profile: DeviceProfile, plan: Plan, backend: Backend, backend_reason: str) -> None:
+        self.backend = backend
+        super().__init__(profile, plan, backend.describe(), backend_reason)
+
+    def outcome(self, spec: RunSpec) -> RunOutcome:
+        """The run's outcome from the backend; a model its engine refused is not run (refused_outcome)."""
+        refused = self._models[spec.model_name].refused
+        return refused_outcome(refused) if refused else self.backend.run(spec)
+
+    def run(self, on_start: Callable[[RunSpec], None] | None = None, on_done: OnRun | None = None) -> dict[str, Any]:
+        done = {run["run_id"] for run in self.runs}
+        self.backend.check(self.plan.models)  # what would fail every run fails once, before the first
+        self.store.write_session(self._session_info("running"))
+        try:
+            for spec in self.plan.specs:
+                if spec.run_id in done:
+                    continue
+                if on_start:
+                    on_start(spec)
+                started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                self._keep(spec, self._record(spec, self.outcome(spec), started_at), on_done)
+        except BaseException as err:
+            self._interrupted(err)
+            raise
+        finally:
+            self.backend.close()
+        return self._complete()
 
 
 def load_plan(session_dir: Path) -> tuple[dict[str, Any], list[RunSpec]]:

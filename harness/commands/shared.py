@@ -1,0 +1,210 @@
+"""Options and output the commands share: results and analysis options, the device profile's flags of profile and
+sweep, JSON and warnings on the consoles. Command modules import from here and never from one another.
+
+User values from `make` arrive as HARNESS_* environment variables (never through a shell); an empty
+variable means "not given".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from harness.core import metric_registry
+from harness.core.config import DeviceProfile, environment_values, load_profile
+from harness.models.resolve import ModelInfo
+from harness.report.console import err_console, print_summary, run_progress
+from harness.run.assemble import SessionRequest, SessionStart
+from harness.run.session import BaseSession
+from harness.store.results import ALL_SESSIONS, SCHEMA_VERSION
+
+
+def env_default(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def add_results_options(parser: argparse.ArgumentParser, *, pooled: bool = False, json_flag: bool = True) -> None:
+    parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
+    help_text = "session id or path (default: the newest)"
+    if pooled:
+        help_text += f"; `{ALL_SESSIONS}` pools every session"
+    parser.add_argument("--session", default=env_default("HARNESS_SESSION"), help=help_text)
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
+
+
+def add_metric_option(parser: argparse.ArgumentParser, default: str | None, help_text: str,
+                      accept: Callable[[metric_registry.Metric], bool]) -> None:
+    choices = ", ".join(metric_registry.names(accept))
+    parser.add_argument("--metric", default=env_default("HARNESS_METRIC") or default,
+                        help=f"{help_text}; one of: {choices} (make: METRIC=...)")
+
+
+def add_fit_option(parser: argparse.ArgumentParser, fit_names: tuple[str, ...]) -> None:
+    parser.add_argument(
+        "--fit", default=env_default("HARNESS_FIT") or "auto", choices=("auto", *fit_names),
+        help="auto (default: the fit with the best held-out ±10%% share) or one fit forced (make regress: FIT=...)",
+    )
+
+
+def add_across_repeats_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--across-repeats", default=env_default("HARNESS_ACROSS_REPEATS"), choices=metric_registry.ACROSS_REPEATS,
+        help="how a model's repeats become its harness value: fastest-inference (the default for latency_ms and "
+             "latency_p50_ms: the fastest single inference of all repeats), fastest (the fastest repeat; the default "
+             "for other times, which other load only lengthens) or median (the default for memory) "
+             "(make: ACROSS_REPEATS=...)",
+    )
+
+
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--device", default=env_default("HARNESS_DEVICE"), required=env_default("HARNESS_DEVICE") is None,
+        help="device name given to import-device (make: DEVICE=...)",
+    )
+
+
+def print_json(obj: dict[str, Any]) -> None:
+    """The command's result as one JSON document on stdout, versioned like the stored results."""
+    json.dump({"schema_version": SCHEMA_VERSION, **obj}, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def warn(message: str) -> None:
+    """`message` as it is (model names from a user's files may hold `[/x]`, which rich would read as markup)."""
+    err_console.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """Numbers to `digits` significant figures; missing as an em dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+# CLI flag (argparse dest) -> env.template variable it overrides
+FLAG_VARIABLES = {
+    "device_name": "DEVICE_NAME", "cpus": "CPUS", "cpu_pinning": "CPU_PINNING", "memory": "MEMORY", "swap": "SWAP",
+    "repeats": "REPEATS", "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE",
+    "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout": "TIMEOUT_S", "backend": "BACKEND", "image": "IMAGE",
+    "results_dir": "RESULTS_DIR", "per_op": "PER_OP", "runtime": "RUNTIME",
+}
+
+
+def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None:
+    """Flags shared by profile and sweep: each overrides one env.template variable."""
+    parser.add_argument("models", nargs="*", metavar="MODEL", help="model files or zoo names (default: $MODEL)")
+    parser.add_argument("--env", default=os.environ.get("HARNESS_ENV_FILE") or None,
+                        help="device profile env file, e.g. devices/jetson-nano.env (default: $ENV)")
+    parser.add_argument("--cpus", help=cpus_help)
+    parser.add_argument("--memory", help="MEMORY, e.g. 512m or 2g")
+    for flag in ("device-name", "cpu-pinning", "swap", "repeats", "iterations", "warmup", "batch-size",
+                 "sample-interval-ms", "timeout", "image", "results-dir"):
+        parser.add_argument(f"--{flag}", help=f"overrides {FLAG_VARIABLES[flag.replace('-', '_')]}")
+    parser.add_argument("--backend", help="auto, docker or local")
+    parser.add_argument("--runtime", help="RUNTIME: the engine for ONNX models, onnxruntime or ncnn")
+    parser.add_argument("--script", type=Path, action="append",
+                        help="your own script (arguments for it go after --): with MODELs it is their bench script; "
+                             "without, it is profiled as a whole (repeat --script for several; default: $SCRIPT)")
+    parser.add_argument("--name", help="name of a script profiled as a whole (default: its file name)")
+    parser.add_argument("--seed", type=int, help="seed of the run order shuffle (default: random, recorded)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout, nothing else")
+    parser.add_argument("--per-op", action="store_const", const="1",
+                        help="PER_OP=1: after each run's timed phase, profile every operator (see `harness ops`)")
+    parser.add_argument("--keep-samples", action="store_true",
+                        help="store each run's memory time series (memory_samples) in runs.jsonl")
+    parser.add_argument("--parallel", metavar="N|auto", default=os.environ.get("HARNESS_PARALLEL") or None,
+                        help="run up to N runs at once on disjoint cores of this host (auto: as many as the cores, "
+                             "memory and measured interference allow; default: one at a time)")
+    parser.add_argument("--cluster", metavar="ADDRESS", default=os.environ.get("HARNESS_CLUSTER") or None,
+                        help="run on a Dask distributed cluster's workers, e.g. tcp://10.0.0.5:8786 (see "
+                             "docs/scaling.md); --parallel then applies on each worker")
+    parser.add_argument("--allow-mixed-hosts", action="store_true",
+                        help="with --cluster: accept nodes whose CPU models differ (the summary groups by host)")
+
+
+def profile_from_args(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> DeviceProfile:
+    """The profile from every layer; `skip` names flags (and their variables) that the command reads itself."""
+    overrides = {var: getattr(args, dest) for dest, var in FLAG_VARIABLES.items() if dest not in skip}
+    skipped = {FLAG_VARIABLES[dest] for dest in skip}
+    environment = {name: value for name, value in environment_values().items() if name not in skipped}
+    return load_profile(args.env, overrides, environment)
+
+
+def session_request(args: argparse.Namespace) -> SessionRequest:
+    """What profile and sweep ask of their session: MODELs, else $MODEL (make); --script, else $SCRIPT; the script's
+    arguments after `--`, else $ARGS. Make's values are split like a shell would, but never run by one."""
+    return SessionRequest(
+        models=tuple(args.models) or tuple(shlex.split(os.environ.get("HARNESS_MODEL", ""))),
+        scripts=tuple(args.script or ()) or tuple(Path(p) for p in shlex.split(os.environ.get("HARNESS_SCRIPT", ""))),
+        name=args.name, script_args=tuple(args.extra_args) or tuple(shlex.split(os.environ.get("HARNESS_ARGS", ""))),
+        seed=args.seed, keep_samples=args.keep_samples, parallel=args.parallel, cluster=args.cluster,
+        allow_mixed_hosts=args.allow_mixed_hosts)
+
+
+def announce(start: SessionStart) -> None:
+    """What is about to happen: the built-in examples when no model was given, the device and its limits, the
+    backend and why, the profile's warnings, the plan's notes, and each model its engine refused."""
+    session = start.session
+    profile, plan, models = session.profile, session.plan, session.plan.models
+    if start.examples:
+        err_console.print(f"no MODEL given: profiling the {len(models)} built-in examples in examples/models "
+                          f"({', '.join(m.name for m in models)}; {sum(m.size_mib for m in models):.1f} MiB)",
+                          highlight=False)
+    err_console.print(f"[bold]{profile.device_name}[/]: cpus={','.join(f'{c:g}' for c in plan.cpus_values)} "
+                      f"memory={profile.memory_mib:.0f}MiB swap={profile.swap_bytes // 1024**2}MiB "
+                      f"repeats={profile.repeats} · {session.backend_reason} · isolation "
+                      f"{session.backend_info.get('isolation')} · seed {plan.seed} · session {plan.session_id}")
+    for warning in profile.warnings:
+        err_console.print(f"[yellow]warning[/]: {warning}")
+    print_notes(start.new_notes)
+    print_refusals(models)
+
+
+def print_notes(notes: list[str]) -> None:
+    for note in notes:
+        err_console.print(f"[yellow]note[/]: {note}")
+
+
+def print_refusals(models: list[ModelInfo]) -> None:
+    """One line per model its engine refused (a failed conversion): its runs are kept as errors, the others go on."""
+    for model in models:
+        if model.refused:
+            err_console.print(f"[yellow]warning[/]: {escape(model.refused)} (its runs are recorded as errors)",
+                              highlight=False)
+
+
+def run_and_print(session: BaseSession, as_json: bool) -> int:
+    """Run the session under a progress bar, then say what happened during it and print its summary."""
+    pending = len(session.plan.specs) - len(session.runs)
+    known_notes = len(session.plan.notes)
+    with run_progress(pending) as (on_start, on_done):
+        summary = session.run(on_start, on_done)
+    print_notes(session.plan.notes[known_notes:])  # what happened during the session (a cluster node lost)
+    if session.not_run:
+        err_console.print(f"[yellow]warning[/]: {len(session.not_run)} runs not run "
+                          f"({next(iter(session.not_run.values()))}); finish them with `{session.resume_command()}`")
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+    else:
+        print_summary(summary)
+    return 0
+
+
+def write_session_report(session: BaseSession) -> Path:
+    """The session's report (report.html and its files); imported here since it loads matplotlib and scipy."""
+    from harness.report.document import REPORT_DIR, build_report, write_report
+
+    out = session.store.path / REPORT_DIR
+    write_report(build_report(session.store.path.parent, session.store.path), out)
+    return out / "report.html"
