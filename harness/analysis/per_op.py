@@ -33,6 +33,7 @@ import pandas as pd
 
 from harness.core import metric_registry
 from harness.core.errors import DataError
+from harness.core.records import RunRecord
 from harness.core.storage import writing
 from harness.measure.report_protocol import LATENCIES_KEY
 from harness.store.results import atomic_write_csv, atomic_write_json
@@ -366,7 +367,7 @@ def unpack(files: dict[str, str], directory: Path) -> None:
 
 
 def steady_figures(run: dict[str, Any]) -> tuple[list[float], list[float]]:
-    """The timed phase's mean and median latency of the run, each as a list of zero or one value."""
+    """The timed phase's mean and median latency of the run (its line), each as a list of zero or one value."""
     mean, median = (metric_registry.get(name).value(run)
                     for name in (metric_registry.LATENCY_MEAN, metric_registry.LATENCY))
     return [mean] if mean is not None else [], [median] if median is not None else []
@@ -414,17 +415,17 @@ def model_facts_for(model_path: str) -> list[dict[str, Any]] | None:
         return None
 
 
-def pooled(session_dir: Path, runs: list[dict[str, Any]]) -> PerOp:
+def pooled(session_dir: Path, runs: list[RunRecord]) -> PerOp:
     """One table over every profiled inference of these runs (one model at one CPUS), from their raw traces."""
     profiles, means, medians = [], [], []
     for run in runs:
-        _, profile = load_raw(run_dir(session_dir, run["run_id"]) / RAW_DIR)
+        _, profile = load_raw(run_dir(session_dir, run.run_id) / RAW_DIR)
         if profile is None:
             continue
         profiles.append(profile)
-        run_means, run_medians = steady_figures(run)
+        run_means, run_medians = steady_figures(run.line)
         means += run_means
         medians += run_medians
     if not profiles:
         raise DataError(f"no per-op profile among {len(runs)} runs in {session_dir}")
-    return build(profiles, means, medians, model_facts_for(runs[0].get("model_path", "")))
+    return build(profiles, means, medians, model_facts_for(runs[0].model.get("model_path", "")))

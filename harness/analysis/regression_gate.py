@@ -46,6 +46,7 @@ from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, material
 from harness.analysis.stats import metric_value
 from harness.core import conditions, metric_registry
 from harness.core.errors import DataError
+from harness.core.records import RunRecord
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 MEMORY = metric_registry.PEAK_MEMORY
@@ -98,36 +99,36 @@ class GateResult:
 Key = tuple[str, float]
 
 
-def _by_model(runs: list[dict[str, Any]]) -> dict[Key, list[dict[str, Any]]]:
-    groups: dict[Key, list[dict[str, Any]]] = {}
+def _by_model(runs: list[RunRecord]) -> dict[Key, list[RunRecord]]:
+    groups: dict[Key, list[RunRecord]] = {}
     for run in runs:
-        groups.setdefault((str(run["model_name"]), float(run["cpus"])), []).append(run)
+        groups.setdefault((run.model_name, float(run.cpus)), []).append(run)
     return groups
 
 
-def _values(runs: list[dict[str, Any]], metric: str) -> list[float]:
-    return [v for run in runs if run.get("status") == "ok" and (v := metric_value(run, metric)) is not None]
+def _values(runs: list[RunRecord], metric: str) -> list[float]:
+    return [v for run in runs if run.ok and (v := metric_value(run, metric)) is not None]
 
 
-def _check_conditions(key: Key, baseline: list[dict[str, Any]], session: list[dict[str, Any]]) -> None:
+def _check_conditions(key: Key, baseline: list[RunRecord], session: list[RunRecord]) -> None:
     """The two sides must differ in nothing but the model's content: another MEMORY or host is another question."""
-    differing = [k for k in conditions.differing_keys(baseline + session) if k != "model_sha256"]
+    differing = [k for k in conditions.differing_keys(run.line for run in baseline + session) if k != "model_sha256"]
     if differing:
-        sides = "; ".join(f"{name}: {conditions.describe(runs[-1].get('conditions') or {}, differing)}"
+        sides = "; ".join(f"{name}: {conditions.describe(runs[-1].conditions, differing)}"
                           for name, runs in (("baseline", baseline), ("session", session)))
         raise DataError(f"model {key[0]} at cpus={key[1]:g} was measured under other conditions in the baseline "
                         f"({sides}); profile the baseline and the session under one profile on one host")
 
 
-def _failures(runs: list[dict[str, Any]]) -> Counter[str]:
-    return Counter(run.get("status", "error") for run in runs if run.get("status") != "ok")
+def _failures(runs: list[RunRecord]) -> Counter[str]:
+    return Counter(run.result.status for run in runs if not run.ok)
 
 
 def _statuses(counts: Counter[str]) -> str:
     return ", ".join(f"{status}={count}" for status, count in sorted(counts.items()))
 
 
-def _runs_check(key: Key, baseline: list[dict[str, Any]], session: list[dict[str, Any]]) -> Check:
+def _runs_check(key: Key, baseline: list[RunRecord], session: list[RunRecord]) -> Check:
     failed, before = _failures(session), _failures(baseline)
     history = f" (the baseline: {_statuses(before)})" if before else " (none in the baseline)"
     if failed:
@@ -227,7 +228,7 @@ def reach_note(checks: list[Check], alpha: float) -> str | None:
             f"step needs p ≤ {alpha:g}/{len(compared)}); profile {reach} repeats per model (REPEATS={reach})")
 
 
-def check_sessions(baseline_runs: list[dict[str, Any]], session_runs: list[dict[str, Any]], *, baseline: str,
+def check_sessions(baseline_runs: list[RunRecord], session_runs: list[RunRecord], *, baseline: str,
                    session: str, metric: str, max_slowdown: float, max_memory_growth: float,
                    alpha: float = ALPHA) -> GateResult:
     """Every model of the session against the same model name in the baseline (see the module docstring)."""

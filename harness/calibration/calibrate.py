@@ -55,6 +55,7 @@ from harness.calibration.points import (
 from harness.calibration.reach import Reach, widen
 from harness.core import metric_registry
 from harness.core.errors import ConfigError, DataError
+from harness.core.records import RunRecord
 from harness.device.data import DeviceData
 from harness.models.families import model_family
 
@@ -442,7 +443,7 @@ def calibrated_metrics(device: DeviceData, metric: str | None = None) -> list[st
 
 
 def calibrate_runs(
-    device: DeviceData, runs: list[dict[str, Any]], metric: str | None = None, group_by: str = "cpus",
+    device: DeviceData, runs: list[RunRecord], metric: str | None = None, group_by: str = "cpus",
     fit: str = AUTO, across: str | None = None,
 ) -> tuple[CalibrationSet, dict[str, pd.DataFrame]]:
     """Calibrate `device` against harness runs; also returns the per-model harness values used (for prediction):

@@ -20,6 +20,7 @@ from harness.commands import COMMANDS
 from harness.commands._analysis import env_default, fmt, print_json, stdout, warn
 from harness.core import conditions, metric_registry
 from harness.core.errors import ConfigError, DataError
+from harness.core.records import RunRecord
 from harness.store.results import (
     SESSION_FILE,
     atomic_write_text,
@@ -90,9 +91,9 @@ def resolve_baseline(results_dir: Path, baseline: str) -> Path:
                     "results directory")
 
 
-def _baseline_runs(session_dir: Path) -> list[dict]:
+def _baseline_runs(session_dir: Path) -> list[RunRecord]:
     runs = load_runs(session_dir)
-    conflict = conditions.pooling_conflict(runs)
+    conflict = conditions.pooling_conflict(run.line for run in runs)
     if conflict:
         raise DataError(f"--baseline {session_dir.name}: {conflict}; give a baseline session profiled under one "
                         "profile")

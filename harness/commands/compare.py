@@ -22,6 +22,7 @@ from harness.commands import COMMANDS
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.core import conditions, metric_registry
 from harness.core.errors import ConfigError, DataError
+from harness.core.records import RunRecord
 from harness.store.results import list_sessions, load_runs
 
 # (row label, where in model_facts, scale) for facts read from the graph, the same for every run of a model
@@ -50,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[dict[str, Any]]]:
+def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[RunRecord]]:
     """(session id, runs of the model) from the newest session holding `arg`."""
     belongs = model_matcher(arg)
     for session_dir in reversed(list_sessions(results_dir)):
@@ -60,7 +61,7 @@ def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[dict[str, Any]]]
     raise DataError(f"no runs of model {arg!r} under {results_dir}; run `make profile MODEL={arg}` first")
 
 
-def _side(arg: str, session: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _side(arg: str, session: str, runs: list[RunRecord]) -> dict[str, Any]:
     """One column: facts and settings from the latest run, each measured metric summarised over the ok runs."""
     ok = [run for run in runs if run.get("status") == "ok"]
     statuses = Counter(run.get("status", "error") for run in runs)
@@ -70,7 +71,7 @@ def _side(arg: str, session: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "n_runs": len(runs), "n_ok": len(ok), "statuses": dict(statuses),
         "facts": latest.get("model_facts") or {"size_mib": latest.get("model_size_mib")},
         "settings": {key: latest.get(key) for key in CHECKED_SETTINGS},
-        "metrics": {m.name: summarize([metric_value(run, m.name) for run in ok]) for m in MEASURED},
+        "metrics": {m.name: summarize([metric_value(run, m.name) for run in ok]).as_dict() for m in MEASURED},
     }
 
 
@@ -108,7 +109,7 @@ def compare(results_dir: Path, model_a: str, model_b: str, cpus: float | None = 
     comparisons = []
     for value in common:
         at = [[r for r in runs if float(r["cpus"]) == value] for _, runs in sessions]
-        keys = [k for k in conditions.differing_keys(at[0] + at[1]) if k != "model_sha256"]
+        keys = [k for k in conditions.differing_keys(r.line for r in at[0] + at[1]) if k != "model_sha256"]
         if keys:
             raise DataError(f"{model_a} and {model_b} were measured under different conditions at cpus={value:g} "
                             f"({'; '.join(conditions.describe(side[-1]['conditions'], keys) for side in at)}); "
