@@ -158,7 +158,7 @@ class Limits:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Limits:
         """Stored limits; a key an older version did not record reads as None (not limited, or not known)."""
-        values = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
         return cls(**{**values, "cpu_mode": values["cpu_mode"] or "", "unenforced": tuple(values["unenforced"] or ())})
 
 

@@ -26,7 +26,7 @@ import json
 import secrets
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +63,8 @@ def atomic_write_json(path: Path, obj: Any, durable: bool = True) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n", durable)
 
 
-def atomic_write_csv(path: Path, rows: list[dict[str, Any]], durable: bool = True) -> None:
-    """Rows may have different keys; the header is their ordered union."""
+def atomic_write_csv(path: Path, rows: Sequence[Mapping[str, object]], durable: bool = True) -> None:
+    """Rows (a column name to a cell each) may have different keys; the header is their ordered union."""
     fields: list[str] = []
     for row in rows:
         fields.extend(key for key in row if key not in fields)
