@@ -24,7 +24,7 @@ import json
 import math
 import re
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,7 +111,7 @@ def parse_onnxruntime(trace: list[dict[str, Any]], skip: int) -> tuple[list[OpEv
         events.append(OpEvent(index, seq, node["name"][: -len("_kernel_time")], str(args.get("op_name", "?")), ts,
                               float(node["dur"]), _ort_shapes(args.get("input_type_shape")),
                               _ort_shapes(args.get("output_type_shape")),
-                              param_bytes=int(param) if str(param or "").isdigit() else None))
+                              param_bytes=int(str(param)) if str(param or "").isdigit() else None))
         seq += 1
     return events, runs
 
@@ -188,7 +188,8 @@ def load_raw(raw_dir: Path) -> tuple[dict[str, Any], RawProfile | None]:
     except (OSError, ValueError) as err:
         raise DataError(f"{path}: the framework's trace is missing or not JSON ({type(err).__name__})") from None
     skip = int(meta.get("skip_runs", 0))
-    parsers = {"onnxruntime": parse_onnxruntime, "torch": parse_torch}
+    parsers: dict[str, Callable[[Any, int], tuple[list[OpEvent], list[tuple[float, float]]]]] = {
+        "onnxruntime": parse_onnxruntime, "torch": parse_torch}  # a trace is JSON: each parser reads its own shape
     if meta.get("framework") not in parsers:
         raise DataError(f"{raw_dir}: per-op traces of framework {meta.get('framework')!r} are not read")
     try:

@@ -143,8 +143,9 @@ def _pair_values(samples: dict[str, list[float]], rounds: Rounds | None, better:
     common = paired_rounds(rounds, better, worse)
     if common is None or rounds is None:
         return MANN_WHITNEY, np.asarray(samples[better], dtype=float), np.asarray(samples[worse], dtype=float)
-    by_round = [dict(zip(rounds[m], samples[m], strict=True)) for m in (better, worse)]
-    return SIGNED_RANK, *(np.asarray([values[r] for r in common], dtype=float) for values in by_round)
+    better_by_round, worse_by_round = (dict(zip(rounds[m], samples[m], strict=True)) for m in (better, worse))
+    return (SIGNED_RANK, np.asarray([better_by_round[r] for r in common], dtype=float),
+            np.asarray([worse_by_round[r] for r in common], dtype=float))
 
 
 def _smallest_p(test: str, a: np.ndarray, b: np.ndarray) -> float:
