@@ -18,12 +18,12 @@ from pathlib import Path
 import ncnn
 import numpy as np
 
-from harness.measure.bench_inputs import random_input
-from harness.measure.benchloop import (
+from harness import (
     parse_args,
     parse_pairs,
     profile_dir,
-    report,
+    random_input,
+    report_metrics,
     timed_load,
     timed_loop,
     write_profile_meta,
@@ -83,7 +83,7 @@ def main() -> None:
                 if extractor.extract(blob)[0] != 0:
                     raise SystemExit(f"ncnn could not compute output {blob!r} of {param.name}")
 
-    report(batch_size=1, threads=net.opt.num_threads, engine="ncnn", engine_version=ncnn.__version__,
+    report_metrics(batch_size=1, threads=net.opt.num_threads, engine="ncnn", engine_version=ncnn.__version__,
            openmp_blocktime_ms=net.opt.openmp_blocktime,
            input_shapes=",".join(f"{blob}={'x'.join(map(str, array.shape))}" for blob, array in arrays.items()))
     timed_loop(infer, args.warmup, args.iterations)

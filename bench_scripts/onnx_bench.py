@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from harness.measure.bench_inputs import random_input
-from harness.measure.benchloop import (
+from harness import (
     parse_args,
     parse_pairs,
     profile_dir,
     profiled_loop,
-    report,
+    random_input,
+    report_metrics,
     resolve_shape,
     timed_load,
     timed_loop,
@@ -77,7 +77,8 @@ def main() -> None:
         shape = resolve_shape(item.name, list(item.shape), args.batch_size, sizes)
         feeds[item.name] = random_input(DTYPES[item.type], shape, rng)
     applied = session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
-    report(batch_size=args.batch_size, threads=args.threads, intra_op_spinning=applied != "0")  # as ORT holds it
+    # intra_op_spinning as ORT holds it
+    report_metrics(batch_size=args.batch_size, threads=args.threads, intra_op_spinning=applied != "0")
     timed_loop(lambda: session.run(None, feeds), args.warmup, args.iterations)
     directory = profile_dir()
     if directory is not None:

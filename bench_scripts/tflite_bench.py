@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
-from harness.measure.bench_inputs import random_input
-from harness.measure.benchloop import parse_args, profile_dir, report, timed_load, timed_loop, write_profile_meta
+from harness import parse_args, profile_dir, random_input, report_metrics, timed_load, timed_loop, write_profile_meta
 
 NO_OP_PROFILER = ("ai_edge_litert's Python Interpreter has no op profiler (TFLite's benchmark_model binary has "
                   "--enable_op_profiling); no per-op table for .tflite models")
@@ -41,7 +40,7 @@ def main() -> None:
         interpreter.set_tensor(detail["index"], random_input(detail["dtype"], shape, rng))
         shapes.append(f"{detail['name']}={'x'.join(map(str, shape))}")
     # the shapes the interpreter really runs, in --shape's form, so a result shows the batch took effect
-    report(batch_size=args.batch_size, threads=args.threads, input_shapes=",".join(shapes))
+    report_metrics(batch_size=args.batch_size, threads=args.threads, input_shapes=",".join(shapes))
     timed_loop(interpreter.invoke, args.warmup, args.iterations)
     directory = profile_dir()
     if directory is not None:

@@ -14,12 +14,12 @@ from typing import Any
 
 import torch
 
-from harness.measure.benchloop import (
+from harness import (
     parse_args,
     parse_pairs,
     profile_dir,
     profiled_loop,
-    report,
+    report_metrics,
     timed_load,
     timed_loop,
     write_profile_meta,
@@ -63,7 +63,7 @@ def main() -> None:
         raise SystemExit(f"{args.model}: TorchScript files carry no input shape; pass --shape x=1x3x224x224 after --")
     batch = example[0].shape[0] if Path(args.model).suffix == ".pt2" else args.batch_size
     inputs = batched(example, batch)
-    report(batch_size=batch, threads=args.threads)
+    report_metrics(batch_size=batch, threads=args.threads)
     with torch.inference_mode():
         timed_loop(lambda: model(*inputs), args.warmup, args.iterations)
         directory = profile_dir()

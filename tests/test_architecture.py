@@ -15,10 +15,8 @@ MAX_LINES = 500
 LAYERS = ("core", "measure", "zoo", "models", "backends", "store", "device", "analysis", "calibration", "report", "run",
           "commands")
 """Lowest first: a module may import from its own folder and from folders listed before it."""
-ALIASES = ("harness.report_protocol", "harness.metrics", "harness.benchloop")
-"""Former names that bench scripts import; the package itself never does."""
-TOP = ("harness.cli",)
-"""Above every folder: the command line's entry point."""
+TOP = ("harness.cli", "harness.docgen")
+"""Above every folder: the command line's entry point, and the generator of docs/ that reads every command."""
 
 
 def module_name(path: Path) -> str:
@@ -58,7 +56,7 @@ def rank(module: str) -> float:
     """The layer of a module: its folder's index; the package root is below everything, the CLI above."""
     if module == "harness":
         return -1
-    if module in TOP or module in ALIASES:
+    if module in TOP:
         return len(LAYERS)
     folder = module.split(".")[1]
     assert folder in LAYERS, f"{module}: a module outside the stage folders; put it in one of {', '.join(LAYERS)}"
@@ -115,26 +113,14 @@ def test_lower_folders_never_import_higher_ones() -> None:
     assert upward == []
 
 
-def test_aliases_are_the_real_modules() -> None:
-    import harness.benchloop
-    import harness.measure.benchloop
-    import harness.measure.report_protocol
-    import harness.metrics
-    import harness.report_protocol
-
-    assert harness.report_protocol is harness.measure.report_protocol
-    assert harness.metrics is harness.measure.report_protocol
-    assert harness.benchloop is harness.measure.benchloop
-
-
 @pytest.mark.parametrize("name", sorted(modules()))
 def test_module_size(name: str) -> None:
     lines = len(modules()[name].read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by what its parts are for"
 
 
-def test_readme_architecture_names_every_folder_in_order() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+def test_architecture_page_names_every_folder_in_order() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("\n## ", 1)[0]
     named = [folder for folder in re.findall(r"harness/(\w+)/", section) if folder in LAYERS]
     assert list(dict.fromkeys(named)) == list(LAYERS)

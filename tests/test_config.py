@@ -69,3 +69,12 @@ def test_misspelt_variable_is_warned_about(in_tmp_cwd: Path) -> None:
     assert profile.memory_bytes == 2 * 1024**3
     assert profile.warnings == (f"MEMROY in {in_tmp_cwd / '.env'} is not a harness variable (ignored); "
                                 "did you mean MEMORY?",)
+
+
+def test_batches_on_ncnn_are_refused_before_any_run(in_tmp_cwd: Path) -> None:
+    (in_tmp_cwd / ".env").write_text("RUNTIME=ncnn\nBATCH_SIZE=4\n")
+    with pytest.raises(ConfigError) as info:
+        load_profile()
+    assert str(info.value) == ("BATCH_SIZE='4' (from .env) cannot run on RUNTIME=ncnn, which feeds one input at a "
+                               "time: set BATCH_SIZE=1, or RUNTIME=onnxruntime for batches")
+    assert load_profile(overrides={"BATCH_SIZE": "1"}).runtime == "ncnn"

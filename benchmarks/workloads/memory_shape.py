@@ -5,7 +5,7 @@
 - ramp:   grows linearly from 0 to MIB over SECONDS in 1 MiB steps, then releases it all and exits.
 
 Memory is mapped with MAP_POPULATE, so it is resident when the call returns, and a spike lasts SPIKE_MS
-rather than however long Python takes to touch each page. Stdlib and harness.measure.report_protocol only: it runs
+rather than however long Python takes to touch each page. Stdlib and the harness's reporting protocol only: it runs
 in the runtime image too.
 """
 
@@ -13,7 +13,7 @@ import mmap
 import sys
 import time
 
-from harness.measure.report_protocol import report
+from harness import report_metrics
 
 MIB = 1024 * 1024
 
@@ -48,7 +48,7 @@ class Held:
         self.since = time.monotonic()
         self.mib_s += self.mib / 2 * (self.since - start)
         self.mib = 0
-        report(allocation_mib_s=self.mib_s)
+        report_metrics(allocation_mib_s=self.mib_s)
 
 
 def steady(held: Held, mib: int, seconds: float) -> None:

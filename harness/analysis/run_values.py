@@ -10,7 +10,6 @@ defined in harness.core.metric_registry.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -18,7 +17,6 @@ import pandas as pd
 
 from harness.analysis.stats import metric_value
 from harness.core import conditions, metric_registry
-from harness.core.config import load_profile
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.store.results import ALL_SESSIONS, iter_all_runs, load_runs, resolve_session
@@ -65,13 +63,6 @@ def harness_values(runs: Iterable[RunRecord], metric: str, across: str | None = 
     else:
         values = grouped.agg(value=("value", "min"), n=("value", "count"), over=("over", "sum")).reset_index()
     return values.assign(across=how)
-
-
-def resolve_results_dir(explicit: str | None) -> Path:
-    """--results-dir, else RESULTS_DIR of the profile (env.template < .env < HARNESS_ENV_FILE)."""
-    if explicit:
-        return Path(explicit)
-    return Path(load_profile(os.environ.get("HARNESS_ENV_FILE") or None).results_dir)
 
 
 def select_runs(results_dir: Path, session: str | None) -> tuple[list[RunRecord], str]:

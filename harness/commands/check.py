@@ -15,10 +15,11 @@ from rich.table import Table
 
 from harness.analysis.ranking import ALPHA
 from harness.analysis.regression_gate import FAIL, PASS, GateResult, check_sessions
-from harness.analysis.run_values import ALL_SESSIONS, check_metric, resolve_results_dir, select_runs
+from harness.analysis.run_values import ALL_SESSIONS, check_metric, select_runs
 from harness.commands import COMMANDS
 from harness.commands._analysis import env_default, fmt, print_json, stdout, warn
 from harness.core import conditions, metric_registry
+from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.store.results import (

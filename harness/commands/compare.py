@@ -16,11 +16,11 @@ from typing import Any
 from rich.table import Table
 
 from harness.analysis.model_runs import model_matcher
-from harness.analysis.run_values import resolve_results_dir
 from harness.analysis.stats import UNSTABLE_RULE, metric_value, summarize
 from harness.commands import COMMANDS
 from harness.commands._analysis import fmt, print_json, stdout, warn
 from harness.core import conditions, metric_registry
+from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.store.results import list_sessions, load_runs

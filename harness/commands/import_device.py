@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis.run_values import resolve_results_dir
 from harness.commands import COMMANDS
 from harness.commands._analysis import add_device_option, fmt, print_json, stdout, warn
+from harness.core.config import resolve_results_dir
 from harness.device.importer import DeviceFile, ImportResult, import_device
 from harness.device.log_formats import FORMAT_NAMES
 from harness.store.results import iter_all_runs

@@ -19,9 +19,9 @@ from rich.table import Table
 
 from harness.analysis.model_runs import profiled_runs
 from harness.analysis.per_op import PerOp, pooled
-from harness.analysis.run_values import resolve_results_dir
 from harness.commands import COMMANDS
 from harness.commands._analysis import fmt, print_json, stdout, warn
+from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError
 from harness.core.records import RunRecord
 from harness.core.storage import write_bytes_atomically

@@ -6,12 +6,13 @@ import argparse
 
 from rich.table import Table
 
-from harness.analysis.run_values import resolve_results_dir, select_runs
+from harness.analysis.run_values import select_runs
 from harness.calibration.calibrate import calibrate_runs, group_label, predict_models
 from harness.calibration.fits import FIT_NAMES
 from harness.calibration.reach import EXTRAPOLATION_SPREAD
 from harness.commands import COMMANDS
 from harness.commands import _analysis as ui
+from harness.core.config import resolve_results_dir
 from harness.core.errors import DataError
 from harness.device.data import load_device
 

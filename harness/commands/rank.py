@@ -7,11 +7,12 @@ import argparse
 from rich.table import Table
 
 from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, RANKED, RankEntry, rank_runs, ranking_rows
-from harness.analysis.run_values import check_metric, resolve_results_dir, select_runs
+from harness.analysis.run_values import check_metric, select_runs
 from harness.analysis.stats import UNSTABLE_RULE
 from harness.commands import COMMANDS
 from harness.commands._analysis import add_metric_option, add_results_options, fmt, print_json, stdout, warn
 from harness.core import metric_registry
+from harness.core.config import resolve_results_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

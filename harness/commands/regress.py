@@ -7,11 +7,12 @@ import argparse
 
 from rich.table import Table
 
-from harness.analysis.run_values import resolve_results_dir, select_runs
+from harness.analysis.run_values import select_runs
 from harness.calibration.calibrate import ACROSS_FAMILIES, Calibration, calibrate_runs, group_label
 from harness.calibration.fits import FIT_NAMES
 from harness.commands import COMMANDS
 from harness.commands import _analysis as ui
+from harness.core.config import resolve_results_dir
 from harness.device.data import load_device
 
 

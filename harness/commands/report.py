@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.analysis.run_values import ALL_SESSIONS, resolve_results_dir
+from harness.analysis.run_values import ALL_SESSIONS
 from harness.commands import COMMANDS
 from harness.commands._analysis import add_results_options, env_default, stdout
+from harness.core.config import resolve_results_dir
 from harness.core.errors import StorageError
 from harness.report.document import REPORT_DIR, answer_markdown, build_report, write_report
 from harness.store.results import ensure_writable_dir, list_sessions, resolve_session

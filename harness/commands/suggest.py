@@ -11,7 +11,7 @@ from dataclasses import asdict
 import pandas as pd
 from rich.table import Table
 
-from harness.analysis.run_values import harness_values, resolve_results_dir, select_runs
+from harness.analysis.run_values import harness_values, select_runs
 from harness.calibration.calibrate import Calibration, NothingToFit, calibrate_runs, group_label, points_design
 from harness.calibration.few_shot import FIRST_PICKS_FIT
 from harness.calibration.fits import FIT_NAMES
@@ -21,6 +21,7 @@ from harness.calibration.suggest import relative_widths, suggest, suggest_first
 from harness.commands import COMMANDS
 from harness.commands import _analysis as ui
 from harness.core import metric_registry
+from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.device.data import list_devices, load_device

@@ -190,6 +190,10 @@ def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any
     if fields["memory_bytes"] < _MIN_MEMORY_BYTES:
         text, source = raw["MEMORY"]
         raise ConfigError(f"MEMORY={text!r} (from {source}) is too small: a Python runner needs at least 16m")
+    if fields["runtime"] == "ncnn" and fields["batch_size"] != 1:
+        text, source = raw["BATCH_SIZE"]
+        raise ConfigError(f"BATCH_SIZE={text!r} (from {source}) cannot run on RUNTIME=ncnn, which feeds one input at "
+                          "a time: set BATCH_SIZE=1, or RUNTIME=onnxruntime for batches")
     return DeviceProfile(**fields, sources={name: source for name, (_, source) in raw.items()},
                          warnings=tuple(warnings))
 
@@ -197,3 +201,11 @@ def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any
 def host_cpu_count() -> int:
     """Cores this process may run on (affinity), not the machine's total."""
     return len(os.sched_getaffinity(0))
+
+
+def resolve_results_dir(explicit: str | None) -> Path:
+    """--results-dir, else RESULTS_DIR of the profile (env.template < .env < HARNESS_ENV_FILE, the file make's ENV
+    names), for the commands that read results and take no profile of their own."""
+    if explicit:
+        return Path(explicit)
+    return Path(load_profile(os.environ.get("HARNESS_ENV_FILE") or None).results_dir)

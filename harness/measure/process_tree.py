@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-
-from harness.measure.lean_stdlib import suppress
+from contextlib import suppress
 
 
 class ProcessTree:

@@ -8,31 +8,30 @@ high-water mark. It writes one JSON RunResult.
 
 Its start is part of every run's cost, so it imports little: the lighter half of the standard library (no
 subprocess, pathlib, argparse, typing, statistics, tempfile or dataclasses, which together cost more than the rest of
-its start; no json, contextlib or signal either, whose re, enum, collections and functools imports were half of what
-remained: harness.measure.lean_stdlib calls json's C accelerator directly; gzip and base64 only for a per-op run), and
-harness.core.records not at all: it reads the spec as the JSON form of a RunnerInput and writes the JSON form of a
-RunResult, which the harness then checks.
+its start; _signal rather than signal; gzip and base64 only for a per-op run), and harness.core.records not at all: it
+reads the spec as the JSON form of a RunnerInput and writes the JSON form of a RunResult, which the harness then
+checks. json and contextlib cost it about 1.6 ms and 0.1 MiB (docs/decisions.md).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import resource
 import select
 import sys
 import time
-from _signal import SIG_DFL, SIGKILL, SIGPIPE, SIGXFSZ
-from _signal import signal as set_signal_handler
+from _signal import SIG_DFL, SIGKILL, SIGPIPE, SIGXFSZ  # type: ignore[import-not-found]  # no stubs; signal: enums
+from _signal import signal as set_signal_handler  # type: ignore[import-not-found]  # no stubs for _signal
 from array import array
+from contextlib import suppress
 from types import SimpleNamespace
 
 from harness.core import RESULT_NOT_STORED_EXIT, STDERR_TAIL_CHARS, STORAGE_ERRNOS
 from harness.core.errors import HarnessError
 from harness.core.external_data import confine
-from harness.measure import lean_stdlib
 from harness.measure.cgroup_probe import MemoryProbe, own_cgroup_dirs
-from harness.measure.lean_stdlib import suppress
 from harness.measure.process_tree import ProcessTree
 from harness.measure.report_protocol import BATCH_SIZE_KEY, LATENCIES_ENV_VAR, LOAD_KEY, MAX_LATENCIES, PROFILE_DIR_ENV
 from harness.measure.report_protocol import ENV_VAR as METRICS_ENV
@@ -440,13 +439,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     spec_read = time.monotonic()
     try:
-        result = measure(SimpleNamespace(**lean_stdlib.loads(text)), out, release_stdout if out else None)
+        # The JSON form of a RunnerInput, read as attributes: harness.core.records stays unimported (its dataclasses
+        # would slow every start), so the checker cannot see that the two match; RunnerInput.from_dict checks the
+        # same form on the harness's side.
+        spec = SimpleNamespace(**json.loads(text))
+        result = measure(spec, out, release_stdout if out else None)  # type: ignore[arg-type]
     except HarnessError as err:  # a model the run must not read: its one line is the run's error, and no result
         sys.stderr.write(f"{err}\n")
         return err.exit_code
     result["clock_s"] = {"runner_started": started, "spec_read": spec_read, **result["clock_s"],
                          "result_ready": time.monotonic()}
-    text = lean_stdlib.dumps(result)
+    text = json.dumps(result)
     if out:
         try:
             _write(out + ".tmp", text)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import os
 from array import array
+from json import loads
 
-from harness.measure.lean_stdlib import loads
 from harness.measure.report_protocol import LATENCIES_KEY, MAX_LATENCIES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing

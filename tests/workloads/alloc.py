@@ -3,7 +3,7 @@
 import sys
 import time
 
-from harness.measure.report_protocol import phase
+from harness import phase
 
 n_mib = int(sys.argv[2])
 hold_s = float(sys.argv[3]) if len(sys.argv) > 3 else 0.2

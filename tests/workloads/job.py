@@ -4,7 +4,7 @@ little, and reports how many chunks it made through the protocol."""
 import sys
 import time
 
-from harness.measure.report_protocol import phase, report
+from harness import phase, report_metrics
 
 chunks = int(sys.argv[1])
 phase("steady")
@@ -13,4 +13,4 @@ for block in blocks:
     for offset in range(0, len(block), 4096):  # touch every page so it is really resident
         block[offset] = 1
 time.sleep(0.3)
-report(chunks=len(blocks), args=" | ".join(sys.argv[1:]))
+report_metrics(chunks=len(blocks), args=" | ".join(sys.argv[1:]))

@@ -5,7 +5,7 @@ Usage: latency_series.py MODEL N [json]. The JSON line is written piece by piece
 import os
 import sys
 
-from harness.measure.benchloop import timed_loop
+from harness import timed_loop
 
 count = int(sys.argv[2])
 if sys.argv[3:] == ["json"]:

@@ -3,7 +3,7 @@
 import sys
 import time
 
-from harness.measure.benchloop import timed_loop
+from harness import timed_loop
 
 
 def busy_1ms() -> None:
