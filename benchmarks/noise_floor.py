@@ -28,20 +28,21 @@ from _common import Goal, load_note, pct, print_table, profile_runs, write_repor
 
 from harness.analysis.ranking import ALPHA, compare, rank_runs
 from harness.core import metric_registry
+from harness.core.records import RunRecord
 
 COPIES = ("copy_a", "copy_b")
 ROUND_DRAWS = (5, 8)
 POWER_CHECK_GAP = 0.15  # a real difference of this size, added to one copy's runs, to compare the tests' power
 
 
-def by_round(runs: list[dict[str, Any]], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def by_round(runs: list[RunRecord], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(copy_a's values, copy_b's values) of the rounds both reported the metric in, and every value in the order
     the runs ran (runs.jsonl is written in that order by a serial session)."""
     value = metric_registry.get(metric).value
     per_copy: dict[str, dict[int, float]] = {name: {} for name in COPIES}
     sequence = []
     for run in runs:
-        found = value(run) if run["status"] == "ok" else None
+        found = value(run.line) if run.ok else None
         if found is not None:
             per_copy[run["model_name"]][run["round"]] = found
             sequence.append(found)
@@ -74,7 +75,7 @@ def correlation(x: np.ndarray, y: np.ndarray) -> float | None:
     return float(np.corrcoef(x, y)[0, 1]) if np.std(x) > 0 and np.std(y) > 0 else None
 
 
-def metric_row(runs: list[dict[str, Any]], metric: str, args: argparse.Namespace,
+def metric_row(runs: list[RunRecord], metric: str, args: argparse.Namespace,
                rng: np.random.Generator) -> dict[str, Any]:
     (entries,) = rank_runs(runs, metric).values()
     by_name = {entry.model: entry for entry in entries}

@@ -81,7 +81,7 @@ def int8_rows(model: str, repeats: int, iterations: int) -> list[dict[str, Any]]
     medians: dict[str, dict[str, float]] = {}
     for name in names:
         runs = [run for run in session.runs if by_path.get(run["model_path"]) == name]
-        medians[name] = {metric: summarize([metric_value(run, metric) for run in runs])["median"]
+        medians[name] = {metric: summarize([metric_value(run, metric) for run in runs]).median
                          for metric in MEASURED}
         medians[name]["size_mib"] = onnx_facts(paths[names.index(name)])["size_mib"]
     base = medians[model]

@@ -105,8 +105,12 @@ def placeholder(cls: type) -> Any:
     for item in dataclasses.fields(cls):
         hint, mark = hints[item.name], f"{MARK}{cls.__name__}.{item.name}"
         origin = typing.get_origin(hint)
-        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-            values[item.name] = placeholder(hint)
+        records_in = (t for t in (hint, *typing.get_args(hint)) if isinstance(t, type) and dataclasses.is_dataclass(t))
+        nested = next(records_in, None)  # a record, or an optional one (RunOutcome.applied)
+        if nested is not None:
+            values[item.name] = placeholder(nested)
+        elif item.name == "extra":  # keys of an older line that no field holds: none in a line written today
+            values[item.name] = {}
         elif item.name == "model":  # the model's own keys, flattened into the line
             names: dict[str, Any] = {f.name: f"{MARK}ModelInfo.{f.name}" for f in dataclasses.fields(ModelInfo)}
             values[item.name] = ModelInfo(**names).provenance()
@@ -183,7 +187,9 @@ def records_markdown() -> str:
               "(harness/core/conditions.py).", "", "| key | what it is |", "|---|---|"]
     lines += [f"| `{name}` | {_cell(label)} |" for name, label in conditions.CONDITIONS.items()]
     lines += ["", "## provenance", "", "Where and with what the run was measured (harness/measure/provenance.py): "
-              + ", ".join(f"`{name}`" for name in collect_metadata()) + ".", ""]
+              + ", ".join(f"`{name}`" for name in collect_metadata()) + ". It is stored once per session, on the "
+              "first line, and again only on a line whose provenance differs (a cluster worker's host); "
+              "harness.store.results.load_runs gives every run its own.", ""]
     return "\n".join(lines)
 
 

@@ -30,9 +30,9 @@ def capsys_free_profile(results: Path, *args: str) -> None:
 
 def test_summaries_split_runs_that_differ_only_in_memory(two_memories: Path) -> None:
     entries = summarize_runs(iter_all_runs(two_memories))
-    assert len(entries) == 2 and {e["model_name"] for e in entries} == {"tiny_mlp"}
-    assert sorted(e["conditions"]["memory_bytes"] for e in entries) == [512 * MIB, 1024 * MIB]
-    assert all(e["n_runs"] == 3 and e["differs_in"] == ["MEMORY"] for e in entries)
+    assert len(entries) == 2 and {e.model_name for e in entries} == {"tiny_mlp"}
+    assert sorted(e.conditions["memory_bytes"] for e in entries) == [512 * MIB, 1024 * MIB]
+    assert all(e.n_runs == 3 and e.differs_in == ["MEMORY"] for e in entries)
 
 
 @pytest.mark.parametrize("command", [["rank"], ["rank", "--json"]])

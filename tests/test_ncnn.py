@@ -62,7 +62,7 @@ def test_two_engines_runs_of_one_model_are_never_pooled(capsys, tmp_path: Path, 
     runs = list(iter_all_runs(tmp_path))
     assert {r["conditions"]["runtime"].split()[0] for r in runs} == {"onnxruntime", "ncnn"}
     assert {r["model_sha256"] for r in runs} == {sha256_of(tiny_onnx)}  # the same model, two engines
-    assert "differ in RUNTIME" in pooling_conflict(runs)
+    assert "differ in RUNTIME" in pooling_conflict(r.line for r in runs)
     capsys.readouterr()
     assert main(["rank", "--session", "all", "--results-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -166,5 +166,5 @@ def test_a_version_2_run_gets_the_engine_its_kind_ran_on(tmp_path: Path) -> None
     (session / "runs.jsonl").write_text(json.dumps(run) + "\n")
     (session / "session.json").write_text(json.dumps({"schema_version": 2, "session_id": "old", "profile": {}}))
     (migrated,) = load_runs(session)
-    assert migrated["schema_version"] == SCHEMA_VERSION == 3
+    assert migrated["schema_version"] == SCHEMA_VERSION == 4
     assert migrated["conditions"] == {"cpus": 1.0, "runtime": "onnxruntime 1.17.0", "conversion": None}

@@ -35,6 +35,7 @@ from harness.analysis.ranking import (
     rank_samples,
 )
 from harness.cli import main
+from harness.core.records import RunRecord
 from harness.store.results import SessionStore
 from tests.analysis_fixtures import write_session
 
@@ -181,11 +182,12 @@ def test_the_one_sided_test_asks_whether_the_first_sample_is_larger() -> None:
                                      method=stats.PermutationMethod(n_resamples=np.inf)).pvalue
         assert tied_exact_p(a, b, GREATER) == pytest.approx(scipy_p, rel=1e-9)
 
-def session_runs(model: str, statuses: list[str], values: list[float]) -> list[dict]:
+def session_runs(model: str, statuses: list[str], values: list[float]) -> list[RunRecord]:
     values_iter = iter(values)
-    return [{"model_name": model, "cpus": 1.0, "run_id": f"{model}-{i}", "status": status,
-             "latency_stats_ms": {"p50": (v := next(values_iter)), "headline": v} if status == "ok" else None}
-            for i, status in enumerate(statuses)]
+    return [RunRecord.from_dict({
+        "model_name": model, "cpus": 1.0, "run_id": f"{model}-{i}", "status": status,
+        "latency_stats_ms": {"p50": (v := next(values_iter)), "headline": v} if status == "ok" else None})
+        for i, status in enumerate(statuses)]
 
 
 def test_failed_and_partly_failed_models_are_listed_not_dropped_or_flattered() -> None:

@@ -118,8 +118,9 @@ def test_a_version_1_session_is_migrated_on_reading(tmp_path: Path) -> None:
     assert run["schema_version"] == SCHEMA_VERSION
     assert run["latency_stats_ms"]["p50"] == run["latency_stats_ms"]["headline"] == 2.0 and "latency_ms" not in run
     assert run["limits_requested"]["cpu_mode"] == "pinned" and run["limits_applied"] is None
+    assert run.limits_requested.cpu_mode == "pinned" and run.outcome.applied is None and run.model_name == "net"
     assert run["conditions"]["memory_bytes"] == 536870912 and run["conditions"]["model_sha256"] == "ab" * 32
-    assert metric_registry.get("latency_ms").value(run) == 2.0 and run["latency_headline"] == "p50"
+    assert metric_registry.get("latency_ms").value(run.line) == 2.0 and run.result.latency_headline == "p50"
     assert load_session_info(session)["profile"] == {"MEMORY": 536870912, "CPUS": 1.0}
 
 

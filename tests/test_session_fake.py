@@ -101,8 +101,8 @@ def test_a_backend_check_stops_the_session_before_the_first_run(tmp_path: Path) 
 def test_the_live_summary_equals_one_computed_from_all_runs(tmp_path: Path) -> None:
     summary = session(tmp_path, FakeBackend({"a": 1.0, "b": 2.0}), cpus=[1.0, 2.0]).run()
     again = summarize_runs(load_runs(tmp_path / "results" / "s1"))
-    assert summary["models"] == again
-    assert [(e["model_name"], e["cpus"], e["metrics"]["runtime_s"]["median"]) for e in again] == [
+    assert summary["models"] == [entry.as_dict() for entry in again]
+    assert [(e.model_name, e.cpus, e.metrics["runtime_s"].median) for e in again] == [
         ("a", 1.0, 1.0), ("a", 2.0, 1.0), ("b", 1.0, 2.0), ("b", 2.0, 2.0)]
 
 

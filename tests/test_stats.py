@@ -17,8 +17,8 @@ from harness.analysis.stats import median_ci, summarize
 def test_too_few_repeats_get_no_median_ci(values: list[float]) -> None:
     """[min, max] of 3 to 5 runs covers the median 75% to 93.75% of the time, one run never: no 95% CI exists."""
     summary = summarize(values)
-    assert (summary["ci95_low"], summary["ci95_high"], summary["ci95_level"]) == (None, None, None)
-    assert summary["median"] == float(np.median(values))
+    assert (summary.ci95_low, summary.ci95_high, summary.ci95_level) == (None, None, None)
+    assert summary.median == float(np.median(values))
 
 
 @pytest.mark.parametrize("n", range(6, 41))

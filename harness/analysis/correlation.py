@@ -21,17 +21,18 @@ PERMUTATION_MAX_N = 10
 PERMUTATION_RESAMPLES = 40_320  # 8!
 
 
-def rank_correlations(x: Sequence[float], y: Sequence[float], seed: int = 0) -> dict[str, Any]:
+def rank_correlations(x_values: Sequence[float] | np.ndarray, y_values: Sequence[float] | np.ndarray,
+                      seed: int = 0) -> dict[str, Any]:
     """Spearman rho and Kendall tau-b with two-sided p-values, and how the p-values were found: `exact`
     (every pairing of x with y), `permutation` (PERMUTATION_RESAMPLES random pairings, seeded) or `asymptotic`
     (scipy's approximations, good above PERMUTATION_MAX_N points). Permutation p-values keep ties in place."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x, y = np.asarray(x_values, dtype=float), np.asarray(y_values, dtype=float)
     spearman, kendall = sps.spearmanr(x, y), sps.kendalltau(x, y)
-    result = {"spearman_rho": float(spearman.statistic), "spearman_p": float(spearman.pvalue),
-              "kendall_tau": float(kendall.statistic), "kendall_p": float(kendall.pvalue),
-              "rank_p_method": "asymptotic"}
+    rho, tau = float(spearman.statistic), float(kendall.statistic)
+    result: dict[str, Any] = {"spearman_rho": rho, "spearman_p": float(spearman.pvalue), "kendall_tau": tau,
+                              "kendall_p": float(kendall.pvalue), "rank_p_method": "asymptotic"}
     n = int(x.size)
-    if n > PERMUTATION_MAX_N or not (math.isfinite(result["spearman_rho"]) and math.isfinite(result["kendall_tau"])):
+    if n > PERMUTATION_MAX_N or not (math.isfinite(rho) and math.isfinite(tau)):
         return result
     # Spearman's rho is Pearson's r of the ranks; Kendall's tau-b over pairings is its concordance count scaled
     # by a denominator that no pairing changes, so the concordance count gives the same p-value.

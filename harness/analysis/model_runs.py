@@ -5,33 +5,33 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from harness import zoo
 from harness.core import metric_registry
 from harness.core.errors import DataError
+from harness.core.records import RunRecord
 from harness.models.resolve import content_sha256
 from harness.store.results import list_sessions, load_runs, resolve_session
 
 
-def model_matcher(arg: str) -> Callable[[dict[str, Any]], bool]:
+def model_matcher(arg: str) -> Callable[[RunRecord], bool]:
     """Which runs belong to `arg`: for a file, runs of those exact bytes (sha256), wherever it was profiled
     from; otherwise runs whose model_name is `arg` as typed or, for a zoo name, its canonical spelling."""
     path = Path(arg).expanduser()
     if path.is_file():
         digest = content_sha256(path)
-        return lambda run: run.get("model_sha256") == digest
+        return lambda run: run.model.get("model_sha256") == digest
     names = {arg, zoo.parse(arg).name} if zoo.is_zoo_name(arg) else {arg}
-    return lambda run: run.get("model_name") in names
+    return lambda run: run.model_name in names
 
 
-def profiled_runs(results_dir: Path, model: str, session: str | None) -> tuple[Path, list[dict[str, Any]]]:
+def profiled_runs(results_dir: Path, model: str, session: str | None) -> tuple[Path, list[RunRecord]]:
     """(session dir, ok runs of MODEL that carry a per-op table): of SESSION, or of the newest that has them."""
     belongs = model_matcher(model)
     candidates = [resolve_session(results_dir, session)] if session else list(reversed(list_sessions(results_dir)))
     for session_dir in candidates:
         runs = [r for r in load_runs(session_dir)
-                if belongs(r) and r.get("status") == "ok" and r.get(metric_registry.OP_TIME)]
+                if belongs(r) and r.ok and r.get(metric_registry.OP_TIME)]
         if runs:
             return session_dir, runs
     where = f"session {session}" if session else results_dir

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from typing import Final, Literal
 
 import numpy as np
 from scipy import stats as sps
@@ -32,9 +33,13 @@ from scipy import stats as sps
 POWER = 0.80  # the power at which the repeats needed are computed
 TIED_EXACT_MAX_RUNS = 60  # tied values get exact Mann–Whitney p-values up to this many runs of a pair; normal above
 EXACT_POWER_MAX_ROUNDS = 100  # the paired repeats needed are counted exactly up to this many rounds
-TWO_SIDED, GREATER = "two-sided", "greater"
+Alternative = Literal["two-sided", "greater"]
 """Mann–Whitney alternatives, as scipy names them: `greater` asks whether the first sample's values tend to be the
 larger (a model got slower), `two-sided` whether either does (which of two models is faster)."""
+TWO_SIDED: Final = "two-sided"
+GREATER: Final = "greater"
+Sample = Sequence[float] | np.ndarray
+"""One model's values: a list of runs' values, or the array the ranking aligns them in."""
 
 
 def reaches(p: float | None, alpha: float) -> bool:
@@ -42,7 +47,7 @@ def reaches(p: float | None, alpha: float) -> bool:
     return p is not None and p <= alpha
 
 
-def smallest_mannwhitney_p(n1: int, n2: int, alternative: str = TWO_SIDED) -> float:
+def smallest_mannwhitney_p(n1: int, n2: int, alternative: Alternative = TWO_SIDED) -> float:
     """The smallest exact p-value Mann–Whitney U can give for these sample sizes: 1 / C(n1+n2, n1) one-sided,
     twice that two-sided."""
     return (2.0 if alternative == TWO_SIDED else 1.0) / math.comb(n1 + n2, n1)
@@ -53,7 +58,7 @@ def smallest_signed_rank_p(rounds: int) -> float:
     return 2.0 / 2**rounds
 
 
-def repeats_to_reach(threshold: float, paired: bool = False, alternative: str = TWO_SIDED) -> int:
+def repeats_to_reach(threshold: float, paired: bool = False, alternative: Alternative = TWO_SIDED) -> int:
     """The fewest repeats per model (rounds, when paired) with which the test can give p <= threshold at all."""
     n = 1
     while not reaches(smallest_signed_rank_p(n) if paired else smallest_mannwhitney_p(n, n, alternative), threshold):
@@ -62,7 +67,8 @@ def repeats_to_reach(threshold: float, paired: bool = False, alternative: str = 
 
 
 @functools.lru_cache(maxsize=4096)  # effects are shares of few runs: the same few values come back in every ranking
-def repeats_needed(effect: float, threshold: float, paired: bool = False, alternative: str = TWO_SIDED) -> int | None:
+def repeats_needed(effect: float, threshold: float, paired: bool = False,
+                   alternative: Alternative = TWO_SIDED) -> int | None:
     """Repeats per model (rounds, when paired) for the test to separate two models at `threshold` with POWER, if
     the effect seen is the true one; never fewer than the count at which the test can reach `threshold` at all, and
     None when the runs show no difference (an effect of 1/2).
@@ -103,7 +109,7 @@ def sign_test_power(rounds: int, share: float, threshold: float) -> float:
     return float(chance[cut:].sum() + chance[:rounds - cut + 1].sum())
 
 
-def mannwhitney_effect(better: Sequence[float], worse: Sequence[float]) -> float:
+def mannwhitney_effect(better: Sample, worse: Sample) -> float:
     """P(a run of `worse` is larger than a run of `better`), ties counted half: the AUC."""
     return float(np.mean(np.sign(np.subtract.outer(np.asarray(worse), np.asarray(better))))) / 2 + 0.5
 
@@ -113,7 +119,7 @@ def positive_share(differences: Sequence[float]) -> float:
     return float(np.mean(np.sign(np.asarray(differences, dtype=float)))) / 2 + 0.5
 
 
-def tied_exact_p(a: Sequence[float], b: Sequence[float], alternative: str = TWO_SIDED) -> float:
+def tied_exact_p(a: Sample, b: Sample, alternative: Alternative = TWO_SIDED) -> float:
     """Exact permutation p of Mann–Whitney with tied values (midranks), as
     scipy.stats.mannwhitneyu(method=PermutationMethod()) defines it, but counted rather than enumerated: the
     number of ways to draw len(a) of the pooled midranks with each rank sum (a 0/1 knapsack over the doubled,
@@ -132,14 +138,15 @@ def tied_exact_p(a: Sequence[float], b: Sequence[float], alternative: str = TWO_
     return float(min(1.0, 2 * min(null[:observed + 1].sum(), null[observed:].sum())))
 
 
-def mannwhitney_p(a: Sequence[float], b: Sequence[float], alternative: str = TWO_SIDED) -> float:
+def mannwhitney_p(a: Sample, b: Sample, alternative: Alternative = TWO_SIDED) -> float:
     """Mann–Whitney p (`greater`: that `a` tends to be larger): scipy's (exact up to 8 runs a side, normal above)
     for untied values; for tied values the exact permutation p up to TIED_EXACT_MAX_RUNS runs in all, since
     scipy's tie-corrected normal p runs too small for few runs (0.013 for [10]*4 against [12]*4, below the 2/70
     that 4 + 4 runs can give)."""
     if len(set(a) | set(b)) < len(a) + len(b) and len(a) + len(b) <= TIED_EXACT_MAX_RUNS:
         return tied_exact_p(a, b, alternative)
-    return float(sps.mannwhitneyu(a, b, alternative=alternative).pvalue)
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(sps.mannwhitneyu(x, y, alternative=alternative).pvalue)
 
 
 def signed_rank_p(differences: Sequence[float]) -> float:

@@ -24,7 +24,7 @@ import json
 import math
 import re
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ import pandas as pd
 
 from harness.core import metric_registry
 from harness.core.errors import DataError
+from harness.core.records import RunRecord
 from harness.core.storage import writing
 from harness.measure.report_protocol import LATENCIES_KEY
 from harness.store.results import atomic_write_csv, atomic_write_json
@@ -110,7 +111,7 @@ def parse_onnxruntime(trace: list[dict[str, Any]], skip: int) -> tuple[list[OpEv
         events.append(OpEvent(index, seq, node["name"][: -len("_kernel_time")], str(args.get("op_name", "?")), ts,
                               float(node["dur"]), _ort_shapes(args.get("input_type_shape")),
                               _ort_shapes(args.get("output_type_shape")),
-                              param_bytes=int(param) if str(param or "").isdigit() else None))
+                              param_bytes=int(str(param)) if str(param or "").isdigit() else None))
         seq += 1
     return events, runs
 
@@ -187,7 +188,8 @@ def load_raw(raw_dir: Path) -> tuple[dict[str, Any], RawProfile | None]:
     except (OSError, ValueError) as err:
         raise DataError(f"{path}: the framework's trace is missing or not JSON ({type(err).__name__})") from None
     skip = int(meta.get("skip_runs", 0))
-    parsers = {"onnxruntime": parse_onnxruntime, "torch": parse_torch}
+    parsers: dict[str, Callable[[Any, int], tuple[list[OpEvent], list[tuple[float, float]]]]] = {
+        "onnxruntime": parse_onnxruntime, "torch": parse_torch}  # a trace is JSON: each parser reads its own shape
     if meta.get("framework") not in parsers:
         raise DataError(f"{raw_dir}: per-op traces of framework {meta.get('framework')!r} are not read")
     try:
@@ -366,7 +368,7 @@ def unpack(files: dict[str, str], directory: Path) -> None:
 
 
 def steady_figures(run: dict[str, Any]) -> tuple[list[float], list[float]]:
-    """The timed phase's mean and median latency of the run, each as a list of zero or one value."""
+    """The timed phase's mean and median latency of the run (its line), each as a list of zero or one value."""
     mean, median = (metric_registry.get(name).value(run)
                     for name in (metric_registry.LATENCY_MEAN, metric_registry.LATENCY))
     return [mean] if mean is not None else [], [median] if median is not None else []
@@ -414,17 +416,17 @@ def model_facts_for(model_path: str) -> list[dict[str, Any]] | None:
         return None
 
 
-def pooled(session_dir: Path, runs: list[dict[str, Any]]) -> PerOp:
+def pooled(session_dir: Path, runs: list[RunRecord]) -> PerOp:
     """One table over every profiled inference of these runs (one model at one CPUS), from their raw traces."""
     profiles, means, medians = [], [], []
     for run in runs:
-        _, profile = load_raw(run_dir(session_dir, run["run_id"]) / RAW_DIR)
+        _, profile = load_raw(run_dir(session_dir, run.run_id) / RAW_DIR)
         if profile is None:
             continue
         profiles.append(profile)
-        run_means, run_medians = steady_figures(run)
+        run_means, run_medians = steady_figures(run.line)
         means += run_means
         medians += run_medians
     if not profiles:
         raise DataError(f"no per-op profile among {len(runs)} runs in {session_dir}")
-    return build(profiles, means, medians, model_facts_for(runs[0].get("model_path", "")))
+    return build(profiles, means, medians, model_facts_for(runs[0].model.get("model_path", "")))

@@ -59,6 +59,7 @@ from harness.analysis.pair_tests import (
 from harness.analysis.run_values import check_metric, metric_table
 from harness.analysis.stats import summarize
 from harness.core.errors import DataError
+from harness.core.records import RunRecord
 
 ALPHA = 0.05
 STABILITY_RESAMPLES = 1000
@@ -142,8 +143,9 @@ def _pair_values(samples: dict[str, list[float]], rounds: Rounds | None, better:
     common = paired_rounds(rounds, better, worse)
     if common is None or rounds is None:
         return MANN_WHITNEY, np.asarray(samples[better], dtype=float), np.asarray(samples[worse], dtype=float)
-    by_round = [dict(zip(rounds[m], samples[m], strict=True)) for m in (better, worse)]
-    return SIGNED_RANK, *(np.asarray([values[r] for r in common], dtype=float) for values in by_round)
+    better_by_round, worse_by_round = (dict(zip(rounds[m], samples[m], strict=True)) for m in (better, worse))
+    return (SIGNED_RANK, np.asarray([better_by_round[r] for r in common], dtype=float),
+            np.asarray([worse_by_round[r] for r in common], dtype=float))
 
 
 def _smallest_p(test: str, a: np.ndarray, b: np.ndarray) -> float:
@@ -274,9 +276,9 @@ def rank_samples(samples: dict[str, list[float]], alpha: float = ALPHA, seed: in
             column = positions[:, order.index(model)]
             low, high = np.percentile(column, [2.5, 97.5])
             entries.append(RankEntry(
-                model=model, rank=start, status=RANKED, median=summary["median"], ci95_low=summary["ci95_low"],
-                ci95_high=summary["ci95_high"], ci95_level=summary["ci95_level"], n=summary["n"],
-                runs=summary["n"], statuses=f"ok={summary['n']}", unstable=summary["unstable"],
+                model=model, rank=start, status=RANKED, median=summary.median, ci95_low=summary.ci95_low,
+                ci95_high=summary.ci95_high, ci95_level=summary.ci95_level, n=summary.n,
+                runs=summary.n, statuses=f"ok={summary.n}", unstable=summary.unstable,
                 **_decided_by(model, decider),
                 stability=float(np.mean((column >= start) & (column <= end))),
                 position_low=int(low), position_high=int(math.ceil(high)),
@@ -302,14 +304,14 @@ def _unranked(model: str, values: list[float], counts: Counter[str], metric: str
         reason = f"{ok} of {runs} runs ok ({failures}): not ranked, as its ok runs may be its lightest"
     summary = summarize(values)
     return RankEntry(
-        model=model, rank=None, status=status, median=summary["median"], ci95_low=summary["ci95_low"],
-        ci95_high=summary["ci95_high"], ci95_level=summary["ci95_level"], n=summary["n"], runs=runs,
-        statuses=_statuses_text(counts), unstable=summary["unstable"], compared_with=None, p_value=None,
+        model=model, rank=None, status=status, median=summary.median, ci95_low=summary.ci95_low,
+        ci95_high=summary.ci95_high, ci95_level=summary.ci95_level, n=summary.n, runs=runs,
+        statuses=_statuses_text(counts), unstable=summary.unstable, compared_with=None, p_value=None,
         p_adjusted=None, reason=reason, repeats_needed=None, stability=None, position_low=None, position_high=None,
     )
 
 
-def rank_runs(runs: Iterable[dict[str, Any]], metric: str, alpha: float = ALPHA) -> dict[float, list[RankEntry]]:
+def rank_runs(runs: Iterable[RunRecord], metric: str, alpha: float = ALPHA) -> dict[float, list[RankEntry]]:
     """One ranking per CPU count of the session (models only compare under the same limits): the ranked models,
     then those kept apart (a failed run) or with no value."""
     runs = list(runs)
@@ -318,9 +320,9 @@ def rank_runs(runs: Iterable[dict[str, Any]], metric: str, alpha: float = ALPHA)
         raise DataError(f"no ok run reported {metric}; pick another --metric or check the runs' status")
     counts: dict[float, dict[str, Counter[str]]] = {}
     for run in runs:
-        by_model = counts.setdefault(float(run["cpus"]), {})
-        by_model.setdefault(str(run["model_name"]), Counter())[run.get("status", "error")] += 1
-    round_of = {run.get("run_id"): (run.get("session_id"), run.get("round")) for run in runs}
+        by_model = counts.setdefault(float(run.cpus), {})
+        by_model.setdefault(run.model_name, Counter())[run.result.status] += 1
+    round_of = {run.run_id: (run.session_id, run.get("round")) for run in runs}  # a line may predate rounds
     rankings = {}
     for cpus, by_model in sorted(counts.items()):
         at_cpus = table.loc[table["cpus"] == cpus]

@@ -46,6 +46,7 @@ from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, material
 from harness.analysis.stats import metric_value
 from harness.core import conditions, metric_registry
 from harness.core.errors import DataError
+from harness.core.records import RunRecord
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 MEMORY = metric_registry.PEAK_MEMORY
@@ -98,36 +99,36 @@ class GateResult:
 Key = tuple[str, float]
 
 
-def _by_model(runs: list[dict[str, Any]]) -> dict[Key, list[dict[str, Any]]]:
-    groups: dict[Key, list[dict[str, Any]]] = {}
+def _by_model(runs: list[RunRecord]) -> dict[Key, list[RunRecord]]:
+    groups: dict[Key, list[RunRecord]] = {}
     for run in runs:
-        groups.setdefault((str(run["model_name"]), float(run["cpus"])), []).append(run)
+        groups.setdefault((run.model_name, float(run.cpus)), []).append(run)
     return groups
 
 
-def _values(runs: list[dict[str, Any]], metric: str) -> list[float]:
-    return [v for run in runs if run.get("status") == "ok" and (v := metric_value(run, metric)) is not None]
+def _values(runs: list[RunRecord], metric: str) -> list[float]:
+    return [v for run in runs if run.ok and (v := metric_value(run, metric)) is not None]
 
 
-def _check_conditions(key: Key, baseline: list[dict[str, Any]], session: list[dict[str, Any]]) -> None:
+def _check_conditions(key: Key, baseline: list[RunRecord], session: list[RunRecord]) -> None:
     """The two sides must differ in nothing but the model's content: another MEMORY or host is another question."""
-    differing = [k for k in conditions.differing_keys(baseline + session) if k != "model_sha256"]
+    differing = [k for k in conditions.differing_keys(run.line for run in baseline + session) if k != "model_sha256"]
     if differing:
-        sides = "; ".join(f"{name}: {conditions.describe(runs[-1].get('conditions') or {}, differing)}"
+        sides = "; ".join(f"{name}: {conditions.describe(runs[-1].conditions, differing)}"
                           for name, runs in (("baseline", baseline), ("session", session)))
         raise DataError(f"model {key[0]} at cpus={key[1]:g} was measured under other conditions in the baseline "
                         f"({sides}); profile the baseline and the session under one profile on one host")
 
 
-def _failures(runs: list[dict[str, Any]]) -> Counter[str]:
-    return Counter(run.get("status", "error") for run in runs if run.get("status") != "ok")
+def _failures(runs: list[RunRecord]) -> Counter[str]:
+    return Counter(run.result.status for run in runs if not run.ok)
 
 
 def _statuses(counts: Counter[str]) -> str:
     return ", ".join(f"{status}={count}" for status, count in sorted(counts.items()))
 
 
-def _runs_check(key: Key, baseline: list[dict[str, Any]], session: list[dict[str, Any]]) -> Check:
+def _runs_check(key: Key, baseline: list[RunRecord], session: list[RunRecord]) -> Check:
     failed, before = _failures(session), _failures(baseline)
     history = f" (the baseline: {_statuses(before)})" if before else " (none in the baseline)"
     if failed:
@@ -176,28 +177,30 @@ def _slowdown_check(item: _Slowdown, p_adjusted: float | None, tested: int, comp
     if change is None:
         return Check(*item.key, metric, SKIP, f"the baseline's {metric} is 0: no change to measure")
     moved = f"median {base:.4g} → {value:.4g} {unit} ({change:+.1%})"
-    common = {"baseline": base, "value": value, "change": change, "threshold": limit, "p_value": item.p_value,
-              "p_adjusted": p_adjusted, "repeats": (n_new, n_old)}
+
+    def check(verdict: str, message: str, repeats_needed: int | None = None) -> Check:
+        return Check(*item.key, metric, verdict, message, baseline=base, value=value, change=change, threshold=limit,
+                     p_value=item.p_value, p_adjusted=p_adjusted, repeats=(n_new, n_old), repeats_needed=repeats_needed)
+
     strictest = alpha / max(compared, 1)  # Holm's first step, once every model's repeats can reach alpha
     if item.p_value is None:
         reach = repeats_to_reach(strictest, alternative=GREATER)
         reason = (f"with {n_new} + {n_old} repeats the one-sided test cannot reach p ≤ {alpha:g} (its smallest p is "
                   f"{smallest_mannwhitney_p(n_new, n_old, GREATER):.2g}), so no slowdown can fail this check; "
                   f"{reach} repeats per model can")
-        return Check(*item.key, metric, PASS, f"{moved}; {reason}", repeats_needed=reach, **common)
+        return check(PASS, f"{moved}; {reason}", reach)
     test = f"one-sided Mann–Whitney p = {item.p_value:.2g}"
     test += f", Holm-adjusted over {tested} models {p_adjusted:.2g}" if tested > 1 else ""
     if not (material(base, value) and change > limit):
         why = (f"within --max-slowdown {limit:.0%}" if change <= limit else
                f"over --max-slowdown {limit:.0%} but under the {MIN_RELATIVE_GAP:.0%} minimum factor, the noise "
                "between identical models")
-        return Check(*item.key, metric, PASS, f"{moved}, {why}", **common)
+        return check(PASS, f"{moved}, {why}")
     if reaches(p_adjusted, alpha):
-        return Check(*item.key, metric, FAIL, f"{value / base:.2f}× slower: {moved}, {test} ≤ {alpha:g}", **common)
+        return check(FAIL, f"{value / base:.2f}× slower: {moved}, {test} ≤ {alpha:g}")
     needed = repeats_needed(item.effect, strictest, alternative=GREATER)
     tell = f"; about {needed} repeats per model would tell" if needed else "; the runs overlap too much to tell"
-    return Check(*item.key, metric, PASS, f"{moved}, but not shown slower: {test} > {alpha:g}{tell}",
-                 repeats_needed=needed, **common)
+    return check(PASS, f"{moved}, but not shown slower: {test} > {alpha:g}{tell}", needed)
 
 
 def _slowdown_checks(pairs: list[tuple[Key, list[float], list[float]]], metric: str, limit: float,
@@ -206,8 +209,8 @@ def _slowdown_checks(pairs: list[tuple[Key, list[float], list[float]]], metric: 
     items = [_Slowdown(key, new, old, mannwhitney_p(new, old, GREATER)
                        if reaches(smallest_mannwhitney_p(len(new), len(old), GREATER), alpha) else None)
              for key, new, old in pairs]
-    tested = [item for item in items if item.p_value is not None]
-    adjusted = dict(zip((item.key for item in tested), holm([item.p_value for item in tested]), strict=True))
+    tested = [(item.key, item.p_value) for item in items if item.p_value is not None]
+    adjusted = dict(zip((key for key, _ in tested), holm([p for _, p in tested]), strict=True))
     return [_slowdown_check(item, float(adjusted[item.key]) if item.key in adjusted else None, len(tested),
                             len(items), metric, limit, alpha) for item in items]
 
@@ -219,7 +222,8 @@ def reach_note(checks: list[Check], alpha: float) -> str | None:
     compared = [c for c in checks if c.repeats is not None and c.check not in (MEMORY, RUNS)]
     if not compared:
         return None
-    best = min((smallest_mannwhitney_p(*c.repeats, GREATER) for c in tested), default=math.inf)
+    best = min((smallest_mannwhitney_p(c.repeats[0], c.repeats[1], GREATER) for c in tested if c.repeats),
+               default=math.inf)
     if reaches(best * max(len(tested), 1), alpha):
         return None
     reach = repeats_to_reach(alpha / len(compared), alternative=GREATER)
@@ -227,7 +231,7 @@ def reach_note(checks: list[Check], alpha: float) -> str | None:
             f"step needs p ≤ {alpha:g}/{len(compared)}); profile {reach} repeats per model (REPEATS={reach})")
 
 
-def check_sessions(baseline_runs: list[dict[str, Any]], session_runs: list[dict[str, Any]], *, baseline: str,
+def check_sessions(baseline_runs: list[RunRecord], session_runs: list[RunRecord], *, baseline: str,
                    session: str, metric: str, max_slowdown: float, max_memory_growth: float,
                    alpha: float = ALPHA) -> GateResult:
     """Every model of the session against the same model name in the baseline (see the module docstring)."""

@@ -12,13 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from harness.analysis.stats import metric_value
 from harness.core import conditions, metric_registry
 from harness.core.errors import ConfigError, DataError
+from harness.core.records import RunRecord
 from harness.store.results import ALL_SESSIONS, iter_all_runs, load_runs, resolve_session
 
 
@@ -31,28 +31,28 @@ def check_metric(metric: str, accept: Callable[[metric_registry.Metric], bool] =
     return found.name
 
 
-def run_value(run: dict[str, Any], metric: str, across: str | None = None) -> float | None:
+def run_value(run: RunRecord, metric: str, across: str | None = None) -> float | None:
     """The run's value of `metric` (what the repeats rule `across` takes from it, when given), or None when the
     run failed or did not report it."""
-    if run.get("status") != "ok":
+    if not run.ok:
         return None
-    return metric_value(run, metric) if across is None else metric_registry.get(metric).repeat_value(run, across)
+    return metric_value(run, metric) if across is None else metric_registry.get(metric).repeat_value(run.line, across)
 
 
-def metric_table(runs: Iterable[dict[str, Any]], metric: str, across: str | None = None) -> pd.DataFrame:
+def metric_table(runs: Iterable[RunRecord], metric: str, across: str | None = None) -> pd.DataFrame:
     """Long table (model_name, cpus, run_id, value, over) of the ok runs that reported `metric`; `over` counts the
     values `value` is the smallest of (the run's inferences when it is the run's fastest inference, else 1)."""
     entry = metric_registry.get(metric)
     rows = [
-        {"model_name": run["model_name"], "cpus": float(run["cpus"]), "run_id": run.get("run_id"), "value": value,
-         "over": entry.repeat_count(run, across)}
+        {"model_name": run.model_name, "cpus": float(run.cpus), "run_id": run.run_id, "value": value,
+         "over": entry.repeat_count(run.line, across)}
         for run in runs
         if (value := run_value(run, metric, across)) is not None
     ]
     return pd.DataFrame(rows, columns=["model_name", "cpus", "run_id", "value", "over"])
 
 
-def harness_values(runs: Iterable[dict[str, Any]], metric: str, across: str | None = None) -> pd.DataFrame:
+def harness_values(runs: Iterable[RunRecord], metric: str, across: str | None = None) -> pd.DataFrame:
     """Per (model_name, cpus): `metric` over the repeats, as `across` says (metric_registry.ACROSS_REPEATS;
     default: the registry's rule for the metric), with the number of repeats `n`, the rule in `across`, and for
     the fastest rules `over`, how many values the minimum was taken over (a minimum falls as they grow)."""
@@ -65,7 +65,7 @@ def harness_values(runs: Iterable[dict[str, Any]], metric: str, across: str | No
     return values.assign(across=how)
 
 
-def select_runs(results_dir: Path, session: str | None) -> tuple[list[dict[str, Any]], str]:
+def select_runs(results_dir: Path, session: str | None) -> tuple[list[RunRecord], str]:
     """Runs of one session (default: the newest), or of every session pooled when session == "all"; refused in
     one line when they hold runs under different conditions (harness.core.conditions), which must not be pooled."""
     if session == ALL_SESSIONS:
@@ -76,7 +76,7 @@ def select_runs(results_dir: Path, session: str | None) -> tuple[list[dict[str, 
     else:
         session_dir = resolve_session(results_dir, session)
         runs, name = load_runs(session_dir), session_dir.name
-    conflict = conditions.pooling_conflict(runs)
+    conflict = conditions.pooling_conflict(run.line for run in runs)
     if conflict:
         raise DataError(f"--session {name}: {conflict}; such runs are not comparable: pick one session "
                         "(--session ID, make: SESSION=ID) or profile the models again under one profile")

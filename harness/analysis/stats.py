@@ -13,12 +13,15 @@ n = 3 to 5 its percentile interval is [min, max] and claims 95% where it has 75 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from harness.core import conditions, metric_registry
+from harness.core.records import RunRecord
 
 IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a metric unstable (torch.utils.benchmark's choice)
 UNSTABLE_RULE = f"IQR/median > {IQR_WARN_THRESHOLD:.0%}"  # how warnings and reports state the rule
@@ -33,9 +36,9 @@ SUMMARY_METRICS: tuple[str, ...] = tuple(m.name for m in metric_registry.METRICS
 """Every registered metric is summarised per group."""
 
 
-def metric_value(run: dict[str, Any], metric: str) -> float | None:
+def metric_value(run: RunRecord, metric: str) -> float | None:
     """The run's value of a registered metric, or None when it has none (the run's status is not checked)."""
-    return metric_registry.get(metric).value(run)
+    return metric_registry.get(metric).value(run.line)
 
 
 def median_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float] | None:
@@ -54,86 +57,144 @@ def median_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[
     return level
 
 
-def summarize(values: Sequence[float]) -> dict[str, Any]:
-    """median, IQR, mean, std, the 95% CI of the median with the level it achieves, n, and the unstable flag.
-    Quartiles interpolate linearly between order statistics (numpy's default percentile method)."""
+@dataclass(frozen=True)
+class Summary:
+    """One metric over repeats: the figures summarize() names; None where there are no values (and no CI below 6)."""
+
+    n: int
+    median: float | None = None
+    iqr: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    ci95_low: float | None = None
+    ci95_high: float | None = None
+    ci95_level: float | None = None
+    unstable: bool = False  # IQR/median above IQR_WARN_THRESHOLD
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures by name, as summary.json, `compare --json` and the report's tables hold them."""
+        return dataclasses.asdict(self)
+
+
+NO_VALUES = Summary(n=0)
+"""The summary of no values: every figure None."""
+
+
+def summarize(values: Sequence[float | None]) -> Summary:
+    """median, IQR, mean, std, the 95% CI of the median with the level it achieves, n, and the unstable flag, over
+    the finite values (None and NaN left out). Quartiles interpolate linearly between order statistics (numpy's
+    default percentile method)."""
     data = sorted(float(v) for v in values if v is not None and math.isfinite(v))
     n = len(data)
     if n == 0:
-        return {"n": 0, "median": None, "iqr": None, "mean": None, "std": None,
-                "ci95_low": None, "ci95_high": None, "ci95_level": None, "unstable": False}
+        return NO_VALUES
     median = statistics.median(data)
     q1, _, q3 = statistics.quantiles(data, n=4, method="inclusive") if n > 1 else (data[0],) * 3
     low, high, level = median_ci(data) or (None, None, None)
     iqr = q3 - q1
-    return {
-        "n": n, "median": median, "iqr": iqr, "mean": statistics.fmean(data),
-        "std": statistics.stdev(data) if n > 1 else 0.0, "ci95_low": low, "ci95_high": high,
-        "ci95_level": level, "unstable": bool(median and abs(iqr / median) > IQR_WARN_THRESHOLD),
-    }
+    return Summary(
+        n=n, median=median, iqr=iqr, mean=statistics.fmean(data), std=statistics.stdev(data) if n > 1 else 0.0,
+        ci95_low=low, ci95_high=high, ci95_level=level,
+        unstable=bool(median and abs(iqr / median) > IQR_WARN_THRESHOLD),
+    )
 
 
-def throttled(run: dict[str, Any]) -> bool:
-    periods = run.get("cpu_nr_periods") or 0
-    return bool(periods) and (run.get("cpu_nr_throttled") or 0) / periods > HEAVY_THROTTLE_RATIO
+def throttled(run: RunRecord) -> bool:
+    periods = run.result.cpu_nr_periods or 0
+    return bool(periods) and (run.result.cpu_nr_throttled or 0) / periods > HEAVY_THROTTLE_RATIO
 
 
-def group_key(run: dict[str, Any]) -> tuple[Any, ...]:
+def group_key(run: RunRecord) -> tuple[Any, ...]:
     """Runs pool into one summary only under equal conditions (harness.core.conditions): model, CPUS and the rest."""
-    return str(run["model_name"]), float(run["cpus"]), conditions.key(run)
+    return run.model_name, float(run.cpus), conditions.key(run.line)
 
 
-def summarize_group(members: list[dict[str, Any]]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GroupSummary:
+    """The summary of one group of runs (one group_key): status counts and, over its ok runs, every metric that
+    any of them reported. `differs_in` and `condition_label` are set by ordered_entries, beside other groups."""
+
+    model_name: str
+    cpus: float
+    n_runs: int
+    n_ok: int
+    statuses: dict[str, int]
+    throttled_runs: int
+    shorter_than_quota_window_runs: int
+    latency_headline: str
+    unstable_metrics: list[str]
+    metrics: dict[str, Summary]
+    conditions: dict[str, Any]
+    differs_in: list[str] | None = None  # the labels of the conditions that set it apart from its siblings
+    condition_label: str | None = None  # its own values of those
+
+    @property
+    def conditions_key(self) -> tuple[Any, ...]:
+        return conditions.key({"conditions": self.conditions})
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry of summary.json's `models`, keys in their stored order."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name not in ("metrics", "conditions", "differs_in", "condition_label")}
+        labels = {"differs_in": self.differs_in, "condition_label": self.condition_label}
+        metrics = {name: summary.as_dict() for name, summary in self.metrics.items()}
+        return {**data, "metrics": metrics, "conditions": self.conditions,
+                **{k: v for k, v in labels.items() if v is not None}}
+
+
+def summarize_group(members: Sequence[RunRecord]) -> GroupSummary:
     """The entry of one group (runs with one group_key): status counts and, over its ok runs, every metric."""
-    ok = [r for r in members if r.get("status") == "ok"]
+    ok = [r for r in members if r.ok]
     statuses: dict[str, int] = {}
     for run in members:
-        statuses[run.get("status", "error")] = statuses.get(run.get("status", "error"), 0) + 1
-    metrics = {name: summarize([metric_value(r, name) for r in ok]) for name in SUMMARY_METRICS}
-    metrics = {name: s for name, s in metrics.items() if s["n"]}
-    return {
-        "model_name": str(members[0]["model_name"]), "cpus": float(members[0]["cpus"]), "n_runs": len(members),
-        "n_ok": len(ok), "statuses": statuses, "throttled_runs": sum(throttled(r) for r in ok),
-        "shorter_than_quota_window_runs": sum(bool(r.get("shorter_than_quota_window")) for r in ok),
-        "latency_headline": next((r["latency_headline"] for r in ok if r.get("latency_headline")), "p50"),
-        "unstable_metrics": [name for name, s in metrics.items() if s["unstable"]], "metrics": metrics,
-        "conditions": members[0].get("conditions") or {},
-    }
+        statuses[run.result.status] = statuses.get(run.result.status, 0) + 1
+    every = {name: summarize([metric_value(r, name) for r in ok]) for name in SUMMARY_METRICS}
+    metrics = {name: s for name, s in every.items() if s.n}
+    return GroupSummary(
+        model_name=members[0].model_name, cpus=float(members[0].cpus), n_runs=len(members), n_ok=len(ok),
+        statuses=statuses, throttled_runs=sum(throttled(r) for r in ok),
+        shorter_than_quota_window_runs=sum(r.result.shorter_than_quota_window for r in ok),
+        latency_headline=next((r.result.latency_headline for r in ok if r.result.latency_headline), "p50"),
+        unstable_metrics=[name for name, s in metrics.items() if s.unstable], metrics=metrics,
+        conditions=members[0].conditions,
+    )
 
 
-def ordered_entries(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def ordered_entries(entries: Iterable[GroupSummary]) -> list[GroupSummary]:
     """Entries by model and CPUS; where one model and CPUS has several (runs under different conditions),
     each says in `differs_in` which conditions set them apart and in `condition_label` its own values."""
-    ordered = sorted(entries, key=lambda e: (e["model_name"], e["cpus"], str(conditions.key(e))))
-    by_model: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    ordered = sorted(entries, key=lambda e: (e.model_name, e.cpus, str(e.conditions_key)))
+    by_model: dict[tuple[str, float], list[GroupSummary]] = {}
     for entry in ordered:
-        by_model.setdefault((entry["model_name"], entry["cpus"]), []).append(entry)
+        by_model.setdefault((entry.model_name, entry.cpus), []).append(entry)
+    labelled = []
     for siblings in by_model.values():
-        keys = conditions.differing_keys(siblings) if len(siblings) > 1 else []
-        for entry in siblings:
-            entry["differs_in"] = [conditions.CONDITIONS[k] for k in keys]
-            entry["condition_label"] = conditions.describe(entry["conditions"], keys)
-    return ordered
+        keys = conditions.differing_keys({"conditions": e.conditions} for e in siblings) if len(siblings) > 1 else []
+        labelled += [dataclasses.replace(entry, differs_in=[conditions.CONDITIONS[k] for k in keys],
+                                         condition_label=conditions.describe(entry.conditions, keys))
+                     for entry in siblings]
+    return labelled
 
 
-def summarize_runs(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def summarize_runs(runs: Iterable[RunRecord]) -> list[GroupSummary]:
     """One entry per model, CPUS and conditions: runs under different conditions are never pooled."""
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    groups: dict[tuple[Any, ...], list[RunRecord]] = {}
     for run in runs:
         groups.setdefault(group_key(run), []).append(run)
     return ordered_entries(summarize_group(members) for members in groups.values())
 
 
-def summary_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def summary_rows(entries: Iterable[GroupSummary]) -> list[dict[str, Any]]:
     """Flat rows for CSV: <metric>_<statistic> columns, units kept in the metric names."""
     rows = []
     for entry in entries:
-        row: dict[str, Any] = {k: entry[k] for k in ("model_name", "cpus", "n_runs", "n_ok", "throttled_runs")}
-        row["conditions"] = entry.get("condition_label", "")
-        row["statuses"] = ";".join(f"{k}={v}" for k, v in sorted(entry["statuses"].items()))
-        row["unstable_metrics"] = ";".join(entry["unstable_metrics"])
-        for name, summary in entry["metrics"].items():
+        row: dict[str, Any] = {"model_name": entry.model_name, "cpus": entry.cpus,
+                               "n_runs": entry.n_runs, "n_ok": entry.n_ok, "throttled_runs": entry.throttled_runs}
+        row["conditions"] = entry.condition_label or ""
+        row["statuses"] = ";".join(f"{k}={v}" for k, v in sorted(entry.statuses.items()))
+        row["unstable_metrics"] = ";".join(entry.unstable_metrics)
+        for name, summary in entry.metrics.items():
             for stat in ("median", "iqr", "mean", "std", "ci95_low", "ci95_high", "ci95_level"):
-                row[f"{name}_{stat}"] = summary[stat]
+                row[f"{name}_{stat}"] = getattr(summary, stat)
         rows.append(row)
     return rows

@@ -55,6 +55,7 @@ from harness.calibration.points import (
 from harness.calibration.reach import Reach, widen
 from harness.core import metric_registry
 from harness.core.errors import ConfigError, DataError
+from harness.core.records import RunRecord
 from harness.device.data import DeviceData
 from harness.models.families import model_family
 
@@ -217,15 +218,16 @@ def _comparison(reasons: dict[str, str | None], held: dict[str, HeldOut | None],
     return rows
 
 
-def _choice_reason(held: dict[str, HeldOut | None], chosen: str, y: np.ndarray) -> str:
+def _choice_reason(held: dict[str, HeldOut | None], chosen: str | None, y: np.ndarray) -> str:
     """Why the automatic choice fell where it did: every fit's share, and the ties broken by MAPE."""
     figures = {name: h.figures(y) for name, h in held.items() if h}
-    shares = {name: f[f"within_{round(CHOICE_BAND * 100)}pct"] for name, f in figures.items()}
+    band = f"within_{round(CHOICE_BAND * 100)}pct"  # a share error_stats always gives
+    shares = {name: share for name, f in figures.items() if (share := f[band]) is not None}
     best = max(shares.values())
     others = ", ".join(f"{name} {share:.0%}" for name, share in shares.items() if name != chosen)
     text = f"most held-out models within ±{CHOICE_BAND:.0%} ({best:.0%}; {others or 'no other fit'})"
     tied = tied_with_best({name: h.predicted for name, h in held.items() if h}, y)
-    if len(tied) < 2:
+    if len(tied) < 2 or chosen is None:  # two tied fits always give a choice
         return text
     if shares[chosen] < best:
         text = (f"{shares[chosen]:.0%} of held-out models within ±{CHOICE_BAND:.0%}, within one standard error of "
@@ -264,17 +266,17 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
     if fit == AUTO:
         chosen = choose({name: h.predicted for name, h in held.items() if h is not None}, y)
         reported = nested_leave_one_out(design, y, candidates) if figures else None
-        choice = {"mode": AUTO, "reason": _choice_reason(held, chosen, y)}
+        choice: dict[str, str | None] = {"mode": AUTO, "reason": _choice_reason(held, chosen, y)}
         if chosen and fit_spec(chosen).within_reach_only:
-            choice["beyond_reach"] = choose({name: h.predicted for name, h in held.items()
-                                             if h is not None and not fit_spec(name).within_reach_only}, y)
-            choice["reason"] += (f"; a model {BEYOND_REACH} is predicted by {choice['beyond_reach']}, the best of "
-                                 f"the others, since {chosen} was tuned among them")
+            beyond = choose({name: h.predicted for name, h in held.items()
+                             if h is not None and not fit_spec(name).within_reach_only}, y)
+            choice["beyond_reach"] = beyond
+            choice["reason"] = (f"{choice['reason']}; a model {BEYOND_REACH} is predicted by {beyond}, the best of "
+                                f"the others, since {chosen} was tuned among them")
     else:
         chosen, reported = fit, held.get(fit)
         choice = {"mode": "forced", "reason": f"forced with --fit {fit}"}
-    model = fit_spec(chosen).train(design, y) if chosen else None
-    if model is None:
+    if chosen is None or (model := fit_spec(chosen).train(design, y)) is None:
         raise DataError(f"--fit {fit}: {metric} {group_label(group)}: cannot be trained on these {len(y)} models "
                         "(identical harness values or collinear facts); choose another fit")
     fitted = model.predict(design)
@@ -386,20 +388,20 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
     for calibration in cset.calibrations:
         measured = values_by_metric[calibration.metric]
         at_cpus = measured[(measured["cpus"] == calibration.group["cpus"]) & measured["model_name"].isin(models)]
-        measured = dict(zip(calibration.points["harness_model"], calibration.points["device"], strict=True))
+        on_device = dict(zip(calibration.points["harness_model"], calibration.points["device"], strict=True))
         used = list(calibration.model.fact_names)
         known = at_cpus["model_name"].isin(cset.facts.dropna(subset=used).index) | (not used)
         x_min, x_max = calibration.fit.x_min, calibration.fit.x_max
         base = [{"model": name, "metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
                  "harness": value, "confidence": CONFIDENCE, "out_of_range": not x_min <= value <= x_max,
-                 "calibrated_range": [x_min, x_max], "measured_on_device": measured.get(name),
+                 "calibrated_range": [x_min, x_max], "measured_on_device": on_device.get(name),
                  "counts_note": counts_note(over, calibration.points["harness_over"], across)}
                 for name, value, over, across in zip(at_cpus["model_name"], at_cpus["value"], at_cpus["over"],
                                                      at_cpus["across"], strict=True)]
         ready = at_cpus[known.to_numpy()]
         design = calibration.design(ready["value"], cset.facts.reindex(ready["model_name"]), ready["model_name"])
         predicted = dict(zip(ready["model_name"], calibration.predictions(design), strict=True))
-        unpredicted = (calibration.model.name, math.nan, 0.0, 0.0, [])
+        unpredicted: tuple[str, float, float, float, list[str]] = (calibration.model.name, math.nan, 0.0, 0.0, [])
         for row in base:
             fit, yhat, low, high, outside = predicted.get(row["model"], unpredicted)
             if math.isfinite(yhat):
@@ -410,7 +412,7 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
             else:
                 row.update(predicted=None, pi_low=None, pi_high=None, fit=fit,
                            note=missing_facts_note(calibration.beyond if fit != calibration.model.name
-                                                   else calibration.model))
+                                                   and calibration.beyond is not None else calibration.model))
             out.append(_clean(row))
     return out
 
@@ -442,7 +444,7 @@ def calibrated_metrics(device: DeviceData, metric: str | None = None) -> list[st
 
 
 def calibrate_runs(
-    device: DeviceData, runs: list[dict[str, Any]], metric: str | None = None, group_by: str = "cpus",
+    device: DeviceData, runs: list[RunRecord], metric: str | None = None, group_by: str = "cpus",
     fit: str = AUTO, across: str | None = None,
 ) -> tuple[CalibrationSet, dict[str, pd.DataFrame]]:
     """Calibrate `device` against harness runs; also returns the per-model harness values used (for prediction):

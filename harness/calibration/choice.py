@@ -88,7 +88,7 @@ class HeldOut:
     def figures(self, y: np.ndarray) -> dict[str, float | None]:
         """Shares within each band, MAPE (%), RMSE, Kendall τ (held-out prediction vs device) and the share of
         models inside their interval (None when no fold could give one)."""
-        out = error_stats(y, self.predicted)
+        out: dict[str, float | None] = {**error_stats(y, self.predicted)}
         low, high = self.interval()
         finite = np.isfinite(low) & np.isfinite(high)
         inside = (low <= y) & (y <= high)
@@ -188,7 +188,8 @@ def choose(predicted: dict[str, np.ndarray | None], y: np.ndarray) -> str | None
     """Of the fits tied with the best count within ±10% (tied_with_best), the one with the smallest held-out MAPE;
     equal MAPEs go to the earlier (simpler) fit in FITS."""
     tied = tied_with_best(predicted, y)
-    return min(tied, key=lambda name: _mape(predicted[name], y)) if tied else None
+    fitted = {name: p for name, p in predicted.items() if p is not None}  # tied_with_best picks among these
+    return min(tied, key=lambda name: _mape(fitted[name], y)) if tied else None
 
 
 def _usable(design: Design, y: np.ndarray, names: tuple[str, ...]) -> list[FitSpec]:

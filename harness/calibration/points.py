@@ -11,6 +11,7 @@ import pandas as pd
 from harness.calibration.fits import FACT_NAMES, FIT_FACTS, OP_SPLIT, WORK_FACTS
 from harness.core import metric_registry
 from harness.core.errors import DataError, ModelError
+from harness.core.records import RunRecord
 from harness.device.data import DeviceData
 from harness.models.families import model_family
 
@@ -96,21 +97,21 @@ STATIC_FACTS = (*FACT_NAMES, *WORK_FACTS)
 """The facts of a model's graph that a run records (`model_facts`)."""
 
 
-def model_facts_table(runs: list[dict[str, Any]]) -> pd.DataFrame:
+def model_facts_table(runs: list[RunRecord]) -> pd.DataFrame:
     """The facts fits read (FIT_FACTS) per harness model, NaN where unknown: static facts from its newest run's
     `model_facts`, and the per-op split as the median over its runs that have a per-op profile.
 
     A fact that runs recorded before the harness computed it is read from the model file when that is an ONNX
     file still on disk (for sessions profiled by an older version)."""
-    newest = {run["model_name"]: run for run in runs if run.get("model_name")}
+    newest = {run.model_name: run for run in runs if run.model_name}
     rows = {}
     for name, run in newest.items():
-        facts = run.get("model_facts") or {}
-        if any(key not in facts for key in STATIC_FACTS) and run.get("model_kind") == "onnx":
-            facts = {**_facts_from_file(run.get("model_path")), **facts}
+        facts = run.model.get("model_facts") or {}
+        if any(key not in facts for key in STATIC_FACTS) and run.model.get("model_kind") == "onnx":
+            facts = {**_facts_from_file(run.model.get("model_path")), **facts}
         rows[name] = {key: facts.get(key) if isinstance(facts.get(key), (int, float)) else np.nan
                       for key in STATIC_FACTS}
-        splits = [run["per_op"][OP_SPLIT] for run in runs if run.get("model_name") == name
+        splits = [run["per_op"][OP_SPLIT] for run in runs if run.model_name == name
                   and isinstance((run.get("per_op") or {}).get(OP_SPLIT), (int, float))]
         rows[name][OP_SPLIT] = float(np.median(splits)) if splits else np.nan
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(FIT_FACTS), dtype=float)

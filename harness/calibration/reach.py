@@ -53,7 +53,7 @@ def _share(design: Design) -> np.ndarray | None:
 class Reach:
     """The ranges and families the calibration models span."""
 
-    harness: tuple[float, float]
+    harness: tuple[float, float] | None  # None only for a design of no models
     depthwise_share: tuple[float, float] | None
     intensity: tuple[float, float] | None
     families: frozenset[str]

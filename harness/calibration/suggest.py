@@ -105,7 +105,8 @@ def _greedy(model: FittedModel, design: Design, names: list[str], seen: set[str]
     families = np.array(design.families or [""] * len(names), dtype=object)
     counted = len(set(families)) < len(families)  # as Reach counts families: only when some models share one
     rows, yhat = model.rows(design), model.predict(design)
-    remaining, picks, seen = list(range(len(names))), [], set(seen)
+    remaining, seen = list(range(len(names))), set(seen)
+    picks: list[Pick] = []
 
     def unseen(known: set[str]) -> np.ndarray | None:
         return np.array([family not in known for family in families]) if counted else None
@@ -113,14 +114,15 @@ def _greedy(model: FittedModel, design: Design, names: list[str], seen: set[str]
     while remaining and len(picks) < count:
         widths = halfwidths(model, design, a_inv, df, unseen(seen))
         before = float(widths[remaining].mean())
-        best = None
+        best: tuple[int, float | None, np.ndarray] | None = None  # (model, mean interval after it, a_inv with it)
         for c in remaining:
             others = [u for u in remaining if u != c]
             updated = _added(model, a_inv, rows[c], yhat[c])
             after = (float(halfwidths(model, design, updated, df + 1, unseen(seen | {families[c]}))[others].mean())
                      if others else None)
-            if best is None or (after is not None and after < best[1]):
+            if best is None or (after is not None and (best[1] is None or after < best[1])):
                 best = (c, after, updated)
+        assert best is not None  # remaining is not empty
         c, after, a_inv = best
         df += 1
         picks.append(Pick(names[c], float(design.harness[c]), float(widths[c]), before, after, families[c],

@@ -21,6 +21,7 @@ from harness.commands.shared import env_default, fmt, print_json, warn
 from harness.core import conditions, metric_registry
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
+from harness.core.records import RunRecord
 from harness.report.console import out_console
 from harness.store.results import (
     SESSION_FILE,
@@ -92,9 +93,9 @@ def resolve_baseline(results_dir: Path, baseline: str) -> Path:
                     "results directory")
 
 
-def _baseline_runs(session_dir: Path) -> list[dict]:
+def _baseline_runs(session_dir: Path) -> list[RunRecord]:
     runs = load_runs(session_dir)
-    conflict = conditions.pooling_conflict(runs)
+    conflict = conditions.pooling_conflict(run.line for run in runs)
     if conflict:
         raise DataError(f"--baseline {session_dir.name}: {conflict}; give a baseline session profiled under one "
                         "profile")

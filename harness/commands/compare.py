@@ -22,6 +22,7 @@ from harness.commands.shared import fmt, print_json, warn
 from harness.core import conditions, metric_registry
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
+from harness.core.records import RunRecord
 from harness.report.console import out_console
 from harness.store.results import list_sessions, load_runs
 
@@ -51,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[dict[str, Any]]]:
+def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[RunRecord]]:
     """(session id, runs of the model) from the newest session holding `arg`."""
     belongs = model_matcher(arg)
     for session_dir in reversed(list_sessions(results_dir)):
@@ -61,7 +62,7 @@ def latest_runs(results_dir: Path, arg: str) -> tuple[str, list[dict[str, Any]]]
     raise DataError(f"no runs of model {arg!r} under {results_dir}; run `make profile MODEL={arg}` first")
 
 
-def _side(arg: str, session: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _side(arg: str, session: str, runs: list[RunRecord]) -> dict[str, Any]:
     """One column: facts and settings from the latest run, each measured metric summarised over the ok runs."""
     ok = [run for run in runs if run.get("status") == "ok"]
     statuses = Counter(run.get("status", "error") for run in runs)
@@ -72,7 +73,7 @@ def _side(arg: str, session: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "facts": latest.get("model_facts") or {"size_mib": latest.get("model_size_mib")},
         "settings": {key: latest.get(key) for key in CHECKED_SETTINGS},
         "metrics": {m.name: summarize([value for run in ok if (value := metric_value(run, m.name)) is not None])
-                    for m in MEASURED},
+                    .as_dict() for m in MEASURED},
     }
 
 
@@ -110,7 +111,7 @@ def compare(results_dir: Path, model_a: str, model_b: str, cpus: float | None = 
     comparisons = []
     for value in common:
         at = [[r for r in runs if float(r["cpus"]) == value] for _, runs in sessions]
-        keys = [k for k in conditions.differing_keys(at[0] + at[1]) if k != "model_sha256"]
+        keys = [k for k in conditions.differing_keys(r.line for r in at[0] + at[1]) if k != "model_sha256"]
         if keys:
             raise DataError(f"{model_a} and {model_b} were measured under different conditions at cpus={value:g} "
                             f"({'; '.join(conditions.describe(side[-1]['conditions'], keys) for side in at)}); "

@@ -23,6 +23,7 @@ from harness.commands import COMMANDS
 from harness.commands.shared import fmt, print_json, warn
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError
+from harness.core.records import RunRecord
 from harness.core.storage import write_bytes_atomically
 from harness.report.console import out_console
 
@@ -59,7 +60,7 @@ def device_comparisons(results_dir: Path, device_name: str, model_name: str,
             for cpus, per_op in tables.items()}
 
 
-def tables_by_cpus(session_dir: Path, runs: list[dict[str, Any]], cpus: float | None) -> dict[float, PerOp]:
+def tables_by_cpus(session_dir: Path, runs: list[RunRecord], cpus: float | None) -> dict[float, PerOp]:
     values = sorted({float(r["cpus"]) for r in runs})
     if cpus is not None:
         if cpus not in values:
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_tables(args: argparse.Namespace, session_dir: Path, runs: list[dict[str, Any]], tables: dict[float, PerOp],
+def print_tables(args: argparse.Namespace, session_dir: Path, runs: list[RunRecord], tables: dict[float, PerOp],
                  device: dict[float, dict[str, Any]]) -> None:
     """Each CPUS value's table (and the device's beside it), then what the extra cores sped up."""
     for cpus, per_op in tables.items():

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from typing import Any
 
 import pandas as pd
 from rich.table import Table
@@ -33,6 +32,7 @@ from harness.commands.shared import (
 from harness.core import metric_registry
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
+from harness.core.records import RunRecord
 from harness.device.data import list_devices, load_device
 from harness.models.families import model_family
 from harness.report.console import out_console
@@ -71,7 +71,7 @@ def _width(value: float | None, relative: bool) -> str:
     return "—" if value is None else (f"±{value:.0%}" if relative else f"±{fmt(value, 3)}")
 
 
-def first_picks(args: argparse.Namespace, runs: list[dict[str, Any]], session: str, measured_models: set[str],
+def first_picks(args: argparse.Namespace, runs: list[RunRecord], session: str, measured_models: set[str],
                 why: str) -> int:
     """Picks before a fit exists: per CPUS value, the profiled models the device lacks, spread over their harness
     values and families (suggest_first, for the few-shot fit's shape)."""

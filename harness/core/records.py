@@ -5,16 +5,20 @@
     Limits       limits as requested by the plan, or as a backend actually applied them
     RunOutcome   what a backend returns: the result, the applied limits, and what only the outside sees
     RunRecord    one line of runs.jsonl: the spec's facts, both sets of limits, the outcome, provenance
+    SessionInfo  session.json: the plan, the profile, the state, the host's provenance
 
 On disk a record is one flat JSON object, so `jq` and pandas read it directly; field names carry units. The runner
 reads RunnerInput's JSON and writes RunResult's without importing this module (dataclasses would slow every run's
-start); RunResult.from_dict then refuses a key this version does not know.
+start); RunResult.from_dict then refuses a key this version does not know. RunRecord.from_dict and
+SessionInfo.from_dict read a stored object that the store has brought to today's schema (harness.store.migrations):
+older lines lack fields added since, which they read as neutral values, and keep keys no field holds in `extra`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 from harness.core import STDERR_TAIL_CHARS
@@ -151,20 +155,55 @@ class Limits:
         data["unenforced"] = list(self.unenforced)
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Limits:
+        """Stored limits; a key an older version did not record reads as None (not limited, or not known)."""
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
+        return cls(**{**values, "cpu_mode": values["cpu_mode"] or "", "unenforced": tuple(values["unenforced"] or ())})
+
 
 @dataclass
 class RunOutcome:
     """What a backend returns for one run: the result and what only the outside sees."""
 
     result: RunResult
-    applied: Limits
+    applied: Limits | None  # None only in runs stored before schema version 2, which did not record them
     overhead_s: float = 0.0  # wall time of the run outside the script: environment set-up and tear-down
     container: dict[str, Any] | None = None  # Docker only: name, id, the engine's OOM flag and exit code
     clock_s: dict[str, float] = field(default_factory=dict)  # the backend's steps, on the clock of RunResult.clock_s
 
 
+class StoredFields:
+    """Reads of a stored object's fields by their names on disk (`record["cpus"]`, as jq names them), for code that
+    goes by names: the metric registry's paths, the conditions' keys, a test's look at a line. Typed code reads the
+    attributes."""
+
+    @cached_property
+    def line(self) -> dict[str, Any]:
+        """The object as stored: kept as read when it was read from disk, else as it will be written."""
+        return self.to_dict()
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, name: str) -> Any:
+        return self.line[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.line
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.line.get(name, default)
+
+
+_RECORD_PARTS = ("model", "limits_requested", "outcome", "conditions", "provenance", "node", "extra")
+"""RunRecord's fields that are not written under their own name (flattened, split in two, or merged)."""
+_OUTCOME_KEYS = ("limits_applied", "overhead_s", "clock_s", "container")
+MODEL_PREFIX = "model_"  # the model's fields on a line: model_name, model_path, model_sha256, ...
+
+
 @dataclass
-class RunRecord:
+class RunRecord(StoredFields):
     """One run as stored: the planned facts, the requested and applied limits, the outcome, and provenance."""
 
     session_id: str
@@ -190,19 +229,92 @@ class RunRecord:
     provenance: dict[str, Any]
     concurrent_runs: int = 1  # the most runs in flight on its host during it, itself included
     node: dict[str, Any] | None = None  # the cluster worker that ran it (hostname, worker, worker_name)
+    extra: dict[str, Any] = field(default_factory=dict)  # keys of a stored line that no field holds
+
+    @property
+    def model_name(self) -> str:
+        return str(self.model.get("model_name", ""))
+
+    @property
+    def result(self) -> RunResult:
+        return self.outcome.result
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome.result.status == "ok"
 
     def to_dict(self) -> dict[str, Any]:
         """The flat runs.jsonl line (without schema_version, which the store adds)."""
-        head = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name not in ("model", "limits_requested", "outcome", "conditions", "provenance", "node")}
+        head = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _RECORD_PARTS}
         outcome = self.outcome
         return {
             **{k: head[k] for k in ("session_id", "run_id", "device_name")}, **self.model,
             **{k: v for k, v in head.items() if k not in ("session_id", "run_id", "device_name")},
-            "limits_requested": self.limits_requested.to_dict(), "limits_applied": outcome.applied.to_dict(),
+            "limits_requested": self.limits_requested.to_dict(),
+            "limits_applied": outcome.applied.to_dict() if outcome.applied is not None else None,
             **outcome.result.to_dict(), "overhead_s": outcome.overhead_s,
             "clock_s": {**outcome.result.clock_s, **outcome.clock_s},
             **({"container": outcome.container} if outcome.container is not None else {}),
             **({"node": self.node} if self.node is not None else {}),
-            "conditions": self.conditions, "provenance": self.provenance,
+            "conditions": self.conditions, "provenance": self.provenance, **self.extra,
         }
+
+    @classmethod
+    def from_dict(cls, line: dict[str, Any]) -> RunRecord:
+        """A stored line, of today's schema (the store migrates older ones first); `line` stays its stored view."""
+        result_keys = {f.name for f in dataclasses.fields(RunResult)}
+        own = {f.name for f in dataclasses.fields(cls)} - set(_RECORD_PARTS)
+        known = result_keys | own | {*_OUTCOME_KEYS, *_RECORD_PARTS, "schema_version"}
+        applied = line.get("limits_applied")
+        record = cls(
+            **{name: line.get(name, default) for name, default in _NEUTRAL.items()},
+            model={k: v for k, v in line.items() if k.startswith(MODEL_PREFIX)},
+            limits_requested=Limits.from_dict(line.get("limits_requested") or {}),
+            outcome=RunOutcome(
+                result=RunResult(**{"status": "error", **{k: v for k, v in line.items() if k in result_keys}}),
+                applied=Limits.from_dict(applied) if applied is not None else None,
+                overhead_s=line.get("overhead_s") or 0.0, container=line.get("container")),
+            conditions=line.get("conditions") or {}, provenance=line.get("provenance") or {}, node=line.get("node"),
+            extra={k: v for k, v in line.items() if k not in known and not k.startswith(MODEL_PREFIX)},
+        )
+        record.__dict__["line"] = line  # seeds the cached `line`: the stored object, not a rebuilt copy
+        return record
+
+
+_NEUTRAL: dict[str, Any] = {
+    "session_id": "", "run_id": "", "device_name": "", "round": 0, "repeat": 0, "cpus": 0.0, "memory_mib": 0.0,
+    "swap_mib": 0.0, "iterations": 0, "warmup": 0, "script": "", "script_args": [], "threads": 0, "backend": None,
+    "isolation": None, "started_at": "", "concurrent_runs": 1,
+}
+"""What a field reads as in a line stored before it was recorded (or written by a test with only what it needs)."""
+
+
+@dataclass
+class SessionInfo(StoredFields):
+    """session.json: what a session planned and where it stands (`state`: running, complete or interrupted)."""
+
+    session_id: str
+    state: str = ""
+    profile: dict[str, Any] = field(default_factory=dict)  # the profile's variables, typed (MEMORY in bytes)
+    profile_sources: dict[str, str] = field(default_factory=dict)  # where each variable's value came from
+    models: list[dict[str, Any]] = field(default_factory=list)  # each model's provenance (RunRecord.model)
+    cpus_values: list[float] = field(default_factory=list)
+    seed: int | None = None
+    notes: list[str] = field(default_factory=list)
+    backend: dict[str, Any] = field(default_factory=dict)
+    backend_reason: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict)  # the host's, at the session's start
+    plan: list[dict[str, Any]] | None = None  # every RunSpec, for --resume; absent in sessions that predate it
+    extra: dict[str, Any] = field(default_factory=dict)  # keys no field holds (a cluster session's own)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        return {**data, **self.extra}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionInfo:
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        info = cls(**{k: v for k, v in data.items() if k in names and v is not None},
+                   extra={k: v for k, v in data.items() if k not in names and k != "schema_version"})
+        info.__dict__["line"] = data
+        return info

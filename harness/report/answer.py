@@ -7,6 +7,7 @@ their 95% prediction intervals. Scripts profiled as a whole have no latency: the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from harness.analysis.run_values import harness_values
 from harness.calibration.calibrate import calibrate_runs, group_label, predict_models
 from harness.core import metric_registry
 from harness.core.errors import DataError
+from harness.core.records import RunRecord, SessionInfo
 from harness.device.data import load_device
 from harness.report.figures import pareto_chart
 from harness.report.format import mib, sig, with_interval
@@ -27,17 +29,17 @@ TIE = "="
 PEAK = metric_registry.get(metric_registry.PEAK_MEMORY)
 
 
-def primary_metric(runs: list[dict[str, Any]]) -> str:
+def primary_metric(runs: list[RunRecord]) -> str:
     """Latency when any run reported it; otherwise (scripts profiled as a whole) the runtime."""
     latency = metric_registry.get(metric_registry.LATENCY)
-    has_latency = any(run.get("status") == "ok" and latency.value(run) is not None for run in runs)
+    has_latency = any(run.ok and latency.value(run.line) is not None for run in runs)
     return latency.name if has_latency else metric_registry.RUNTIME
 
 
-def model_sizes(runs: list[dict[str, Any]]) -> dict[str, float]:
+def model_sizes(runs: list[RunRecord]) -> dict[str, float]:
     """Model file size per model; none for scripts profiled as a whole (a script's size is no model size)."""
-    return {run["model_name"]: run["model_size_mib"] for run in runs
-            if run.get("model_size_mib") is not None and run.get("model_kind") != "script"}
+    return {run.model_name: run.model["model_size_mib"] for run in runs
+            if run.model.get("model_size_mib") is not None and run.model.get("model_kind") != "script"}
 
 
 def non_dominated(values: pd.DataFrame, tolerance: float = MIN_RELATIVE_GAP) -> pd.Series:
@@ -53,7 +55,7 @@ def non_dominated(values: pd.DataFrame, tolerance: float = MIN_RELATIVE_GAP) -> 
     return pd.Series(flags, index=values.index)
 
 
-def pareto_points(runs: list[dict[str, Any]], metric: str, cpus: float) -> pd.DataFrame:
+def pareto_points(runs: list[RunRecord], metric: str, cpus: float) -> pd.DataFrame:
     """Per model at `cpus`: median `metric` (x), median peak memory (y), size, and the non-dominated flag."""
     x = harness_values(runs, metric, metric_registry.MEDIAN)
     y = harness_values(runs, PEAK.name, metric_registry.MEDIAN)
@@ -117,14 +119,14 @@ def answer_sentence(rankings: dict[float, list[RankEntry]], metric: str, points:
 
 
 def device_predictions(results_dir: Path, device_name: str,
-                       runs: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame] | str:
+                       runs: list[RunRecord]) -> tuple[pd.DataFrame, pd.DataFrame] | str:
     """Predicted device values with 95% prediction intervals for every profiled model (full precision, and as
     read), or the reason there are none."""
     try:
         cset, measured = calibrate_runs(load_device(results_dir, device_name), runs)
     except DataError as err:
         return f"{device_name}: no predictions yet. {err}"
-    models = sorted({run["model_name"] for run in runs if "model_name" in run})
+    models = sorted({run.model_name for run in runs if run.model_name})
     predicted = pd.DataFrame(predict_models(cset, measured, models))
     if predicted.empty:
         return f"{device_name}: no predictions yet; no metric could be fitted (see its calibration section)"
@@ -141,8 +143,20 @@ def device_predictions(results_dir: Path, device_name: str,
     return predicted, shown
 
 
-def answer_parts(results_dir: Path, runs: list[dict[str, Any]], info: dict[str, Any],
-                 devices: list[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AnswerParts:
+    """Everything the answer section shows, computed before any of it is laid out."""
+
+    metric: str  # what the models are ranked by: latency_ms, or runtime_s for scripts profiled as a whole
+    cpus: float  # the CPU count the sentence and chart answer at: the session's largest
+    chart: bytes  # the Pareto chart at `cpus`, PNG
+    sentence: str
+    ranking: pd.DataFrame  # full precision, every CPU count
+    ranking_shown: pd.DataFrame  # the same, as read
+    devices: dict[str, tuple[pd.DataFrame, pd.DataFrame] | str]  # per imported device: predictions, or why none
+
+
+def answer_parts(results_dir: Path, runs: list[RunRecord], info: SessionInfo, devices: list[str]) -> AnswerParts:
     """Everything the answer section shows: sentence, ranking table, Pareto chart, device predictions."""
     metric = primary_metric(runs)
     rankings = rank_runs(runs, metric)
@@ -152,9 +166,9 @@ def answer_parts(results_dir: Path, runs: list[dict[str, Any]], info: dict[str, 
     chart = pareto_chart(points[cpus], f"{x.label}, median ({x.unit})", f"{PEAK.label}, median ({PEAK.unit})",
                          f"Pareto chart at cpus={cpus:g}")
     ranking = ranking_table(rankings, metric, points, model_sizes(runs))
-    return {
-        "metric": metric, "cpus": cpus, "chart": chart,
-        "sentence": answer_sentence(rankings, metric, points[cpus], cpus, info.get("profile") or {}),
-        "ranking": ranking, "ranking_shown": ranking_display(ranking, metric),
-        "devices": {name: device_predictions(results_dir, name, runs) for name in devices},
-    }
+    return AnswerParts(
+        metric=metric, cpus=cpus, chart=chart,
+        sentence=answer_sentence(rankings, metric, points[cpus], cpus, info.profile),
+        ranking=ranking, ranking_shown=ranking_display(ranking, metric),
+        devices={name: device_predictions(results_dir, name, runs) for name in devices},
+    )

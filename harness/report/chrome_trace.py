@@ -17,6 +17,7 @@ from typing import Any
 from harness.analysis.per_op import RAW_DIR, RawProfile, load_raw, run_dir
 from harness.core import metric_registry
 from harness.core.errors import DataError
+from harness.core.records import RunRecord
 from harness.store.results import atomic_write_text
 
 TRACES_DIR = "traces"
@@ -36,10 +37,10 @@ def _meta(pid: int, tid: int | None, kind: str, name: str) -> dict[str, Any]:
     return event
 
 
-def phase_events(run: dict[str, Any], pid: int) -> list[dict[str, Any]]:
+def phase_events(run: RunRecord, pid: int) -> list[dict[str, Any]]:
     """The run's phases as complete events, each lasting until the next mark (the last until the exit)."""
-    marks = [("startup", 0.0), *[(str(name), float(t)) for name, t in run.get("phases_s") or []]]
-    end = metric_registry.get(metric_registry.RUNTIME).value(run) or marks[-1][1]
+    marks = [("startup", 0.0), *[(str(name), float(t)) for name, t in run.result.phases_s or []]]
+    end = metric_registry.get(metric_registry.RUNTIME).value(run.line) or marks[-1][1]
     events = []
     for index, (name, start) in enumerate(marks):
         stop = marks[index + 1][1] if index + 1 < len(marks) else end
@@ -48,9 +49,9 @@ def phase_events(run: dict[str, Any], pid: int) -> list[dict[str, Any]]:
     return events
 
 
-def op_events(run: dict[str, Any], profile: RawProfile, pid: int) -> list[dict[str, Any]]:
+def op_events(run: RunRecord, profile: RawProfile, pid: int) -> list[dict[str, Any]]:
     """Profiled inferences and their operators, shifted from the framework's clock onto the run's."""
-    profile_start = next((float(t) for name, t in run.get("phases_s") or [] if name == "profile"), None)
+    profile_start = next((float(t) for name, t in run.result.phases_s or [] if name == "profile"), None)
     if profile_start is None:
         return []
     origin = profile.runs[0][0]
@@ -70,17 +71,17 @@ def op_events(run: dict[str, Any], profile: RawProfile, pid: int) -> list[dict[s
     return events
 
 
-def session_trace(session_dir: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def session_trace(session_dir: Path, runs: list[RunRecord]) -> dict[str, Any]:
     """The trace document for these runs (one model at one CPUS value)."""
     events: list[dict[str, Any]] = []
     for pid, run in enumerate(runs, start=1):
-        label = f"{run['run_id']} · {run.get('model_name')} · CPUS={float(run['cpus']):g} · {run.get('status')}"
+        label = f"{run.run_id} · {run.model_name} · CPUS={float(run.cpus):g} · {run.result.status}"
         events += [_meta(pid, None, "process_name", label), _meta(pid, None, "process_sort_index", str(pid)),
                    _meta(pid, PHASES_TID, "thread_name", "phases"),
                    _meta(pid, OPS_TID, "thread_name", "profiled inferences and operators")]
         events += phase_events(run, pid)
         try:
-            _, profile = load_raw(run_dir(session_dir, run["run_id"]) / RAW_DIR)
+            _, profile = load_raw(run_dir(session_dir, run.run_id) / RAW_DIR)
         except DataError:
             continue
         if profile is not None:
@@ -89,9 +90,9 @@ def session_trace(session_dir: Path, runs: list[dict[str, Any]]) -> dict[str, An
             "otherData": {"session": Path(session_dir).name, "clock": "microseconds since each run's spawn"}}
 
 
-def write_session_trace(session_dir: Path, all_runs: list[dict[str, Any]], model_name: str, cpus: float) -> Path:
+def write_session_trace(session_dir: Path, all_runs: list[RunRecord], model_name: str, cpus: float) -> Path:
     """(Re)write the trace of one model and CPUS value from every run of it so far: atomic, so it is always whole."""
-    runs = [run for run in all_runs if run.get("model_name") == model_name and float(run["cpus"]) == cpus]
+    runs = [run for run in all_runs if run.model_name == model_name and float(run.cpus) == cpus]
     path = trace_path(session_dir, model_name, cpus)
     atomic_write_text(path, json.dumps(session_trace(session_dir, runs), separators=(",", ":")))
     return path

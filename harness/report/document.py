@@ -12,11 +12,12 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, rank_runs, ranking_rows
-from harness.analysis.stats import UNSTABLE_RULE, summarize_runs
+from harness.analysis.stats import NO_VALUES, UNSTABLE_RULE, summarize_runs
 from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label, predict_models
 from harness.calibration.few_shot import curve_table, learning_curve
 from harness.core import metric_registry
 from harness.core.errors import DataError, StorageError
+from harness.core.records import RunRecord, SessionInfo
 from harness.core.storage import write_bytes_atomically
 from harness.device.data import list_devices, load_device
 from harness.report.answer import answer_parts
@@ -39,30 +40,29 @@ BYTE_SETTINGS = ("MEMORY", "SWAP")
 """Profile settings stored in bytes; shown in MiB/GiB."""
 
 
-def session_section(info: dict[str, Any], runs: list[dict[str, Any]]) -> Section:
-    profile = info.get("profile") or {}
-    statuses = pd.Series([run.get("status", "error") for run in runs]).value_counts().to_dict()
+def session_section(info: SessionInfo, runs: list[RunRecord]) -> Section:
+    profile = info.profile
+    statuses = pd.Series([run.result.status for run in runs]).value_counts().to_dict()
     frame = pd.DataFrame([{"setting": key, "value": mib(int(value)) if key in BYTE_SETTINGS and str(value).isdigit()
                            else str(value)} for key, value in profile.items()])
     return Section(
         "Session",
         [f"{len(runs)} runs ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items())) or 'none'}) of "
-         f"{len(info.get('models') or [])} models at CPUS {info.get('cpus_values')}, seed {info.get('seed')}."],
+         f"{len(info.models)} models at CPUS {info.get('cpus_values')}, seed {info.seed}."],
         [ReportTable("profile", "Device profile", frame)],
     )
 
 
-def summary_section(runs: list[dict[str, Any]]) -> Section:
+def summary_section(runs: list[RunRecord]) -> Section:
     rows = []
     for entry in summarize_runs(runs):
-        row: dict[str, Any] = {"model": entry["model_name"], "cpus": entry["cpus"],
-                               "ok_runs": f"{entry['n_ok']}/{entry['n_runs']}"}
+        row: dict[str, Any] = {"model": entry.model_name, "cpus": entry.cpus, "ok_runs": f"{entry.n_ok}/{entry.n_runs}"}
         for name in metric_registry.REPORT_SUMMARY_METRICS:
-            summary = entry["metrics"].get(name, {})
-            row[f"{name}_median"] = summary.get("median")
+            summary = entry.metrics.get(name, NO_VALUES)
+            row[f"{name}_median"] = summary.median
             if name == metric_registry.REPORT_SUMMARY_METRICS[0]:
-                row.update({f"{name}_ci95_low": summary.get("ci95_low"), f"{name}_ci95_high": summary.get("ci95_high")})
-        row["unstable_metrics"] = ", ".join(entry["unstable_metrics"])
+                row.update({f"{name}_ci95_low": summary.ci95_low, f"{name}_ci95_high": summary.ci95_high})
+        row["unstable_metrics"] = ", ".join(entry.unstable_metrics)
         rows.append(row)
     frame = pd.DataFrame(rows).sort_values(["cpus", "model"]) if rows else pd.DataFrame()
     section = Section("Summary", ["Medians over the ok repeats of each model; latency is the per-run p50, with the "
@@ -92,20 +92,20 @@ def summary_display(frame: pd.DataFrame) -> pd.DataFrame | None:
     return shown
 
 
-def answer_section(results_dir: Path, runs: list[dict[str, Any]], info: dict[str, Any], devices: list[str]) -> Section:
+def answer_section(results_dir: Path, runs: list[RunRecord], info: SessionInfo, devices: list[str]) -> Section:
     """The answer first: ranking with ties marked, the Pareto chart, the predicted device numbers."""
     try:
         parts = answer_parts(results_dir, runs, info, devices)
     except DataError as err:
         return Section(ANSWER, [f"No answer yet: {err}"])
-    cpus = parts["cpus"]
-    section = Section(ANSWER, [parts["sentence"]], figures_first=True)
-    word = metric_registry.get(parts["metric"]).label
+    cpus = parts.cpus
+    section = Section(ANSWER, [parts.sentence], figures_first=True)
+    word = metric_registry.get(parts.metric).label
     section.figures.append(ReportFigure(f"pareto_cpus{cpus:g}", f"Pareto chart: {word} against peak memory; "
-                                        "non-dominated models in green and named", parts["chart"]))
+                                        "non-dominated models in green and named", parts.chart))
     title = f"Ranking by {word} (1= : tied, no significant difference; ✓ : non-dominated)"
-    section.tables.append(ReportTable("answer_ranking", title, parts["ranking"], parts["ranking_shown"]))
-    for device, predicted in parts["devices"].items():
+    section.tables.append(ReportTable("answer_ranking", title, parts.ranking, parts.ranking_shown))
+    for device, predicted in parts.devices.items():
         if isinstance(predicted, str):
             section.after.append(predicted)
             continue
@@ -114,7 +114,7 @@ def answer_section(results_dir: Path, runs: list[dict[str, Any]], info: dict[str
     return section
 
 
-def ranking_section(runs: list[dict[str, Any]]) -> Section:
+def ranking_section(runs: list[RunRecord]) -> Section:
     section = Section("Ranking", [
         f"Lower is better. Two models rank apart only when their test (Wilcoxon's signed-rank test on the per-round "
         f"differences for models run side by side, else Mann–Whitney U), Holm-corrected over every pair, separates "
@@ -160,7 +160,7 @@ def calibration_tables(cset: CalibrationSet) -> tuple[pd.DataFrame, pd.DataFrame
     return pd.DataFrame(comparison), pd.DataFrame(fits), pd.concat(points, ignore_index=True)
 
 
-def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str, Any]], group_by: str) -> Section:
+def calibration_section(results_dir: Path, device_name: str, runs: list[RunRecord], group_by: str) -> Section:
     section = Section(f"Calibration: {device_name}")
     device = load_device(results_dir, device_name)
     source = "; ".join(device.info.get("comments") or []) or device.info.get("source_name", "")
@@ -178,7 +178,7 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[dict[str
         ReportTable(f"calibration_{key}_fits", "Chosen fits, the OLS reference, rank agreement", fits),
         ReportTable(f"calibration_{key}_points", "Matched models", points),
     ]
-    profiled = sorted({run["model_name"] for run in runs if "model_name" in run})
+    profiled = sorted({run.model_name for run in runs if run.model_name})
     unmeasured = sorted(set(profiled) - set(points["harness_model"]))
     if unmeasured and group_by == "cpus":  # a tag group needs the tag, which only device rows have
         predictions = pd.DataFrame(predict_models(cset, measured, unmeasured))

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 from matplotlib.transforms import Bbox
@@ -61,10 +61,9 @@ LABEL_OFFSETS = ((6, 5), (6, -11), (-6, 5), (-6, -11), (6, 14), (6, -20), (-6, 1
 """Where a point's name may go (points from the point), tried in order until it overlaps nothing placed."""
 
 
-def _place_labels(figure: Figure, ax: Any, points: pd.DataFrame, taken: list[Any]) -> None:
+def _place_labels(renderer: RendererAgg, ax: Any, points: pd.DataFrame, taken: list[Any]) -> None:
     """Name the non-dominated models first, then the others while a free spot is left: a name that would overlap
     another name, the legend or a point is moved, and a dominated model's name is dropped if nowhere fits."""
-    renderer = figure.canvas.get_renderer()
     order = points.sort_values("non_dominated", ascending=False)
     for row in order.itertuples():
         if not row.non_dominated and len(points) > MAX_LABELS:
@@ -91,7 +90,7 @@ def pareto_chart(points: pd.DataFrame, x_label: str, y_label: str, title: str) -
     are green, named and joined by the frontier's steps; the others are grey, named where there is room.
     """
     figure = Figure(figsize=(6.4, 4.0))
-    FigureCanvasAgg(figure)
+    canvas = FigureCanvasAgg(figure)
     ax = figure.add_subplot()
     sizes = points["size_mib"].astype(float)
     known = sizes.notna().any()
@@ -111,14 +110,14 @@ def pareto_chart(points: pd.DataFrame, x_label: str, y_label: str, title: str) -
     ax.set_title(title + ("\nmarker area: model size" if known else ""), fontsize=10)
     ax.grid(alpha=0.3, which="both")
     legend = ax.legend(fontsize=8, loc="upper left")
-    figure.canvas.draw()  # lays out limits and legend, so names can be placed around what is drawn
-    renderer = figure.canvas.get_renderer()
+    canvas.draw()  # lays out limits and legend, so names can be placed around what is drawn
+    renderer = canvas.get_renderer()
     taken = [legend.get_window_extent(renderer)]
     for dot in dots:  # each point's own square, so no name covers a point
-        for x, y in dot.get_offsets():
+        for x, y in np.asarray(dot.get_offsets()):
             cx, cy = ax.transData.transform((x, y))
             taken.append(Bbox.from_extents(cx - 4, cy - 4, cx + 4, cy + 4))
-    _place_labels(figure, ax, points, taken)
+    _place_labels(renderer, ax, points, taken)
     return _png(figure)
 
 
@@ -232,13 +231,14 @@ def learning_curve_chart(curve: pd.DataFrame, title: str) -> bytes:
 
 def ranking_chart(entries: list[RankEntry], metric: str, title: str) -> bytes:
     """Medians with their 95% CIs, best at the top, rank in the label (a model without one says its status)."""
-    entries = [e for e in entries if e.median is not None]
+    shown = [(e, e.median) for e in entries if e.median is not None]
+    entries = [e for e, _ in shown]
     figure = Figure(figsize=(7, 0.8 + 0.32 * len(entries)))
     ax = figure.add_subplot()
     positions = np.arange(len(entries))[::-1]
-    medians = np.array([e.median for e in entries])
-    low = np.array([e.median - e.ci95_low if e.ci95_low is not None else 0.0 for e in entries])
-    high = np.array([e.ci95_high - e.median if e.ci95_high is not None else 0.0 for e in entries])
+    medians = np.array([median for _, median in shown])
+    low = np.array([median - e.ci95_low if e.ci95_low is not None else 0.0 for e, median in shown])
+    high = np.array([e.ci95_high - median if e.ci95_high is not None else 0.0 for e, median in shown])
     ax.errorbar(medians, positions, xerr=[low, high], fmt="o", color=POINT_COLOR, ecolor=FIT_COLOR, capsize=3)
     ax.set_yticks(positions, [f"#{e.rank} {e.model}" if e.rank else f"({e.status}) {e.model}" for e in entries],
                   fontsize=8)

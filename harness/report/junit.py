@@ -16,8 +16,9 @@ def junit_xml(result: GateResult) -> str:
     checks = result.checks
     counts = {"tests": str(len(checks)), "failures": str(len(result.failed)), "errors": "0",
               "skipped": str(sum(c.verdict == SKIP for c in checks))}
-    suites = ET.Element("testsuites", name=SUITE, **counts)
-    suite = ET.SubElement(suites, "testsuite", name=f"{SUITE}: {result.session} against {result.baseline}", **counts)
+    suites = ET.Element("testsuites", {"name": SUITE, **counts})
+    title = f"{SUITE}: {result.session} against {result.baseline}"
+    suite = ET.SubElement(suites, "testsuite", {"name": title, **counts})
     properties = ET.SubElement(suite, "properties")
     for name, value in (("baseline", result.baseline), ("session", result.session), ("metric", result.metric),
                         ("alpha", f"{result.alpha:g}"), ("max_slowdown", f"{result.max_slowdown:g}"),

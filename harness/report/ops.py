@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -18,6 +17,7 @@ from matplotlib.patches import Patch
 from harness.analysis.per_op import RAW_DIR, PerOp, load_raw, pooled, run_dir
 from harness.core import metric_registry
 from harness.core.errors import DataError
+from harness.core.records import RunRecord
 from harness.report.sections import ReportFigure, ReportTable, Section, slug
 
 TOP_N = 15
@@ -78,16 +78,16 @@ def model_section(model: str, tables: dict[float, PerOp]) -> Section:
     return section
 
 
-def ops_sections(session_dir: Path, runs: list[dict[str, Any]]) -> list[Section]:
+def ops_sections(session_dir: Path, runs: list[RunRecord]) -> list[Section]:
     """One section per model with per-op runs; none when the session ran without PER_OP."""
-    profiled = [r for r in runs if r.get("status") == "ok" and r.get(metric_registry.OP_TIME)]
+    profiled = [r for r in runs if r.ok and r.get(metric_registry.OP_TIME)]
     sections = []
-    for model in sorted({r["model_name"] for r in profiled}):
-        mine = [r for r in profiled if r["model_name"] == model]
+    for model in sorted({r.model_name for r in profiled}):
+        mine = [r for r in profiled if r.model_name == model]
         tables = {}
-        for cpus in sorted({float(r["cpus"]) for r in mine}):
+        for cpus in sorted({float(r.cpus) for r in mine}):
             try:
-                tables[cpus] = pooled(session_dir, [r for r in mine if float(r["cpus"]) == cpus])
+                tables[cpus] = pooled(session_dir, [r for r in mine if float(r.cpus) == cpus])
             except DataError:
                 continue
         if tables:
@@ -95,16 +95,16 @@ def ops_sections(session_dir: Path, runs: list[dict[str, Any]]) -> list[Section]
     return sections
 
 
-def timeline_png(session_dir: Path, run: dict[str, Any]) -> bytes:
+def timeline_png(session_dir: Path, run: RunRecord) -> bytes:
     """One run on its own clock: the phases on top, then one profiled inference's operators (the median one)
     coloured by op type; the same spans the session's Chrome trace holds, drawn without a trace viewer."""
-    _, profile = load_raw(run_dir(session_dir, run["run_id"]) / RAW_DIR)
+    _, profile = load_raw(run_dir(session_dir, run.run_id) / RAW_DIR)
     if profile is None:
-        raise DataError(f"run {run['run_id']} has no operator profile to draw")
+        raise DataError(f"run {run.run_id} has no operator profile to draw")
     figure = Figure(figsize=(11, 4.2))
     top, bottom = figure.subplots(2, 1, gridspec_kw={"height_ratios": [1, 2.2]})
-    marks = [("startup", 0.0), *[(str(n), float(t)) for n, t in run.get("phases_s") or []]]
-    end = metric_registry.get(metric_registry.RUNTIME).value(run) or marks[-1][1]
+    marks = [("startup", 0.0), *[(str(n), float(t)) for n, t in run.result.phases_s or []]]
+    end = metric_registry.get(metric_registry.RUNTIME).value(run.line) or marks[-1][1]
     for index, (name, start) in enumerate(marks):
         stop = marks[index + 1][1] if index + 1 < len(marks) else end
         top.broken_barh([(start, stop - start)], (0, 1), color=PHASE_COLORS.get(name, "#cccccc"), edgecolor="white")
@@ -113,7 +113,7 @@ def timeline_png(session_dir: Path, run: dict[str, Any]) -> bytes:
     top.set_yticks([])
     top.set_xlim(0, end)
     top.set_xlabel("seconds since the bench script's spawn")
-    top.set_title(f"run {run['run_id']} · {run.get('model_name')} · CPUS={float(run['cpus']):g}", fontsize=10)
+    top.set_title(f"run {run.run_id} · {run.model_name} · CPUS={float(run.cpus):g}", fontsize=10)
     durations = sorted(range(len(profile.runs)), key=lambda i: profile.runs[i][1])
     chosen = durations[len(durations) // 2]
     start_us, span_us = profile.runs[chosen]

@@ -275,7 +275,7 @@ class ClusterSession(BaseSession):
         rows: list[dict[str, Any]] = []
         for host in sorted({run["provenance"]["host_cpu_model"] for run in self.runs}):
             group = summarize_runs(run for run in self.runs if run["provenance"]["host_cpu_model"] == host)
-            entries += [{"host_cpu_model": host, **entry} for entry in group]
+            entries += [{"host_cpu_model": host, **entry.as_dict()} for entry in group]
             rows += [{"host_cpu_model": host, **row} for row in summary_rows(group)]
         summary = {"session_id": self.plan.session_id, "device_name": self.profile.device_name,
                    "backend": "cluster", "isolation": "cluster", "backend_reason": self.backend_reason,

@@ -26,7 +26,7 @@ from harness.backends import Backend
 from harness.core.conditions import run_conditions, run_packages
 from harness.core.config import DeviceProfile, host_cpu_count
 from harness.core.errors import BackendError, DataError, StorageError
-from harness.core.records import Limits, RunOutcome, RunRecord, RunResult
+from harness.core.records import Limits, RunOutcome, RunRecord, RunResult, SessionInfo
 from harness.measure.provenance import collect_metadata
 from harness.measure.spec import RunSpec, plan_cpu_limits
 from harness.models.resolve import ModelInfo
@@ -137,9 +137,9 @@ class BaseSession(ABC):
         self._models = {m.name: m for m in plan.models}
         # The runs on disk, read once (a resumed session has some) and then kept in step with every append,
         # so the summary after each run does not re-read a runs.jsonl that grows with the session.
-        self.runs: list[dict[str, Any]] = self.store.runs()
+        self.runs: list[RunRecord] = self.store.runs()
         # Summary entries per group; after a run only its own group is summarised again.
-        self._groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        self._groups: dict[tuple[Any, ...], list[RunRecord]] = {}
         for run in self.runs:
             self._groups.setdefault(group_key(run), []).append(run)
         self._entries = {key: summarize_group(members) for key, members in self._groups.items()}
@@ -201,19 +201,19 @@ class BaseSession(ABC):
             raise
 
     def _add(self, result: dict[str, Any]) -> None:
-        run = {"schema_version": SCHEMA_VERSION, **result}
+        run = RunRecord.from_dict({"schema_version": SCHEMA_VERSION, **result})
         self.runs.append(run)
         key = group_key(run)
         self._groups.setdefault(key, []).append(run)
         self._entries[key] = summarize_group(self._groups[key])
 
     def write_summary(self) -> dict[str, Any]:
-        entries = ordered_entries(dict(entry) for entry in self._entries.values())
+        entries = ordered_entries(self._entries.values())
         summary = {
             "session_id": self.plan.session_id, "device_name": self.profile.device_name,
             "backend": self.backend_info.get("backend"), "isolation": self.backend_info.get("isolation"),
             "backend_reason": self.backend_reason, "memory_mib": self.profile.memory_mib,
-            "results_dir": str(self.store.path), "models": entries,
+            "results_dir": str(self.store.path), "models": [entry.as_dict() for entry in entries],
         }
         self.store.write_summary(summary, summary_rows(entries))
         return summary
@@ -312,7 +312,7 @@ class Session(BaseSession):
         return self._complete()
 
 
-def load_plan(session_dir: Path) -> tuple[dict[str, Any], list[RunSpec]]:
+def load_plan(session_dir: Path) -> tuple[SessionInfo, list[RunSpec]]:
     """The stored plan of an earlier session, for --resume."""
     info = load_session_info(session_dir)
     if "plan" not in info:

@@ -7,6 +7,9 @@
   2 -> 3: a run's conditions name its engine (`runtime`, e.g. `onnxruntime 1.32.0`, from its model kind and the
           package versions recorded where it ran) and its model's conversion (`conversion`, none before); session.json
           is unchanged (a profile without RUNTIME reads as the default, onnxruntime).
+  3 -> 4: a run's provenance is written once, on its session's first line, and again only on a line whose provenance
+          differs (a cluster worker's host); a line without one has its session's first line's (store.load_runs puts
+          it back). A line of version 3 carries its own, so neither file changes on reading.
 
 The old field names live here and nowhere else.
 """
@@ -50,5 +53,5 @@ def _session_1_to_2(info: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-RUN_MIGRATIONS: dict[int, Migration] = {1: _run_1_to_2, 2: with_runtime}
-SESSION_MIGRATIONS: dict[int, Migration] = {1: _session_1_to_2, 2: dict}
+RUN_MIGRATIONS: dict[int, Migration] = {1: _run_1_to_2, 2: with_runtime, 3: dict}
+SESSION_MIGRATIONS: dict[int, Migration] = {1: _session_1_to_2, 2: dict, 3: dict}

@@ -1,7 +1,8 @@
 """Crash-safe result store.
 
 Layout: RESULTS_DIR/<session_id>/
-  runs.jsonl     one RunResult per line, appended, flushed and fsynced the moment a run ends
+  runs.jsonl     one RunRecord per line, appended, flushed and fsynced the moment a run ends; the session's
+                 provenance is on its first line, and on a later one only where it differs (a cluster worker's host)
   session.json   the plan: profile, models, seed, provenance (written atomically before the first run)
   .session.reserve   while the session runs: space held for its next session.json, released to write it, so a disk
                  that fills mid-session can still mark the session interrupted
@@ -10,7 +11,11 @@ Layout: RESULTS_DIR/<session_id>/
                  power cut can cost a summary, never a run
 
 Every file carries `schema_version`; a newer one is refused with a clear message rather than misread, and
-an older one is migrated on reading, one version at a time (asv's habit; steps in store_migrations.py).
+an older one is migrated on reading, one version at a time (asv's habit; steps in store/migrations.py). Readers get
+typed records (RunRecord, SessionInfo), never the raw objects.
+
+Why the first line and not session.json holds the shared provenance: runs.jsonl stays whole on its own (copied alone,
+it still says where every run ran), and a run never waits for a second durable write.
 """
 
 from __future__ import annotations
@@ -21,15 +26,16 @@ import json
 import secrets
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ConfigError, DataError
+from harness.core.records import RunRecord, SessionInfo
 from harness.core.storage import append_bytes, hold_space, write_bytes_atomically
 from harness.store.migrations import RUN_MIGRATIONS, SESSION_MIGRATIONS, Migration
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 RUNS_FILE = "runs.jsonl"
 SESSION_FILE = "session.json"
 SUMMARY_JSON = "summary.json"
@@ -57,8 +63,8 @@ def atomic_write_json(path: Path, obj: Any, durable: bool = True) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n", durable)
 
 
-def atomic_write_csv(path: Path, rows: list[dict[str, Any]], durable: bool = True) -> None:
-    """Rows may have different keys; the header is their ordered union."""
+def atomic_write_csv(path: Path, rows: Sequence[Mapping[str, object]], durable: bool = True) -> None:
+    """Rows (a column name to a cell each) may have different keys; the header is their ordered union."""
     fields: list[str] = []
     for row in rows:
         fields.extend(key for key in row if key not in fields)
@@ -109,15 +115,22 @@ class SessionStore:
         self.session_id = session_id or new_session_id()
         self.path = Path(results_dir) / self.session_id
         self.path.mkdir(parents=True, exist_ok=True)
+        self._provenance = _first_provenance(self.runs_path)
 
     @property
     def runs_path(self) -> Path:
         return self.path / RUNS_FILE
 
     def append_run(self, result: dict[str, Any]) -> None:
-        """One line, fsynced; on a full disk a StorageError, with runs.jsonl cut back to its last whole line."""
+        """One line, fsynced; on a full disk a StorageError, with runs.jsonl cut back to its last whole line. The
+        line leaves out a provenance equal to the first line's (load_runs puts it back)."""
+        shared = self._provenance
+        if shared is not None and result.get("provenance") == shared:
+            result = {k: v for k, v in result.items() if k != "provenance"}
         line = json.dumps({"schema_version": SCHEMA_VERSION, **result}, default=str)
         append_bytes(self.runs_path, (line + "\n").encode("utf-8"))
+        if shared is None:
+            self._provenance = _first_provenance(self.runs_path)
 
     def write_session(self, info: dict[str, Any]) -> None:
         """session.json, written with the space held for it; while the state is `running` the space for the next
@@ -133,16 +146,29 @@ class SessionStore:
         atomic_write_json(self.path / SUMMARY_JSON, {"schema_version": SCHEMA_VERSION, **summary}, durable=False)
         atomic_write_csv(self.path / SUMMARY_CSV, rows, durable=False)
 
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self) -> list[RunRecord]:
         return load_runs(self.path)
 
 
-def load_runs(session_dir: Path) -> list[dict[str, Any]]:
-    """All complete runs of a session. A torn last line (power cut mid-write) is skipped, not fatal."""
+def _first_provenance(path: Path) -> dict[str, Any] | None:
+    """The provenance on the first line of runs.jsonl, which later lines of its session leave out when theirs is the
+    same; None when there is no whole first line yet."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = json.loads(handle.readline())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return first.get("provenance") if isinstance(first, dict) else None
+
+
+def load_runs(session_dir: Path) -> list[RunRecord]:
+    """All complete runs of a session. A torn last line (power cut mid-write) is skipped, not fatal. A line without
+    provenance has the first line's (SessionStore.append_run)."""
     path = Path(session_dir) / RUNS_FILE
     if not path.exists():
         return []
-    runs: list[dict[str, Any]] = []
+    runs: list[RunRecord] = []
+    shared = None
     lines = path.read_text(encoding="utf-8").splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -153,17 +179,21 @@ def load_runs(session_dir: Path) -> list[dict[str, Any]]:
             if number == len(lines):
                 continue
             raise DataError(f"{path}:{number}: not valid JSON ({err.msg}); remove or repair that line") from err
-        runs.append(migrate(run, RUN_MIGRATIONS, f"{path}:{number}"))
+        if not runs:
+            shared = run.get("provenance")
+        elif "provenance" not in run and shared is not None:
+            run["provenance"] = shared
+        runs.append(RunRecord.from_dict(migrate(run, RUN_MIGRATIONS, f"{path}:{number}")))
     return runs
 
 
-def load_session_info(session_dir: Path) -> dict[str, Any]:
+def load_session_info(session_dir: Path) -> SessionInfo:
     path = Path(session_dir) / SESSION_FILE
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as err:
         raise DataError(f"{session_dir}: no {SESSION_FILE}; is this a session directory?") from err
-    return migrate(info, SESSION_MIGRATIONS, str(path))
+    return SessionInfo.from_dict(migrate(info, SESSION_MIGRATIONS, str(path)))
 
 
 def list_sessions(results_dir: Path) -> list[Path]:
@@ -188,6 +218,6 @@ def resolve_session(results_dir: Path, session: str | None) -> Path:
     return sessions[-1]
 
 
-def iter_all_runs(results_dir: Path) -> Iterable[dict[str, Any]]:
+def iter_all_runs(results_dir: Path) -> Iterator[RunRecord]:
     for session_dir in list_sessions(results_dir):
         yield from load_runs(session_dir)
