@@ -217,10 +217,11 @@ bench-nb201: export HARNESS_NB201_MAX_LATENCY_MS := $(MAX_LATENCY_MS)
 bench-nb201: $(STAMP)
 	$(VENV)/bin/python benchmarks/nb201.py
 
-# ncnn's latency under the harness against ncnn's own loop run bare, for a few nb201 and example models, with their
-# onnxruntime latency beside (about a minute; prints its table and writes results/bench/engines.json).
+# ncnn's and LiteRT's latency under the harness against each engine's own loop run bare, for a few nb201 and example
+# models, with their onnxruntime latency beside (about two minutes; prints its table and writes
+# results/bench/engines.json).
 .PHONY: bench-engines
-bench-engines: $(STAMP) $(NCNN_STAMP)
+bench-engines: $(STAMP) $(NCNN_STAMP) $(LITERT_STAMP) $(LITERT_TOOL_STAMP)
 	$(VENV)/bin/python benchmarks/engines.py
 
 # Zoo MACs against published counts, and float vs int8 under the Jetson Nano preset (about a minute once cached).
