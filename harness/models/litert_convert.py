@@ -53,9 +53,10 @@ def tool_venv() -> Path:
 
 
 def missing_extra() -> str:
+    """The one line a session on LiteRT stops with when it cannot convert or run: what is missing and how to get it."""
     return (f"RUNTIME=litert needs the litert extra (ai-edge-litert) and its converter (onnx2tf with TensorFlow, in "
-            f"the venv {tool_venv()}), which are not installed: `make setup-litert` installs both (`make profile "
-            "RUNTIME=litert` does so itself)")
+            f"the venv {tool_venv()}), and one of them is not installed: `make setup-litert` installs both (`make "
+            "profile RUNTIME=litert` does so itself)")
 
 
 def converter_versions() -> dict[str, str]:
