@@ -117,7 +117,8 @@ def main() -> None:
     rows, raw = [], {}
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
         for model in args.models:
-            directory = Path(tmp) / Path(model).stem
+            name = Path(model).stem if model.endswith(".onnx") else model  # a zoo name keeps its dots
+            directory = Path(tmp) / name
             onnxruntime = harness_run(directory, model, "onnxruntime", args)["latency_stats_ms"]["p50"]
             for engine in args.engines:
                 harness, bare_p50, paired = [], [], []
@@ -133,7 +134,7 @@ def main() -> None:
                 raw[f"{model} {engine}"] = {"harness_p50_ms": harness, "bare_p50_ms": bare_p50,
                                             "onnxruntime_p50_ms": onnxruntime}
                 rows.append({
-                    "model": Path(model).stem, "engine": engine, "bare ms": statistics.median(bare_p50),
+                    "model": name, "engine": engine, "bare ms": statistics.median(bare_p50),
                     "harness ms": statistics.median(harness),
                     "harness vs bare %": pct(statistics.median(paired), 1.0),
                     "onnxruntime harness ms": onnxruntime,
