@@ -34,6 +34,7 @@ $(STAMP): pyproject.toml
 profile: $(STAMP)
 	@if $(HARNESS) zoo needs-extra; then $(MAKE) --no-print-directory setup-zoo; fi
 	@if $(HARNESS) zoo needs-extra --extra ncnn; then $(MAKE) --no-print-directory setup-ncnn; fi
+	@if $(HARNESS) zoo needs-extra --extra litert; then $(MAKE) --no-print-directory setup-litert; fi
 	$(HARNESS) profile
 
 doctor: $(STAMP)
@@ -104,6 +105,29 @@ $(NCNN_STAMP): $(STAMP) pyproject.toml
 
 test: $(NCNN_STAMP)
 
+# RUNTIME=litert (and .tflite models): the litert extra (ai-edge-litert) in .venv, and onnx2tf with TensorFlow, which
+# converts ONNX models for it, in a venv of its own (LITERT_VENV, pinned by requirements-litert.txt): TensorFlow pins
+# numpy, onnx and onnxruntime older than the harness's. `make profile` installs both when the profile's RUNTIME is
+# litert; `make test` installs them too, so the LiteRT tests run in CI.
+LITERT_VENV := $(or $(HARNESS_LITERT_VENV),.venv-litert)
+LITERT_STAMP := $(VENV)/.installed-litert
+LITERT_TOOL_STAMP := $(LITERT_VENV)/.installed
+.PHONY: setup-litert
+setup-litert: $(LITERT_STAMP) $(LITERT_TOOL_STAMP)
+
+$(LITERT_STAMP): $(STAMP) pyproject.toml
+	$(call install-extra,litert,the litert extra (ai-edge-litert: about 30 MB))
+
+$(LITERT_TOOL_STAMP): requirements-litert.txt | $(STAMP)
+	@echo "setup-litert: installing the LiteRT converter in $(LITERT_VENV) (onnx2tf and TensorFlow: about 2.6 GB)"
+	@{ $(PYTHON) -m venv $(LITERT_VENV) && $(LITERT_VENV)/bin/pip install -r requirements-litert.txt; } \
+		>$(VENV)/setup-litert-converter.log 2>&1 || { tail -n 5 $(VENV)/setup-litert-converter.log; \
+		echo "setup-litert failed: pip's full output is in $(VENV)/setup-litert-converter.log"; exit 1; }
+	@touch $@
+	@echo "setup-litert: done (pip's output: $(VENV)/setup-litert-converter.log)"
+
+test: $(LITERT_STAMP) $(LITERT_TOOL_STAMP)
+
 # Extra options for every run container (only volumes, env and devices; see docs/docker.md).
 export HARNESS_DOCKER_ARGS := $(DOCKER_ARGS)
 
@@ -143,6 +167,7 @@ sweep: export HARNESS_PARALLEL := $(PARALLEL)
 sweep: export HARNESS_CLUSTER := $(CLUSTER)
 sweep: $(ZOO_STAMP)
 	@if $(HARNESS) zoo needs-extra --extra ncnn; then $(MAKE) --no-print-directory setup-ncnn; fi
+	@if $(HARNESS) zoo needs-extra --extra litert; then $(MAKE) --no-print-directory setup-litert; fi
 	$(HARNESS) sweep
 
 # The seed's Experiment I: InceptionV3, SqueezeNet and MobileNetV2 0.25-1.0 at CPUS 1, 2 and 4 (capped at
@@ -195,10 +220,11 @@ bench-nb201: export HARNESS_NB201_MAX_LATENCY_MS := $(MAX_LATENCY_MS)
 bench-nb201: $(STAMP)
 	$(VENV)/bin/python benchmarks/nb201.py
 
-# ncnn's latency under the harness against ncnn's own loop run bare, for a few nb201 and example models, with their
-# onnxruntime latency beside (about a minute; prints its table and writes results/bench/engines.json).
+# ncnn's and LiteRT's latency under the harness against each engine's own loop run bare, for a few nb201 and example
+# models, with their onnxruntime latency beside (about two minutes; prints its table and writes
+# results/bench/engines.json).
 .PHONY: bench-engines
-bench-engines: $(STAMP) $(NCNN_STAMP)
+bench-engines: $(STAMP) $(NCNN_STAMP) $(LITERT_STAMP) $(LITERT_TOOL_STAMP)
 	$(VENV)/bin/python benchmarks/engines.py
 
 # Zoo MACs against published counts, and float vs int8 under the Jetson Nano preset (about a minute once cached).

@@ -9,6 +9,8 @@ Usage: python tflite_bench.py MODEL [--iterations N] [--warmup N] [--batch-size 
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
@@ -40,7 +42,8 @@ def main() -> None:
         interpreter.set_tensor(detail["index"], random_input(detail["dtype"], shape, rng))
         shapes.append(f"{detail['name']}={'x'.join(map(str, shape))}")
     # the shapes the interpreter really runs, in --shape's form, so a result shows the batch took effect
-    report_metrics(batch_size=args.batch_size, threads=args.threads, input_shapes=",".join(shapes))
+    report_metrics(batch_size=args.batch_size, threads=args.threads, input_shapes=",".join(shapes), engine="litert",
+                   engine_version=version("ai-edge-litert"))
     timed_loop(interpreter.invoke, args.warmup, args.iterations)
     directory = profile_dir()
     if directory is not None:

@@ -1,14 +1,17 @@
-"""The harness's ncnn latency against ncnn's own loop run bare, per model: how faithful the harness is on ncnn.
+"""The harness's ncnn and LiteRT latency against each engine's own loop run bare, per model: how faithful the
+harness is on each engine.
 
-    .venv/bin/python benchmarks/engines.py [--models nb201_0 nb201_1 ...] [--rounds 5] [--iterations 200]
+    .venv/bin/python benchmarks/engines.py [--models nb201_0 nb201_1 ...] [--engines ncnn litert] [--rounds 5]
+                                           [--iterations 200]
 
-Each model is converted once (RUNTIME=ncnn, the harness's cache). Harness = a one-run `harness profile --runtime ncnn
---cpus 1` session (local backend: a cgroup pinned to one core, the runner sampling memory). Bare = a fresh Python
-process running a plain ncnn loop on the same converted files, one thread, pinned to the core the harness pins, no
-runner, no cgroup, no protocol: one extractor per inference, every input fed, every output extracted, as
-ncnn_bench.py does. The two alternate per round, which goes first swapping, so a change of the host's load between
-rounds hits both; each run gives its median latency. Printed: both medians over the rounds and the median of the
-paired ratios (harness / the bare run beside it). Also printed: the same model's onnxruntime latency under the
+Each model is converted once per engine (RUNTIME=ncnn|litert, the harness's cache). Harness = a one-run `harness
+profile --runtime ENGINE --cpus 1` session (local backend: a cgroup pinned to one core, the runner sampling memory).
+Bare = a fresh Python process running a plain loop of the engine on the same converted files, one thread, pinned to
+the core the harness pins, no runner, no cgroup, no protocol: for ncnn one extractor per inference, every input fed,
+every output extracted, as ncnn_bench.py does; for LiteRT one `invoke()` of an interpreter whose inputs were set
+once, as tflite_bench.py does. The two alternate per round, which goes first swapping, so a change of the host's load
+between rounds hits both; each run gives its median latency. Printed: both medians over the rounds and the median of
+the paired ratios (harness / the bare run beside it). Also printed: the same model's onnxruntime latency under the
 harness, for the ratio between engines this host shows.
 """
 
@@ -28,9 +31,10 @@ from _common import ROOT, Goal, pct, print_table, profile_runs, write_report
 
 DEFAULT_MODELS = ("nb201_0", "nb201_1", "nb201_2", "examples/models/mobilenet_v1_0.25_128.onnx",
                   "examples/models/squeezenet1_1.onnx")
+ENGINES = ("ncnn", "litert")
 
 
-def bare(param: str, iterations: int, warmup: int, core: int) -> None:
+def bare_ncnn(param: str, iterations: int, warmup: int, core: int) -> None:
     """ncnn's own loop (run with --bare in a fresh process): prints the per-inference latencies in ms as JSON."""
     import ncnn
     import numpy as np
@@ -61,8 +65,30 @@ def bare(param: str, iterations: int, warmup: int, core: int) -> None:
     print(json.dumps(latencies))
 
 
-def bare_median(param: str, args: argparse.Namespace, core: int) -> float:
-    done = subprocess.run([sys.executable, __file__, "--bare", param, "--iterations", str(args.iterations),
+def bare_litert(tflite: str, iterations: int, warmup: int, core: int) -> None:
+    """LiteRT's own loop (run with --bare in a fresh process): prints the per-inference latencies in ms as JSON."""
+    import numpy as np
+    from ai_edge_litert.interpreter import Interpreter
+
+    from harness.measure.bench_inputs import random_input
+
+    os.sched_setaffinity(0, {core})
+    interpreter = Interpreter(model_path=tflite, num_threads=1)
+    interpreter.allocate_tensors()
+    rng = np.random.default_rng(0)
+    for detail in interpreter.get_input_details():
+        interpreter.set_tensor(detail["index"], random_input(detail["dtype"], [int(d) for d in detail["shape"]], rng))
+    latencies = []
+    for index in range(warmup + iterations):
+        start = time.perf_counter_ns()
+        interpreter.invoke()
+        if index >= warmup:
+            latencies.append((time.perf_counter_ns() - start) / 1e6)
+    print(json.dumps(latencies))
+
+
+def bare_median(engine: str, converted: str, args: argparse.Namespace, core: int) -> float:
+    done = subprocess.run([sys.executable, __file__, "--bare", engine, converted, "--iterations", str(args.iterations),
                            "--warmup", str(args.warmup), "--core", str(core)],
                           capture_output=True, text=True, check=True)
     return statistics.median(json.loads(done.stdout))
@@ -77,43 +103,50 @@ def harness_run(directory: Path, model: str, runtime: str, args: argparse.Namesp
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS))
+    parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--bare", metavar="PARAM", help=argparse.SUPPRESS)
+    parser.add_argument("--bare", nargs=2, metavar=("ENGINE", "MODEL"), help=argparse.SUPPRESS)
     parser.add_argument("--core", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare:
-        bare(args.bare, args.iterations, args.warmup, args.core)
+        engine, converted = args.bare
+        (bare_ncnn if engine == "ncnn" else bare_litert)(converted, args.iterations, args.warmup, args.core)
         return
     rows, raw = [], {}
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
         for model in args.models:
-            directory = Path(tmp) / Path(model).stem
-            harness, paired = [], []
-            first = harness_run(directory, model, "ncnn", args)  # converts (or finds) the model; not counted
-            param, core = first["model_converted"], int(first["limits_applied"]["cpuset"].split("-")[-1])
-            bare_p50 = []
-            for index in range(args.rounds):
-                for which in ("bare", "harness") if index % 2 == 0 else ("harness", "bare"):
-                    if which == "bare":
-                        bare_p50.append(bare_median(param, args, core))
-                    else:
-                        harness.append(harness_run(directory, model, "ncnn", args)["latency_stats_ms"]["p50"])
-                paired.append(harness[-1] / bare_p50[-1])
+            name = Path(model).stem if model.endswith(".onnx") else model  # a zoo name keeps its dots
+            directory = Path(tmp) / name
             onnxruntime = harness_run(directory, model, "onnxruntime", args)["latency_stats_ms"]["p50"]
-            raw[model] = {"harness_p50_ms": harness, "bare_p50_ms": bare_p50, "onnxruntime_p50_ms": onnxruntime}
-            rows.append({
-                "model": Path(model).stem, "ncnn bare ms": statistics.median(bare_p50),
-                "ncnn harness ms": statistics.median(harness),
-                "harness vs bare %": pct(statistics.median(paired), 1.0),
-                "onnxruntime harness ms": onnxruntime,
-                "ncnn / onnxruntime": statistics.median(harness) / onnxruntime,
-            })
-    print_table(f"ncnn latency: harness (CPUS=1, cgroup) vs ncnn's loop bare (1 thread, same core); median of "
-                f"{args.rounds} rounds x {args.iterations} inferences", rows)
-    worst = max(abs(row["harness vs bare %"]) for row in rows)
-    goals = [Goal("ncnn latency under the harness vs bare", "informative", f"within {worst:.1f}% on every model", None)]
+            for engine in args.engines:
+                harness, bare_p50, paired = [], [], []
+                first = harness_run(directory, model, engine, args)  # converts (or finds) the model; not counted
+                converted, core = first["model_converted"], int(first["limits_applied"]["cpuset"].split("-")[-1])
+                for index in range(args.rounds):
+                    for which in ("bare", "harness") if index % 2 == 0 else ("harness", "bare"):
+                        if which == "bare":
+                            bare_p50.append(bare_median(engine, converted, args, core))
+                        else:
+                            harness.append(harness_run(directory, model, engine, args)["latency_stats_ms"]["p50"])
+                    paired.append(harness[-1] / bare_p50[-1])
+                raw[f"{model} {engine}"] = {"harness_p50_ms": harness, "bare_p50_ms": bare_p50,
+                                            "onnxruntime_p50_ms": onnxruntime}
+                rows.append({
+                    "model": name, "engine": engine, "bare ms": statistics.median(bare_p50),
+                    "harness ms": statistics.median(harness),
+                    "harness vs bare %": pct(statistics.median(paired), 1.0),
+                    "onnxruntime harness ms": onnxruntime,
+                    "engine / onnxruntime": statistics.median(harness) / onnxruntime,
+                })
+    print_table(f"latency per engine: harness (CPUS=1, cgroup) vs the engine's loop bare (1 thread, same core); median "
+                f"of {args.rounds} rounds x {args.iterations} inferences", rows)
+    goals = []
+    for engine in args.engines:
+        worst = max(abs(row["harness vs bare %"]) for row in rows if row["engine"] == engine)
+        goals.append(Goal(f"{engine} latency under the harness vs bare", "informative",
+                          f"within {worst:.1f}% on every model", None))
     write_report("engines", rows, goals, raw=raw)
 
 

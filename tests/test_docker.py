@@ -40,7 +40,7 @@ from harness.backends.local import LocalBackend
 from harness.cli import main
 from harness.core.errors import BackendError, ModelError
 from harness.measure.spec import RunSpec
-from harness.models.resolve import ModelInfo
+from harness.models.resolve import ModelInfo, resolve_model
 from harness.store.results import list_sessions
 from tests.conftest import (
     ESCAPES,
@@ -153,27 +153,37 @@ def test_missing_framework_is_named_before_any_run(backend: DockerBackend, engin
         backend.check([info])
 
 
-def test_a_model_on_ncnn_runs_in_the_container_or_is_refused_in_one_line(
+ENGINES = [("ncnn", "ncnn", "ncnn", "NCNN=1"), ("litert", "ai_edge_litert", "ai-edge-litert", "LITERT=1")]
+"""RUNTIME -> the module the image needs, its package (the runtime condition's name), the `make image` option."""
+
+
+@pytest.mark.parametrize(("runtime", "module", "package", "option"), ENGINES, ids=[e[0] for e in ENGINES])
+def test_a_model_on_another_engine_runs_in_the_container_or_is_refused_in_one_line(
         capsys, in_tmp_cwd: Path, tiny_onnx: Path, backend: DockerBackend, engine: docker.DockerClient,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """An image built with NCNN=1 runs the model converted on the host (its .bin mounted beside its .param) on the
-    image's ncnn; any other image refuses the session before a container starts, naming the option."""
-    pytest.importorskip("ncnn", reason="the ncnn extra is not installed (make test installs it)")
+        monkeypatch: pytest.MonkeyPatch, runtime: str, module: str, package: str, option: str) -> None:
+    """An image built with NCNN=1 (LITERT=1) runs the model converted on the host (an ncnn .bin mounted beside its
+    .param; a .tflite) on the image's engine; any other image refuses the session before a container starts, naming
+    the option."""
+    pytest.importorskip(module, reason=f"the {runtime} extra is not installed (make test installs it)")
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(in_tmp_cwd / "cache"))
+    try:
+        resolve_model(str(tiny_onnx), runtime=runtime)  # converts on the host, as the session does
+    except ModelError as err:
+        pytest.skip(str(err))
     results = in_tmp_cwd / "results"
-    flags = ("--runtime", "ncnn", "--repeats", "2", "--iterations", "20", "--warmup", "2")
+    flags = ("--runtime", runtime, "--repeats", "2", "--iterations", "20", "--warmup", "2")
     info = backend.describe()
-    if "ncnn" in info["image_modules"]:
+    if module in info["image_modules"]:
         docker_profile(capsys, results, engine, tiny_onnx, *flags)
         runs = session_runs(results)
         assert [r["status"] for r in runs] == ["ok", "ok"] and all(r["latency_stats_ms"]["n"] == 20 for r in runs)
-        assert {r["conditions"]["runtime"] for r in runs} == {f"ncnn {info['image_packages']['ncnn']}"}
+        assert {r["conditions"]["runtime"] for r in runs} == {f"{package} {info['image_packages'][package]}"}
         return
     capsys.readouterr()
     assert main(["profile", "--results-dir", str(results), str(tiny_onnx), "--backend", "docker", *flags]) == 3
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("harness: error:")]
-    assert len(errors) == 1 and f"image {IMAGE} has no ncnn for tiny_mlp-" in errors[0]
-    assert errors[0].endswith("; rebuild it with `make image NCNN=1` or use BACKEND=local")
+    assert len(errors) == 1 and f"image {IMAGE} has no {module} for tiny_mlp-" in errors[0]
+    assert errors[0].endswith(f"; rebuild it with `make image {option}` or use BACKEND=local")
     assert not any(results.glob("*/runs.jsonl"))  # refused before the first run
 
 

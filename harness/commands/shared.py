@@ -112,7 +112,7 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
                  "sample-interval-ms", "timeout", "image", "results-dir"):
         parser.add_argument(f"--{flag}", help=f"overrides {FLAG_VARIABLES[flag.replace('-', '_')]}")
     parser.add_argument("--backend", help="auto, docker or local")
-    parser.add_argument("--runtime", help="RUNTIME: the engine for ONNX models, onnxruntime or ncnn")
+    parser.add_argument("--runtime", help="RUNTIME: the engine for ONNX models, onnxruntime, ncnn or litert")
     parser.add_argument("--script", type=Path, action="append",
                         help="your own script (arguments for it go after --): with MODELs it is their bench script; "
                              "without, it is profiled as a whole (repeat --script for several; default: $SCRIPT)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from typing import Any
 
 import pandas as pd
 from rich.table import Table

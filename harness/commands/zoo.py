@@ -17,7 +17,7 @@ from rich.table import Table
 from harness import zoo
 from harness.commands import COMMANDS
 from harness.core.config import load_profile
-from harness.core.errors import ConfigError
+from harness.core.errors import ConfigError, ModelError
 from harness.report.console import out_console
 from harness.zoo.cache import write_model_atomically
 
@@ -42,11 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--json", action="store_true", help="print JSON on stdout")
     export.add_argument("--out", type=Path, help="copy each file to DIR/<name>.<ext> (how examples/models is made)")
     needs = actions.add_parser("needs-extra", help="exit 0 when MODEL names zoo models and the zoo extra is missing, "
-                                                   "or with --extra ncnn when the profile's RUNTIME is ncnn (or MODEL "
-                                                   "names a .param) and the ncnn extra is missing (make profile "
-                                                   "installs it then)")
+                                                   "or with --extra ncnn (litert) when the profile's RUNTIME is ncnn "
+                                                   "(litert) or MODEL names a .param (.tflite) and that engine's extra "
+                                                   "is missing (make profile installs it then)")
     needs.add_argument("names", nargs="*", metavar="NAME", help="model files or zoo names (default: $MODEL)")
-    needs.add_argument("--extra", choices=("zoo", "ncnn"), default="zoo",
+    needs.add_argument("--extra", choices=("zoo", "ncnn", "litert"), default="zoo",
                        help="which extra to ask about (default: zoo)")
     parser.set_defaults(func=run)
 
@@ -114,20 +114,41 @@ def export_models(args: argparse.Namespace) -> int:
 
 def needs_extra(args: argparse.Namespace) -> int:
     """0 when a zoo name is asked for but torch, torchvision or onnxscript is missing (make then installs them); with
-    --extra ncnn, when ncnn runs the session's models but ncnn or pnnx is missing."""
+    --extra ncnn, when ncnn runs the session's models but ncnn or pnnx is missing; with --extra litert, when LiteRT
+    runs them but ai-edge-litert is missing, or onnx2tf's venv when RUNTIME is litert."""
     names = args.names or shlex.split(os.environ.get("HARNESS_MODEL", ""))
     if args.extra == "ncnn":
         return 0 if needs_ncnn(names) and any(importlib.util.find_spec(m) is None for m in NCNN_EXTRA_MODULES) else 1
+    if args.extra == "litert":
+        return 0 if litert_missing(names) else 1
     wanted = any(not Path(n).expanduser().exists() and zoo.needs_torch(n) for n in names)
     return 0 if wanted and any(importlib.util.find_spec(m) is None for m in zoo.ZOO_EXTRA_MODULES) else 1
 
 
 def needs_ncnn(names: list[str]) -> bool:
-    """Whether ncnn runs some of `names`: the profile (every layer make reads) says RUNTIME=ncnn, or a name is a
-    .param. A profile that does not load says no: `harness profile` then names what is wrong in it."""
-    if any(Path(name).suffix.lower() == ".param" for name in names):
-        return True
-    try:
-        return load_profile(os.environ.get("HARNESS_ENV_FILE") or None).runtime == "ncnn"
-    except ConfigError:
+    """Whether ncnn runs some of `names`: the profile says RUNTIME=ncnn, or a name is a .param."""
+    return any(Path(name).suffix.lower() == ".param" for name in names) or profile_runtime() == "ncnn"
+
+
+def litert_missing(names: list[str]) -> bool:
+    """Whether LiteRT runs some of `names` (a .tflite, or RUNTIME=litert) without ai-edge-litert, or RUNTIME=litert
+    converts them without onnx2tf's venv."""
+    from harness.models.litert_convert import converter_versions
+
+    if profile_runtime() == "litert":
+        try:
+            converter_versions()
+        except ModelError:
+            return True
         return False
+    tflite = any(Path(name).suffix.lower() == ".tflite" for name in names)
+    return tflite and importlib.util.find_spec("ai_edge_litert") is None
+
+
+def profile_runtime() -> str | None:
+    """RUNTIME of the profile every layer make reads; None when it does not load (`harness profile` then names what
+    is wrong in it)."""
+    try:
+        return load_profile(os.environ.get("HARNESS_ENV_FILE") or None).runtime
+    except ConfigError:
+        return None

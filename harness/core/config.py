@@ -89,7 +89,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "IMAGE": ("image", _text, "a Docker image tag such as harness-runtime:latest", "harness-runtime:latest"),
     "RESULTS_DIR": ("results_dir", _text, "a directory path", "results"),
     "PER_OP": ("per_op", _flag, "0 or 1", "0"),
-    "RUNTIME": ("runtime", _choice("onnxruntime", "ncnn"), "onnxruntime or ncnn", "onnxruntime"),
+    "RUNTIME": ("runtime", _choice("onnxruntime", "ncnn", "litert"), "onnxruntime, ncnn or litert", "onnxruntime"),
 }
 _MIN_MEMORY_BYTES = 16 * 1024**2
 SET_PREFIX = "HARNESS_SET_"

@@ -45,13 +45,13 @@ def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def installed_versions(names: Sequence[str]) -> dict[str, str]:
+def installed_versions(names: Sequence[str], path: Sequence[str] | None = None) -> dict[str, str]:
     """Versions of the installed distributions among `names`, read from their .dist-info (or .egg-info) directory
-    names on sys.path, the first on the path winning, as importlib.metadata finds them: without importing it, which
-    alone costs a session's start a twentieth of a second."""
+    names on sys.path (or `path`: another venv's site-packages), the first on the path winning, as importlib.metadata
+    finds them: without importing it, which alone costs a session's start a twentieth of a second."""
     wanted = {_normalized(name): name for name in names}
     found: dict[str, str] = {}
-    for entry in sys.path:
+    for entry in sys.path if path is None else path:
         with contextlib.suppress(OSError), os.scandir(entry or ".") as listing:
             for item in listing:
                 stem, _, suffix = item.name.rpartition(".")

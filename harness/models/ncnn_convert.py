@@ -42,7 +42,8 @@ MISSING_EXTRA = ("RUNTIME=ncnn needs the ncnn extra (ncnn and pnnx), which is no
 
 
 class ConversionError(ModelError):
-    """The model cannot run on ncnn: its runs are recorded as errors with this line, and the session goes on."""
+    """The model cannot run on its engine (ncnn, LiteRT): its runs are recorded as errors with this line, and the
+    session goes on."""
 
 
 @dataclass(frozen=True)

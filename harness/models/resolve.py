@@ -48,8 +48,8 @@ class ModelInfo:
     size_mib: float
     facts: dict[str, Any] | None = field(default=None, compare=False)
     external_data: ExternalData = ()  # (tensor, location) per file beside the model that holds tensors' data
-    converted: Path | None = None  # RUNTIME=ncnn: the .param converted from the ONNX model at `path`
-    conversion: str | None = None  # the tool that converted it, with its version (`pnnx 20261020`)
+    converted: Path | None = None  # RUNTIME=ncnn|litert: the .param or .tflite converted from the ONNX at `path`
+    conversion: str | None = None  # the tool that converted it, with its version (`pnnx 20261020`, `onnx2tf 1.29.24`)
     refused: str = ""  # why the model cannot run on its engine (a failed conversion): its runs are kept as errors
 
     @property
@@ -97,7 +97,8 @@ def _zoo_model(name: str) -> tuple[Path, str] | None:
 def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = True,
                   runtime: str = "onnxruntime") -> ModelInfo:
     """A path or a zoo name -> ModelInfo. With a user SCRIPT, any existing file is accepted as its input.
-    `runtime` (RUNTIME) is the engine of ONNX models: with ncnn they run converted (ncnn_convert)."""
+    `runtime` (RUNTIME) is the engine of ONNX models: with ncnn or litert they run converted (ncnn_convert,
+    litert_convert)."""
     path = Path(arg).expanduser()
     if not path.exists():
         zoo_model = _zoo_model(arg)
@@ -129,7 +130,9 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
                       sha256=sha256_of(*files) if external else sha256,
                       size_mib=sum(file.stat().st_size for file in files) / 1024**2, facts=facts,
                       external_data=external)
-    return _on_ncnn(model) if kind == "onnx" and runtime == "ncnn" and script is None else model
+    if kind != "onnx" or script is not None:
+        return model
+    return _on_ncnn(model) if runtime == "ncnn" else _on_litert(model) if runtime == "litert" else model
 
 
 def _ncnn_model(path: Path, name: str, script: Path | None) -> ModelInfo:
@@ -156,6 +159,18 @@ def _on_ncnn(model: ModelInfo) -> ModelInfo:
     return replace(on_ncnn, converted=converted.param, conversion=converted.tool,
                    external_data=confine(str(converted.param), [("weights", converted.weights.name)]))
 
+
+def _on_litert(model: ModelInfo) -> ModelInfo:
+    """The ONNX model run on LiteRT: converted (or found converted) with onnx2tf, as _on_ncnn does with pnnx."""
+    from harness.models.litert_convert import ConversionError, conversion_tool, convert
+
+    on_litert = replace(model, kind="tflite", script=BENCH_SCRIPTS_DIR / "tflite_bench.py",
+                        conversion=conversion_tool(), external_data=())  # the .tflite holds its weights
+    try:
+        converted = convert(model.path, model.sha256, model.name, (model.facts or {}).get("inputs", []))
+    except ConversionError as err:
+        return replace(on_litert, refused=str(err))
+    return replace(on_litert, converted=converted)
 
 
 def resolve_script(path: Path, name: str | None = None) -> ModelInfo:
