@@ -40,9 +40,10 @@ profile: $(STAMP)
 doctor: $(STAMP)
 	$(HARNESS) doctor
 
-# docs/variables.md and docs/metrics.md, generated from the code (a test fails when they are stale).
+# docs/variables.md, docs/metrics.md, docs/records.md and docs/commands.md, generated from the code (a test fails
+# when they are stale).
 docs: $(STAMP)
-	$(VENV)/bin/python -m harness.core.reference_docs
+	$(VENV)/bin/python -m harness.docgen
 
 # ruff over all the Python here; mypy over the harness package (pyproject.toml's [tool.mypy]; its cache in .mypy_cache
 # makes a second run take well under a second).
