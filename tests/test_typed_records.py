@@ -15,6 +15,7 @@ import pytest
 
 import harness
 from harness.analysis.stats import GroupSummary, Summary, summarize, summarize_runs
+from harness.core.metric_registry import METRICS
 from harness.core.records import Limits, RunOutcome, RunRecord, RunResult
 from harness.store import results
 from harness.store.results import SCHEMA_VERSION, SessionStore, load_runs
@@ -107,6 +108,16 @@ def test_a_record_written_reads_back_as_the_same_record(tmp_path: Path) -> None:
     assert loaded.limits_requested == record.limits_requested and loaded.outcome.applied == record.outcome.applied
     assert loaded.result.latencies_ms == [2.0] * 3 and loaded.result.clock_s == {"spawned": 1.0, "stored": 2.0}
     assert loaded.line["schema_version"] == SCHEMA_VERSION and loaded["model_sha256"] == "ab" * 32
+
+
+def test_code_that_walks_a_line_by_names_reads_a_record_as_its_line(tmp_path: Path) -> None:
+    """A record is a Mapping of its stored names: the metric registry's walk of a nested path (which passes over
+    whatever is not a mapping as a missing value) gives a record's figures, not None."""
+    SessionStore(tmp_path, "s").append_run(a_record("r0", HERE).to_dict())
+    (loaded,) = load_runs(tmp_path / "s")
+    for metric in METRICS:
+        assert metric.value(loaded) == metric.value(loaded.line)
+    assert METRICS[0].value(loaded) is not None and dict(loaded) == loaded.line
 
 
 def test_keys_no_field_holds_are_kept_not_dropped() -> None:

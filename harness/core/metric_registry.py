@@ -8,7 +8,7 @@ Stdlib only.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,21 +45,21 @@ class Metric:
         """How tables head its column: `latency p50 (ms)`."""
         return f"{self.label} ({self.unit})"
 
-    def value(self, run: dict[str, Any]) -> float | None:
+    def value(self, run: Mapping[str, Any]) -> float | None:
         """The run's value, or None when absent or not a finite number (the run's status is not checked)."""
         return _number_at(run, self.path)
 
-    def takes_fastest_inference(self, run: dict[str, Any], across: str | None) -> bool:
+    def takes_fastest_inference(self, run: Mapping[str, Any], across: str | None) -> bool:
         """Whether `across` takes this run's fastest inference: under `fastest-inference`, for a per-inference
         latency of a run without a CFS quota that recorded it."""
         return (across == FASTEST_INFERENCE and self.per_inference and run.get("latency_headline") != "mean"
                 and _number_at(run, FASTEST_INFERENCE_PATH) is not None)
 
-    def repeat_value(self, run: dict[str, Any], across: str | None) -> float | None:
+    def repeat_value(self, run: Mapping[str, Any], across: str | None) -> float | None:
         """What `across` takes from this run: its fastest inference (takes_fastest_inference), else its value."""
         return _number_at(run, FASTEST_INFERENCE_PATH) if self.takes_fastest_inference(run, across) else self.value(run)
 
-    def repeat_count(self, run: dict[str, Any], across: str | None) -> int:
+    def repeat_count(self, run: Mapping[str, Any], across: str | None) -> int:
         """How many values repeat_value is the fastest of: the run's inferences when it is its fastest inference,
         else 1 (the run's own value)."""
         if not self.takes_fastest_inference(run, across):
@@ -67,10 +67,10 @@ class Metric:
         return int(_number_at(run, INFERENCE_COUNT_PATH) or 1)
 
 
-def _number_at(run: dict[str, Any], path: tuple[str, ...]) -> float | None:
+def _number_at(run: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
     value: Any = run
     for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
+        value = value.get(key) if isinstance(value, Mapping) else None
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 

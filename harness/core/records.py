@@ -17,6 +17,7 @@ older lines lack fields added since, which they read as neutral values, and keep
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
@@ -173,10 +174,11 @@ class RunOutcome:
     clock_s: dict[str, float] = field(default_factory=dict)  # the backend's steps, on the clock of RunResult.clock_s
 
 
-class StoredFields:
+class StoredFields(Mapping[str, Any]):
     """Reads of a stored object's fields by their names on disk (`record["cpus"]`, as jq names them), for code that
     goes by names: the metric registry's paths, the conditions' keys, a test's look at a line. Typed code reads the
-    attributes."""
+    attributes. A Mapping, so that code walking a line by names (`isinstance(value, Mapping)`) walks a record the
+    same, instead of taking it for a missing value."""
 
     @cached_property
     def line(self) -> dict[str, Any]:
@@ -189,11 +191,11 @@ class StoredFields:
     def __getitem__(self, name: str) -> Any:
         return self.line[name]
 
-    def __contains__(self, name: object) -> bool:
-        return name in self.line
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.line)
 
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.line.get(name, default)
+    def __len__(self) -> int:
+        return len(self.line)
 
 
 _RECORD_PARTS = ("model", "limits_requested", "outcome", "conditions", "provenance", "node", "extra")
