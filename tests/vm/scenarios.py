@@ -33,7 +33,7 @@ def profile(model: str, results: Path, script: str, flags: tuple[str, ...], args
                      "--repeats", "1", "--script", str(WORKLOADS / script), *flags, "--", *args])
     if code:
         raise SystemExit(f"harness profile --script {script} exited with {code}")
-    return load_runs(list_sessions(results)[-1])
+    return [run.line for run in load_runs(list_sessions(results)[-1])]  # each run as stored, for JSON
 
 
 def run(model: str, out: Path, doctor_only: bool) -> None:
