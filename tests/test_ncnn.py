@@ -67,6 +67,14 @@ def test_two_engines_runs_of_one_model_are_never_pooled(capsys, tmp_path: Path, 
     assert main(["rank", "--session", "all", "--results-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "differ in RUNTIME" in err and "ncnn 1." in err and "onnxruntime 1." in err
+    for runtime in ("ncnn", "onnxruntime"):  # one engine's runs, as a device's data measured with it pairs with
+        assert main(["rank", "--session", "all", "--results-dir", str(tmp_path), "--runtime", runtime,
+                     "--json"]) == 0
+        (row,) = json.loads(capsys.readouterr().out)["ranking"]
+        assert row["runs"] == 2  # the two runs of that engine, not the four
+    assert main(["rank", "--session", "all", "--results-dir", str(tmp_path), "--runtime", "litert"]) == 2
+    assert capsys.readouterr().err == (f"harness: error: --runtime litert: no run of session all ran on litert (its "
+                                       "runs ran on ncnn, onnxruntime); profile the models with RUNTIME=litert first\n")
 
 
 def test_a_model_over_the_memory_limit_is_oom_and_the_session_goes_on(capsys, tmp_path: Path, tiny_onnx: Path) -> None:

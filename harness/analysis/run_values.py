@@ -65,9 +65,10 @@ def harness_values(runs: Iterable[RunRecord], metric: str, across: str | None = 
     return values.assign(across=how)
 
 
-def select_runs(results_dir: Path, session: str | None) -> tuple[list[RunRecord], str]:
-    """Runs of one session (default: the newest), or of every session pooled when session == "all"; refused in
-    one line when they hold runs under different conditions (harness.core.conditions), which must not be pooled."""
+def select_runs(results_dir: Path, session: str | None, runtime: str | None = None) -> tuple[list[RunRecord], str]:
+    """Runs of one session (default: the newest), or of every session pooled when session == "all", only those of
+    the engine `runtime` names when it is given (a device's data pairs with the runs of the engine it ran); refused
+    in one line when they hold runs under different conditions (harness.core.conditions), which must not be pooled."""
     if session == ALL_SESSIONS:
         runs = list(iter_all_runs(results_dir))
         if not runs:
@@ -76,8 +77,22 @@ def select_runs(results_dir: Path, session: str | None) -> tuple[list[RunRecord]
     else:
         session_dir = resolve_session(results_dir, session)
         runs, name = load_runs(session_dir), session_dir.name
+    if runtime is not None:
+        runs = _on_runtime(runs, runtime, name)
     conflict = conditions.pooling_conflict(run.line for run in runs)
     if conflict:
         raise DataError(f"--session {name}: {conflict}; such runs are not comparable: pick one session "
                         "(--session ID, make: SESSION=ID) or profile the models again under one profile")
     return runs, name
+
+
+def _on_runtime(runs: list[RunRecord], runtime: str, session: str) -> list[RunRecord]:
+    """The runs that ran on `runtime`; one line naming the engines the session holds when none did."""
+    if runtime not in conditions.RUNTIME_ENGINES:
+        raise ConfigError(f"--runtime {runtime}: not an engine; choose one of: {', '.join(conditions.RUNTIME_ENGINES)}")
+    kept = [run for run in runs if conditions.runtime_name(run) == runtime]
+    if not kept:
+        held = sorted({conditions.runtime_name(run) or "the user's script" for run in runs})
+        raise DataError(f"--runtime {runtime}: no run of session {session} ran on {runtime} (its runs ran on "
+                        f"{', '.join(held) or 'nothing'}); profile the models with RUNTIME={runtime} first")
+    return kept

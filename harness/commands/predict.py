@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          lambda m: m.calibrated)
     add_fit_option(parser, FIT_NAMES)
     add_across_repeats_option(parser)
-    add_results_options(parser, pooled=True)
+    add_results_options(parser, pooled=True, by_runtime=True)
     parser.set_defaults(func=run)
 
 
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     models = args.models
     results_dir = resolve_results_dir(args.results_dir)
     device = load_device(results_dir, args.device)
-    runs, session = select_runs(results_dir, args.session)
+    runs, session = select_runs(results_dir, args.session, args.runtime)
     profiled = {run.get("model_name") for run in runs}
     missing = [model for model in models if model not in profiled]
     if missing:

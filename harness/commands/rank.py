@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     default = metric_registry.DEFAULT_METRIC
     add_metric_option(parser, default, f"the metric to rank by (default: {default})", lambda m: m.lower_is_better)
-    add_results_options(parser)
+    add_results_options(parser, by_runtime=True)
     parser.set_defaults(func=run)
 
 
@@ -52,7 +52,7 @@ def explanations(entries: list[RankEntry]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
-    runs, session = select_runs(results_dir, args.session)
+    runs, session = select_runs(results_dir, args.session, args.runtime)
     args.metric = check_metric(args.metric)
     rankings = rank_runs(runs, args.metric)
     for cpus, entries in rankings.items():

@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--group-by", default=env_default("HARNESS_GROUP_BY") or "cpus",
         help="cpus (default) or a tag column of the device CSV such as family (fitted per cpus and tag)",
     )
-    add_results_options(parser, pooled=True)
+    add_results_options(parser, pooled=True, by_runtime=True)
     parser.set_defaults(func=run)
 
 
@@ -118,7 +118,7 @@ def print_calibration(calibration: Calibration) -> None:
 def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
     device = load_device(results_dir, args.device)
-    runs, session = select_runs(results_dir, args.session)
+    runs, session = select_runs(results_dir, args.session, args.runtime)
     cset, _ = calibrate_runs(device, runs, args.metric, args.group_by, args.fit, args.across_repeats)
     for skipped in cset.skipped:
         warn(f"{skipped['metric']} {group_label(skipped['group'])}: not fitted: {skipped['reason']}")

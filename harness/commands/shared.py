@@ -31,12 +31,17 @@ def env_default(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
-def add_results_options(parser: argparse.ArgumentParser, *, pooled: bool = False, json_flag: bool = True) -> None:
+def add_results_options(parser: argparse.ArgumentParser, *, pooled: bool = False, json_flag: bool = True,
+                        by_runtime: bool = False) -> None:
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
     help_text = "session id or path (default: the newest)"
     if pooled:
         help_text += f"; `{ALL_SESSIONS}` pools every session"
     parser.add_argument("--session", default=env_default("HARNESS_SESSION"), help=help_text)
+    if by_runtime:
+        parser.add_argument("--runtime", default=env_default("HARNESS_SET_RUNTIME"),
+                            help="only the runs of this engine (onnxruntime, ncnn or litert), e.g. the one the "
+                                 "device data was measured with (default: every run; make: RUNTIME=...)")
     if json_flag:
         parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
 

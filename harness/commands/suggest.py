@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          lambda m: m.calibrated)
     add_fit_option(parser, FIT_NAMES)
     add_across_repeats_option(parser)
-    add_results_options(parser, pooled=True)
+    add_results_options(parser, pooled=True, by_runtime=True)
     parser.set_defaults(func=run)
 
 
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     if args.count < 1:
         raise ConfigError(f"-n {args.count}: give a positive number of models to suggest")
     results_dir = resolve_results_dir(args.results_dir)
-    runs, session = select_runs(results_dir, args.session)
+    runs, session = select_runs(results_dir, args.session, args.runtime)
     if args.device not in list_devices(results_dir):
         return first_picks(args, runs, session, set(), "no device data imported yet")
     device = load_device(results_dir, args.device)

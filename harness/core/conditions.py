@@ -7,7 +7,7 @@ Everything that groups runs takes its key from here; what differs is named with 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 MIB = 1024**2
@@ -48,6 +48,17 @@ def run_conditions(*, model_sha256: str, cpus: float, cpu_mode: str, memory_byte
 
 KIND_ENGINES = {"onnx": "onnxruntime", "ncnn": "ncnn", "tflite": "ai-edge-litert", "torch": "torch"}
 """A model kind -> the package of the engine its default bench script runs it with (a user's script: none known)."""
+
+
+RUNTIME_ENGINES = {"onnxruntime": "onnxruntime", "ncnn": "ncnn", "litert": "ai-edge-litert"}
+"""RUNTIME's values -> the package of the engine each names, as a run's `runtime` condition starts."""
+
+
+def runtime_name(run: Mapping[str, Any]) -> str | None:
+    """The RUNTIME value a run ran on (onnxruntime, ncnn or litert), from its `runtime` condition; None for a run
+    whose engine is the user's own script."""
+    engine = str((run.get("conditions") or {}).get("runtime") or "").split(" ")[0]
+    return next((name for name, package in RUNTIME_ENGINES.items() if package == engine), None)
 
 
 def runtime_of(kind: str, packages: dict[str, str]) -> str | None:
