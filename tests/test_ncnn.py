@@ -73,7 +73,7 @@ def test_two_engines_runs_of_one_model_are_never_pooled(capsys, tmp_path: Path, 
         (row,) = json.loads(capsys.readouterr().out)["ranking"]
         assert row["runs"] == 2  # the two runs of that engine, not the four
     assert main(["rank", "--session", "all", "--results-dir", str(tmp_path), "--runtime", "litert"]) == 2
-    assert capsys.readouterr().err == (f"harness: error: --runtime litert: no run of session all ran on litert (its "
+    assert capsys.readouterr().err == ("harness: error: --runtime litert: no run of session all ran on litert (its "
                                        "runs ran on ncnn, onnxruntime); profile the models with RUNTIME=litert first\n")
 
 
