@@ -82,33 +82,55 @@ class RunResult:
     status: str  # ok | oom | timeout | error
     runtime_s: float | None = None  # spawn to exit of the bench script, monotonic clock
     exit_code: int | None = None
+    """the script's exit code"""
     signal: int | None = None
+    """the signal that ended the script"""
     stderr_tail: str = ""
+    """the end of the script's stderr"""
     load_s: float | None = None
+    """model load and session creation, as the script reported it"""
     latency_stats_ms: dict[str, float] | None = None  # p50, p90, p99, mean, std, min, max, n, headline of one run
     latency_headline: str | None = None  # which statistic `headline` is: p50, or mean under a CFS quota
     shorter_than_quota_window: bool = False  # inferences shorter than the quota's run window (see notes)
     latencies_ms: list[float] = field(default_factory=list)
+    """per-inference latencies (at most 100,000, a uniform sample beyond)"""
     batch_size: int | None = None
+    """inputs per inference"""
     throughput_ips: float | None = None
+    """inferences per second: batch / mean latency"""
     peak_memory_mib: float | None = None
+    """the run's cgroup high-water mark (memory.peak, v1 max_usage_in_bytes)"""
     peak_source: str | None = None  # kernel | sampled
     peak_rss_mib: float | None = None
+    """the script's largest resident set (wait4's ru_maxrss)"""
     avg_memory_mib: float | None = None
+    """time-weighted mean of the sampled working set"""
     avg_memory_mib_by_phase: dict[str, float] = field(default_factory=dict)
+    """the same, per phase the script marked"""
     sampled_peak_mib: float | None = None
+    """the largest sampled working set"""
     cpu_s: float | None = None
+    """CPU time of the script (user + system)"""
     cpu_nr_periods: int = 0
+    """CFS periods elapsed (cpu.stat)"""
     cpu_nr_throttled: int = 0
+    """periods throttled"""
     cpu_throttled_s: float = 0.0
+    """time throttled"""
     samples: int = 0
+    """memory samples taken"""
     sample_rate_hz: float = 0.0
+    """samples per second achieved"""
     runner_cpu_s: float | None = None
+    """CPU time of the runner"""
     runner_cores: list[int] = field(default_factory=list)  # where the runner itself ran
     oom_kills: int = 0
+    """OOM kills in the run's cgroup"""
     cgroup_version: int | None = None
+    """1 or 2"""
     notes: list[str] = field(default_factory=list)  # what the reader of this run's numbers should know
     memory_samples: dict[str, list[float]] | None = None
+    """the samples themselves, with KEEP_SAMPLES"""
     metrics: dict[str, Any] = field(default_factory=dict)  # the script's own reported values
     per_op_files: dict[str, str] | None = None  # PER_OP: the profiling phase's files, gzip + base64
     phases_s: list[list[Any]] | None = None  # PER_OP: (phase, seconds since spawn) marks
@@ -142,14 +164,22 @@ class Limits:
     """
 
     cpus: float | None
+    """cores"""
     cpu_mode: str
+    """pinned, quota, affinity or none"""
     cpuset: str | None
+    """the cores it was pinned to"""
     cpu_quota_us: int | None
+    """CFS quota per period"""
     cpu_period_us: int | None
+    """CFS period"""
     memory_bytes: int | None
+    """memory limit"""
     memory_swap_bytes: int | None
+    """memory + swap limit"""
     address_space_bytes: int | None = None  # RLIMIT_AS: reserved address space, not resident memory
     unenforced: tuple[str, ...] = ()
+    """one line for each requested limit that could not be applied"""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -209,26 +239,44 @@ class RunRecord(StoredFields):
     """One run as stored: the planned facts, the requested and applied limits, the outcome, and provenance."""
 
     session_id: str
+    """the session the run belongs to (its folder's name)"""
     run_id: str
+    """the run's id, unique across sessions"""
     device_name: str
+    """DEVICE_NAME of the profile"""
     model: dict[str, Any]  # model_name, model_path, model_kind, model_sha256, model_size_mib, model_facts
     round: int
+    """the round it ran in: every model runs once per round, in a shuffled order"""
     repeat: int
+    """its model's repeat number at its CPU count"""
     cpus: float
+    """CPUS: the CPU limit in cores (fractional: a CFS quota)"""
     memory_mib: float
+    """MEMORY"""
     swap_mib: float
+    """SWAP, on top of MEMORY"""
     iterations: int
+    """ITERATIONS: timed inferences"""
     warmup: int
+    """WARMUP: untimed inferences first"""
     script: str
+    """the bench script that ran"""
     script_args: list[str]
+    """its arguments after the model"""
     threads: int
+    """intra-op threads the script was given: ceil(CPUS)"""
     backend: str | None
+    """BACKEND: local or docker"""
     isolation: str | None
+    """cgroup-v1, cgroup-v2, container or rlimit"""
     started_at: str
+    """when the run started, ISO 8601 with the host's offset"""
     limits_requested: Limits
     outcome: RunOutcome
     conditions: dict[str, Any]
+    """what the run may be pooled on (below)"""
     provenance: dict[str, Any]
+    """where and with what it ran (below)"""
     concurrent_runs: int = 1  # the most runs in flight on its host during it, itself included
     node: dict[str, Any] | None = None  # the cluster worker that ran it (hostname, worker, worker_name)
     extra: dict[str, Any] = field(default_factory=dict)  # keys of a stored line that no field holds

@@ -41,12 +41,18 @@ DEFAULT_SCRIPTS = {kind: script for kind, script, _, _ in KINDS.values()}
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
+    """the model's name (a file's stem, made unique by its content)"""
     path: Path
+    """the model file"""
     kind: str
+    """onnx, ncnn, tflite, torch or script"""
     script: Path
     sha256: str
+    """sha256 of the model's bytes (with its external data files)"""
     size_mib: float
+    """the model's size (with its external data files)"""
     facts: dict[str, Any] | None = field(default=None, compare=False)
+    """static facts of the graph: parameters, MACs, operator mix, family"""
     external_data: ExternalData = ()  # (tensor, location) per file beside the model that holds tensors' data
     converted: Path | None = None  # RUNTIME=ncnn|litert: the .param or .tflite converted from the ONNX at `path`
     conversion: str | None = None  # the tool that converted it, with its version (`pnnx 20261020`, `onnx2tf 1.29.24`)
