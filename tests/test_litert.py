@@ -127,6 +127,32 @@ def test_an_op_onnx2tf_cannot_convert_is_one_line_its_runs_are_errors_and_the_ot
     assert entry(json.loads(out), "swish")["statuses"] == {"error": 2}
 
 
+def test_an_int8_zoo_model_is_quantized_by_litert_and_a_quantized_onnx_file_is_refused(capsys,
+                                                                                         tmp_path: Path) -> None:
+    """LiteRT's int8 model is its float model quantized by LiteRT's converter (int8 kernels), as a phone's is; the
+    onnxruntime QDQ graph would go through onnx2tf as float, so given as a file it is refused."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    summary = profile_json(capsys, tmp_path / "results", "nb201_0_int8_static", "nb201_0", "--runtime", "litert",
+                           *QUICK)
+    runs = session_runs(tmp_path / "results")
+    assert {r["status"] for r in runs} == {"ok"}
+    quantized = next(r for r in runs if r["model_name"] == "nb201_0_int8_static")
+    plain = next(r for r in runs if r["model_name"] == "nb201_0")
+    assert quantized["conditions"]["conversion"] == f"{conversion_tool()} (int8 static quantization)"
+    assert plain["conditions"]["conversion"] == conversion_tool()
+    assert "differ in" in pooling_conflict([quantized.line, plain.line])
+    kinds = {tflite: {t["dtype"].__name__ for t in Interpreter(model_path=tflite).get_tensor_details()}
+             for tflite in (quantized["model_converted"], plain["model_converted"])}
+    assert "int8" in kinds[quantized["model_converted"]] and "int8" not in kinds[plain["model_converted"]]
+    assert entry(summary, "nb201_0_int8_static")["statuses"] == {"ok": 2}
+    qdq = tmp_path / "qdq.onnx"
+    qdq.write_bytes(Path(quantized["model_path"]).read_bytes())
+    refused = resolve_model(str(qdq), runtime="litert").refused  # the one line its runs are recorded with
+    assert refused.startswith("model qdq: a quantized ONNX graph (DequantizeLinear, QuantizeLinear) "
+                                         "becomes a float model through onnx2tf; give its float model")
+
+
 def test_a_missing_converter_is_one_line_naming_how_to_install_it(capsys, monkeypatch: pytest.MonkeyPatch,
                                                                   tmp_path: Path, tiny_onnx: Path) -> None:
     monkeypatch.setenv("HARNESS_LITERT_VENV", str(tmp_path / "no-venv"))  # as a checkout before make setup-litert

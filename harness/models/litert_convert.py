@@ -8,6 +8,12 @@ float32 .tflite in a temporary folder; only the float32 one reaches the cache, w
 LiteRT runs on a device; tflite_bench.py reads the input shapes from the .tflite. A dynamic batch stays dynamic, so
 BATCH_SIZE resizes it as for any .tflite.
 
+An int8 zoo variant (`<model>_int8_static`, `_int8_dynamic`) is quantized by LiteRT's own converter, as a phone's
+int8 model is: onnx2tf converts its float model with `-oiqt` (full-integer post-training quantization, calibrated on
+the random sample images below) and the `integer_quant` (static: int8 kernels, float input and output, as the QDQ
+ONNX takes) or `dynamic_range_quant` .tflite is kept. onnx2tf turns a quantized ONNX graph (QuantizeLinear nodes)
+back into float, so such a graph given as a file is refused rather than timed as a float model.
+
 A graph onnx2tf cannot convert, or converts into an operator this LiteRT cannot run, is one ConversionError naming
 the op and the engine: that model's runs are recorded as errors and the session goes on.
 """
@@ -18,6 +24,7 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,11 +76,6 @@ def converter_versions() -> dict[str, str]:
     return versions
 
 
-def conversion_tool() -> str:
-    """`onnx2tf 1.29.24`: what a run's conversion condition names."""
-    return f"{CONVERTER} {converter_versions()[CONVERTER]}"
-
-
 def input_shapes(inputs: list[dict[str, Any]], name: str) -> list[list[int | str]]:
     """Each graph input's shape from the model's facts: the first dim (the batch) may be dynamic, kept so for
     BATCH_SIZE; any other must be fixed, since tflite_bench.py feeds the shape the .tflite holds."""
@@ -84,33 +86,60 @@ def input_shapes(inputs: list[dict[str, Any]], name: str) -> list[list[int | str
     return [list(item["shape"]) for item in inputs]
 
 
-def convert(onnx_path: Path, sha256: str, name: str, inputs: list[dict[str, Any]]) -> Path:
+QUANTIZED_OUTPUTS = {"static": "model_integer_quant.tflite", "dynamic": "model_dynamic_range_quant.tflite"}
+"""The .tflite onnx2tf -oiqt writes for each zoo quantization mode (harness.zoo.registry.QUANT_SUFFIXES)."""
+QUANTIZED_OPS = ("QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger",
+                 "MatMulInteger", "DynamicQuantizeLinear")
+
+
+def conversion_tool(quant: str | None = None) -> str:
+    """`onnx2tf 1.29.24`, with the quantization when there is one: what a run's conversion condition names."""
+    tool = f"{CONVERTER} {converter_versions()[CONVERTER]}"
+    return f"{tool} (int8 {quant} quantization)" if quant else tool
+
+
+def convert(onnx_path: Path, sha256: str, name: str, inputs: list[dict[str, Any]], quant: str | None = None) -> Path:
     """The .tflite of `onnx_path` (its content `sha256`, its facts' `inputs`), converted now or found in the cache:
-    the graph is read only to convert it."""
+    the graph is read only to convert it. With `quant` (static or dynamic) `onnx_path` is the float model and LiteRT's
+    converter quantizes it."""
     versions = converter_versions()
     shapes = input_shapes(inputs, name)
-    tflite = keyed_path(name, ".tflite", {"onnx_sha256": sha256, **versions, "shapes": shapes}, cache_dir("litert"))
+    key = {"onnx_sha256": sha256, **versions, "shapes": shapes, **({"quant": quant} if quant else {})}
+    tflite = keyed_path(name, ".tflite", key, cache_dir("litert"))
     if not tflite.is_file():
         with tempfile.TemporaryDirectory(prefix="harness-onnx2tf-") as tmp:
-            made = _run_onnx2tf(onnx.load(str(onnx_path)), Path(tmp), name, versions[CONVERTER])
+            graph = onnx.load(str(onnx_path))
+            if quant is None:
+                _refuse_quantized(graph, name)
+            made = _run_onnx2tf(graph, Path(tmp), name, versions[CONVERTER], quant)
             check_runs(made, name, versions[CONVERTER])
             write_model_atomically(tflite, partial(_copy, made))
     return tflite
 
 
-def _run_onnx2tf(model: onnx.ModelProto, folder: Path, name: str, version: str) -> Path:
+def _refuse_quantized(graph: onnx.ModelProto, name: str) -> None:
+    """ConversionError for a quantized ONNX graph: onnx2tf would turn it back into float, timed as the wrong model."""
+    found = sorted({node.op_type for node in graph.graph.node if node.op_type in QUANTIZED_OPS})
+    if found:
+        raise ConversionError(f"model {name}: a quantized ONNX graph ({', '.join(found)}) becomes a float model "
+                              "through onnx2tf; give its float model and let LiteRT quantize it (a zoo model: "
+                              "<name>_int8_static), or run it with RUNTIME=onnxruntime")
+
+
+def _run_onnx2tf(model: onnx.ModelProto, folder: Path, name: str, version: str, quant: str | None) -> Path:
     """onnx2tf on a copy of the model in `folder` (it rewrites its input in place), its external data embedded: the
-    float32 .tflite it wrote; ConversionError otherwise."""
+    float32 .tflite it wrote, or the quantized one of `quant`; ConversionError otherwise."""
     onnx.save(model, str(folder / "model.onnx"))
     np.save(folder / SAMPLE_IMAGES, np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32))
-    command = [str(tool_venv() / "bin" / CONVERTER), "-i", "model.onnx", "-o", "out", "-n"]
+    command = [str(tool_venv() / "bin" / CONVERTER), "-i", "model.onnx", "-o", "out", "-n",
+               *(["-oiqt"] if quant else [])]
     try:
         done = subprocess.run(command, cwd=folder, capture_output=True, text=True, errors="replace",
                               timeout=CONVERT_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         raise ConversionError(f"model {name}: onnx2tf {version} did not convert it for LiteRT within "
                               f"{CONVERT_TIMEOUT_S:.0f} s") from None
-    made = folder / "out" / "model_float32.tflite"
+    made = folder / "out" / (QUANTIZED_OUTPUTS[quant] if quant else "model_float32.tflite")
     if done.returncode == 0 and made.is_file():
         return made
     said = _ANSI.sub("", done.stdout + done.stderr)
@@ -135,8 +164,12 @@ def _op_type(model: onnx.ModelProto, node_name: str) -> str:
 
 
 def _last_error(said: str, returncode: int) -> str:
-    """The last line of onnx2tf's output that says what failed (an exception's), cut to 200 characters."""
-    lines = [line.strip() for line in said.splitlines() if line.strip() and not line.startswith(("W0000", "I0000"))]
+    """The last line of onnx2tf's output that says what failed (an exception's), cut to 200 characters; for a kill
+    by SIGKILL, the kernel's out-of-memory killer's usual doing (VGG-16 takes onnx2tf past 16 GiB), that instead."""
+    if returncode == -signal.SIGKILL:
+        return "killed by SIGKILL, most likely out of memory: onnx2tf holds the whole graph several times over"
+    lines = [line.strip() for line in said.splitlines()
+             if line.strip() and not line.startswith(("W0000", "I0000", "E0000"))]  # TensorFlow's start-up log
     errors = [line for line in lines if re.match(r"^\w+(Error|Exception)\b", line)]
     how = f"exit code {returncode}" if returncode >= 0 else f"signal {-returncode}"
     return f"{how}: {(errors or lines or ['no output'])[-1][:200]}"

@@ -93,11 +93,15 @@ def content_sha256(path: Path) -> str:
         return sha256_of(path)
 
 
-def _zoo_model(name: str) -> tuple[Path, str] | None:
-    """(exported file, canonical name) of a zoo name: `mobilenet_v2_1_224` is `mobilenet_v2_1.0_224`."""
+def _zoo_model(name: str) -> tuple[Path, str, str | None] | None:
+    """(exported file, canonical name, int8 quantization or None) of a zoo name: `mobilenet_v2_1_224` is
+    `mobilenet_v2_1.0_224`."""
     from harness import zoo
 
-    return (zoo.export(name), zoo.parse(name).name) if zoo.is_zoo_name(name) else None
+    if not zoo.is_zoo_name(name):
+        return None
+    spec = zoo.parse(name)
+    return zoo.export(name), spec.name, spec.quant
 
 
 def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = True,
@@ -106,12 +110,13 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
     `runtime` (RUNTIME) is the engine of ONNX models: with ncnn or litert they run converted (ncnn_convert,
     litert_convert)."""
     path = Path(arg).expanduser()
+    quant = None
     if not path.exists():
         zoo_model = _zoo_model(arg)
         if zoo_model is None:
             raise ModelError(f"model {arg!r} not found: give a path to a model file or a zoo name "
                              "(see `harness zoo list`)")
-        path, name = zoo_model
+        path, name, quant = zoo_model
     else:
         name = path.stem
     if not path.is_file():
@@ -138,7 +143,7 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
                       external_data=external)
     if kind != "onnx" or script is not None:
         return model
-    return _on_ncnn(model) if runtime == "ncnn" else _on_litert(model) if runtime == "litert" else model
+    return _on_ncnn(model) if runtime == "ncnn" else _on_litert(model, quant) if runtime == "litert" else model
 
 
 def _ncnn_model(path: Path, name: str, script: Path | None) -> ModelInfo:
@@ -166,14 +171,20 @@ def _on_ncnn(model: ModelInfo) -> ModelInfo:
                    external_data=confine(str(converted.param), [("weights", converted.weights.name)]))
 
 
-def _on_litert(model: ModelInfo) -> ModelInfo:
-    """The ONNX model run on LiteRT: converted (or found converted) with onnx2tf, as _on_ncnn does with pnnx."""
+def _on_litert(model: ModelInfo, quant: str | None) -> ModelInfo:
+    """The ONNX model run on LiteRT: converted (or found converted) with onnx2tf, as _on_ncnn does with pnnx. A zoo
+    int8 variant (`quant`) is its float model quantized by LiteRT's converter, as a phone's int8 model is."""
+    from harness import zoo
     from harness.models.litert_convert import ConversionError, conversion_tool, convert
 
     on_litert = replace(model, kind="tflite", script=BENCH_SCRIPTS_DIR / "tflite_bench.py",
-                        conversion=conversion_tool(), external_data=())  # the .tflite holds its weights
+                        conversion=conversion_tool(quant), external_data=())  # the .tflite holds its weights
+    source, sha256 = model.path, model.sha256
+    if quant:
+        source = zoo.export(zoo.parse(model.name).base_name)
+        sha256 = sha256_of(source)
     try:
-        converted = convert(model.path, model.sha256, model.name, (model.facts or {}).get("inputs", []))
+        converted = convert(source, sha256, model.name, (model.facts or {}).get("inputs", []), quant)
     except ConversionError as err:
         return replace(on_litert, refused=str(err))
     return replace(on_litert, converted=converted)
