@@ -180,3 +180,35 @@ def test_model_names_normalise_across_precision_suffixes() -> None:
         "resnet18_quant": "resnet18",  # only one candidate: matched across precisions
         "custom": "other",  # explicit harness_model cell
     }
+
+
+def test_a_runtime_column_names_the_engine_and_a_wrong_one_is_one_line(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good.csv"
+    good.write_text("model,latency_ms,runtime\nm1,1.0,TFLite\nm2,2.0,litert\nm3,3.0,\n")
+    assert import_csv(capsys, good, tmp_path / "results")[0] == 0
+    assert load_device(tmp_path / "results", "dev").runtime == "litert"  # tflite is LiteRT's old name
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,latency_ms,runtime\nm1,1.0,ncnn\nm2,2.0,tensorrt\n")
+    code, _, err = import_csv(capsys, bad, tmp_path / "results", "other")
+    assert code == 2
+    assert err == (f"harness: error: {bad}:3: column runtime holds 'tensorrt', not an engine the harness runs; write "
+                   "one of onnxruntime, ncnn, litert (or tflite), or leave it empty\n")
+    two = tmp_path / "two.csv"
+    two.write_text("model,latency_ms,runtime\nm1,1.0,ncnn\nm2,2.0,litert\nm3,3.0,ncnn\n")
+    assert import_csv(capsys, two, tmp_path / "results", "two")[0] == 0
+    write_session(tmp_path / "results", {"m1": [1.0], "m2": [2.0], "m3": [3.0]})
+    code, _, err = run_cli(capsys, "regress", "--device", "two", "--results-dir", str(tmp_path / "results"))
+    assert code == 2 and err.count("\n") == 1
+    assert "device two: its rows name 2 engines (litert, ncnn) in column runtime; import each engine's rows" in err
+
+
+@pytest.mark.parametrize("csv", sorted((EXAMPLE.parent).glob("ncnn_*_1t.csv")), ids=lambda p: p.stem)
+def test_ncnn_tables_import_as_ncnn_data_of_zoo_models(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       csv: Path) -> None:
+    from harness.zoo import is_zoo_name
+
+    assert import_csv(capsys, csv, tmp_path / "results")[0] == 0
+    device = load_device(tmp_path / "results", "dev")
+    assert device.runtime == "ncnn" and len(device.table) == 13 and set(device.table["cpus"]) == {1}
+    assert all(is_zoo_name(model) for model in device.table["model"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -20,6 +21,9 @@ from harness.core import conditions, metric_registry
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.store.results import ALL_SESSIONS, iter_all_runs, load_runs, resolve_session
+
+if TYPE_CHECKING:
+    from harness.device.data import DeviceData
 
 
 def check_metric(metric: str, accept: Callable[[metric_registry.Metric], bool] = lambda m: m.lower_is_better) -> str:
@@ -65,34 +69,59 @@ def harness_values(runs: Iterable[RunRecord], metric: str, across: str | None = 
     return values.assign(across=how)
 
 
-def select_runs(results_dir: Path, session: str | None, runtime: str | None = None) -> tuple[list[RunRecord], str]:
+def select_runs(results_dir: Path, session: str | None, runtime: str | None = None,
+                device: DeviceData | None = None) -> tuple[list[RunRecord], str]:
     """Runs of one session (default: the newest), or of every session pooled when session == "all", only those of
-    the engine `runtime` names when it is given (a device's data pairs with the runs of the engine it ran); refused
-    in one line when they hold runs under different conditions (harness.core.conditions), which must not be pooled."""
+    the engine `runtime` names, else of the engine `device`'s data says it ran (a device's data pairs with the runs of
+    the engine it ran); refused in one line when they hold runs under different conditions
+    (harness.core.conditions), which must not be pooled."""
+    runs, name = _session_runs(results_dir, session)
+    if runtime is not None:
+        runs = _on_runtime(runs, runtime, name, f"--runtime {runtime}")
+    elif device is not None and device.runtime is not None:
+        runs = _on_runtime(runs, device.runtime, name, f"device {device.name} (its data ran on {device.runtime})",
+                           "; or pass --runtime ENGINE to pair it with another engine's runs")
+    return _poolable(runs, name), name
+
+
+def runs_by_engine(results_dir: Path, session: str | None) -> tuple[dict[str, list[RunRecord]], str]:
+    """The runs of select_runs's session(s) split by the engine they ran on (RUNTIME values), each engine's checked
+    for pooling as select_runs checks them; runs of a user's script, which names no engine, are left out."""
+    runs, name = _session_runs(results_dir, session)
+    split: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        engine = conditions.runtime_name(run)
+        if engine is not None:
+            split.setdefault(engine, []).append(run)
+    return {engine: _poolable(split[engine], name) for engine in conditions.RUNTIME_ENGINES if engine in split}, name
+
+
+def _session_runs(results_dir: Path, session: str | None) -> tuple[list[RunRecord], str]:
     if session == ALL_SESSIONS:
         runs = list(iter_all_runs(results_dir))
         if not runs:
             raise DataError(f"no runs under {results_dir}; run `make profile MODEL=...` first")
-        name = ALL_SESSIONS
-    else:
-        session_dir = resolve_session(results_dir, session)
-        runs, name = load_runs(session_dir), session_dir.name
-    if runtime is not None:
-        runs = _on_runtime(runs, runtime, name)
+        return runs, ALL_SESSIONS
+    session_dir = resolve_session(results_dir, session)
+    return load_runs(session_dir), session_dir.name
+
+
+def _poolable(runs: list[RunRecord], session: str) -> list[RunRecord]:
     conflict = conditions.pooling_conflict(run.line for run in runs)
     if conflict:
-        raise DataError(f"--session {name}: {conflict}; such runs are not comparable: pick one session "
+        raise DataError(f"--session {session}: {conflict}; such runs are not comparable: pick one session "
                         "(--session ID, make: SESSION=ID) or profile the models again under one profile")
-    return runs, name
+    return runs
 
 
-def _on_runtime(runs: list[RunRecord], runtime: str, session: str) -> list[RunRecord]:
-    """The runs that ran on `runtime`; one line naming the engines the session holds when none did."""
+def _on_runtime(runs: list[RunRecord], runtime: str, session: str, said_by: str, other: str = "") -> list[RunRecord]:
+    """The runs that ran on `runtime` (which `said_by` names); one line naming the engines the session holds when
+    none did."""
     if runtime not in conditions.RUNTIME_ENGINES:
-        raise ConfigError(f"--runtime {runtime}: not an engine; choose one of: {', '.join(conditions.RUNTIME_ENGINES)}")
+        raise ConfigError(f"{said_by}: not an engine; choose one of: {', '.join(conditions.RUNTIME_ENGINES)}")
     kept = [run for run in runs if conditions.runtime_name(run) == runtime]
     if not kept:
         held = sorted({conditions.runtime_name(run) or "the user's script" for run in runs})
-        raise DataError(f"--runtime {runtime}: no run of session {session} ran on {runtime} (its runs ran on "
-                        f"{', '.join(held) or 'nothing'}); profile the models with RUNTIME={runtime} first")
+        raise DataError(f"{said_by}: no run of session {session} ran on {runtime} (its runs ran on "
+                        f"{', '.join(held) or 'nothing'}); profile the models with RUNTIME={runtime} first{other}")
     return kept

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     models = args.models
     results_dir = resolve_results_dir(args.results_dir)
     device = load_device(results_dir, args.device)
-    runs, session = select_runs(results_dir, args.session, args.runtime)
+    runs, session = select_runs(results_dir, args.session, args.runtime, device)
     profiled = {run.get("model_name") for run in runs}
     missing = [model for model in models if model not in profiled]
     if missing:

@@ -41,7 +41,8 @@ def add_results_options(parser: argparse.ArgumentParser, *, pooled: bool = False
     if by_runtime:
         parser.add_argument("--runtime", default=env_default("HARNESS_SET_RUNTIME"),
                             help="only the runs of this engine (onnxruntime, ncnn or litert), e.g. the one the "
-                                 "device data was measured with (default: every run; make: RUNTIME=...)")
+                                 "device data was measured with (default: the engine in the device data's runtime "
+                                 "column, else every run; make: RUNTIME=...)")
     if json_flag:
         parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
 

@@ -112,10 +112,11 @@ def run(args: argparse.Namespace) -> int:
     if args.count < 1:
         raise ConfigError(f"-n {args.count}: give a positive number of models to suggest")
     results_dir = resolve_results_dir(args.results_dir)
-    runs, session = select_runs(results_dir, args.session, args.runtime)
     if args.device not in list_devices(results_dir):
+        runs, session = select_runs(results_dir, args.session, args.runtime)
         return first_picks(args, runs, session, set(), "no device data imported yet")
     device = load_device(results_dir, args.device)
+    runs, session = select_runs(results_dir, args.session, args.runtime, device)
     try:
         cset, measured = calibrate_runs(device, runs, args.metric, fit=args.fit, across=args.across_repeats)
     except NothingToFit:

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from harness.core.errors import ConfigError, DataError, ModelError
+from harness.device.device_csv import RUNTIME_COLUMN
 from harness.device.op_profiles import DeviceOpProfile, load_op_profiles
 from harness.store.results import check_schema
 from harness.zoo import registry as zoo_registry
@@ -117,6 +118,18 @@ class DeviceData:
     @property
     def tags(self) -> list[str]:
         return list(self.info["tags"])
+
+    @property
+    def runtime(self) -> str | None:
+        """The engine the device ran (its rows' `runtime` column), None when they do not say; one line when they
+        name two, since one calibration pairs with one engine's runs."""
+        if RUNTIME_COLUMN not in self.table:
+            return None
+        named = sorted({str(value) for value in self.table[RUNTIME_COLUMN].dropna()} - {""})
+        if len(named) > 1:
+            raise DataError(f"device {self.name}: its rows name {len(named)} engines ({', '.join(named)}) in column "
+                            "runtime; import each engine's rows as a device of its own (--device NAME-ENGINE)")
+        return named[0] if named else None
 
     def match(self, harness_models: list[str]) -> dict[str, str]:
         explicit: dict[str, str] = {}

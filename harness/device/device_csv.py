@@ -4,7 +4,9 @@ Columns: `model` (required); metric columns named with their unit (`latency_ms`,
 `peak_memory_mib`, ...; `_kb` is KiB as /proc and dumpsys mean it, `_mb`/`_gb` are decimal, all converted to
 `_mib`; `_us` to `_ms`, see harness.core.metric_registry for the metrics); `threads` or `cpus` (optional);
 `repeat` (optional, one row per repeat); `harness_model` (optional, the harness model name a row stands for);
-anything else is a free-form tag such as `family`. Every bad cell is one error naming the file and line.
+`runtime` (optional: the engine the device ran, onnxruntime, ncnn or litert, `tflite` read as litert, so that
+`regress`, `predict` and `suggest` pair the rows with the harness runs of that engine); anything else is a free-form
+tag such as `family`. Every bad cell is one error naming the file and line.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from harness.core import metric_registry
+from harness.core.conditions import RUNTIME_ENGINES
 from harness.core.errors import DataError
 from harness.device.readings import MIB_PER_GB, MIB_PER_KIB, MIB_PER_MB, MS_PER_US, csv_cells
 
@@ -32,6 +35,9 @@ UNIT_CONVERSIONS: dict[str, tuple[str, float, str]] = {
 already reports binary mebibytes."""
 THREAD_COLUMNS = ("threads", "cpus")
 RESERVED = ("model", "harness_model", "repeat", *THREAD_COLUMNS)
+RUNTIME_COLUMN = "runtime"
+RUNTIME_ALIASES = {"tflite": "litert", "tensorflow lite": "litert", "ort": "onnxruntime"}
+"""How published tables name the engines RUNTIME runs (the RUNTIME value itself is always accepted)."""
 FILE, LINE = "_file", "_line"
 """Where each row came from, carried through the import for its error lines."""
 
@@ -108,6 +114,19 @@ def _to_number(name: str, frame: pd.DataFrame, column: str, positive: bool = Fal
     return values
 
 
+def _engines(name: str, frame: pd.DataFrame) -> pd.Series:
+    """The `runtime` column as RUNTIME values (an alias such as `tflite` read as its engine, empty where unsaid)."""
+    said = frame[RUNTIME_COLUMN].str.strip().str.lower()
+    engines = said.map(lambda value: RUNTIME_ALIASES.get(value, value))
+    bad = (engines != "") & ~engines.isin(list(RUNTIME_ENGINES))
+    if bad.any():
+        first = int(bad.to_numpy().argmax())
+        line, value = frame[LINE].iloc[first], frame[RUNTIME_COLUMN].iloc[first]
+        raise DataError(f"{name}:{line}: column runtime holds {value!r}, not an engine the harness runs; write one "
+                        f"of {', '.join(RUNTIME_ENGINES)} (or tflite), or leave it empty")
+    return engines
+
+
 def read_device_csv(text: str, name: str) -> CsvRows:
     """Validated rows of a device CSV whose text is `text` (`name` labels its errors), units converted."""
     (header_line, header), rows, comments = _numbered_rows(text, name)
@@ -132,5 +151,7 @@ def read_device_csv(text: str, name: str) -> CsvRows:
     for column in ("cpus", "repeat"):
         if column in frame:
             frame[column] = _to_number(name, frame, column, positive=column == "cpus")
+    if RUNTIME_COLUMN in frame:
+        frame[RUNTIME_COLUMN] = _engines(name, frame)
     tags = [column for column in names if column not in RESERVED and column not in metrics]
     return CsvRows(frame, metrics, tags, conversions, comments)
