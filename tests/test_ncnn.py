@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.analysis.run_values import harness_values
 from harness.cli import main
 from harness.core.conditions import pooling_conflict
 from harness.core.errors import ModelError
@@ -176,3 +177,37 @@ def test_a_version_2_run_gets_the_engine_its_kind_ran_on(tmp_path: Path) -> None
     (migrated,) = load_runs(session)
     assert migrated["schema_version"] == SCHEMA_VERSION == 4
     assert migrated["conditions"] == {"cpus": 1.0, "runtime": "onnxruntime 1.17.0", "conversion": None}
+
+
+def test_device_data_pairs_with_the_runs_of_its_engine_and_regress_compares_engines(capsys, tmp_path: Path) -> None:
+    models = ["nb201_0", "nb201_1", "nb201_2", "nb201_3", "nb201_4"]
+    for runtime in ("onnxruntime", "ncnn"):
+        profile_json(capsys, tmp_path, *models, "--runtime", runtime, *QUICK)
+    medians = {engine: dict(zip(values["model_name"], values["value"], strict=True))  # each model's harness value
+               for engine, values in ((engine, harness_values([r for r in iter_all_runs(tmp_path)
+                                                               if r["conditions"]["runtime"].startswith(engine)],
+                                                              "latency_ms")) for engine in ("ncnn", "onnxruntime"))}
+    csv = tmp_path / "device.csv"  # a device that runs ncnn 5x slower than this host, minus 0.1 ms
+    csv.write_text("model,latency_ms,runtime\n" + "".join(f"{m},{5 * medians['ncnn'][m] - 0.1:.6f},ncnn\n"
+                                                           for m in models))
+    assert main(["import-device", str(csv), "--device", "pi", "--results-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["regress", "--device", "pi", "--session", "all", "--results-dir", str(tmp_path), "--json"]) == 0
+    (calibration,) = json.loads(capsys.readouterr().out)["calibrations"]  # not refused: only the ncnn runs pair
+    paired = {p["harness_model"]: p["harness"] for p in calibration["points"]}
+    assert paired == pytest.approx(medians["ncnn"]) and paired != pytest.approx(medians["onnxruntime"])
+    assert main(["regress", "--device", "pi", "--session", "all", "--results-dir", str(tmp_path), "--json",
+                 "--compare-engines"]) == 0
+    rows = json.loads(capsys.readouterr().out)["engines"]["latency_ms"]
+    assert [row["engine"] for row in rows] == ["onnxruntime", "ncnn", "auto engine"]
+    assert all(row["models"] == 5 for row in rows)
+    assert rows[1]["within_10pct"] == rows[2]["within_10pct"] == 1.0  # the device is a line of ncnn's timings
+    assert rows[2]["fit"] == "ncnn 5"  # chosen in every fold: exact, so the smallest held-out MAPE
+    csv.write_text("model,latency_ms,runtime\n" + "".join(f"{m},1.0,litert\n" for m in models))
+    assert main(["import-device", str(csv), "--device", "phone", "--results-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["regress", "--device", "phone", "--session", "all", "--results-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "harness: error: device phone (its data ran on litert): no run of session all ran on litert (its runs ran on "
+        "ncnn, onnxruntime); profile the models with RUNTIME=litert first; or pass --runtime ENGINE to pair it with "
+        "another engine's runs\n")

@@ -172,21 +172,21 @@ def _mape(predicted: np.ndarray, y: np.ndarray) -> float:
 
 
 def tied_with_best(predicted: dict[str, np.ndarray | None], y: np.ndarray) -> list[str]:
-    """The fits (in FITS order) whose count within ±10% falls short of the best count by at most one standard
-    error of the paired difference: b − c ≤ √(b + c), b and c the models only one of the two has within ±10%
-    (McNemar's z ≤ 1). Counts of 5 to 20 models differ by a model or two on noise alone."""
-    order = {name: index for index, name in enumerate(FIT_NAMES)}
+    """The candidates (in the order of `predicted`: simpler first, as FITS lists the fits) whose count within ±10%
+    falls short of the best count by at most one standard error of the paired difference: b − c ≤ √(b + c), b and c
+    the models only one of the two has within ±10% (McNemar's z ≤ 1). Counts of 5 to 20 models differ by a model or
+    two on noise alone."""
+    order = {name: index for index, name in enumerate(predicted)}
     within = {name: _within(_relative_errors(p, y), CHOICE_BAND) for name, p in predicted.items() if p is not None}
     if not within:
         return []
     best = within[max(within, key=lambda name: (within[name].sum(), -order[name]))]
-    return [name for name in FIT_NAMES if name in within
-            and best.sum() - within[name].sum() <= np.sqrt(np.sum(best != within[name]))]
+    return [name for name in within if best.sum() - within[name].sum() <= np.sqrt(np.sum(best != within[name]))]
 
 
 def choose(predicted: dict[str, np.ndarray | None], y: np.ndarray) -> str | None:
-    """Of the fits tied with the best count within ±10% (tied_with_best), the one with the smallest held-out MAPE;
-    equal MAPEs go to the earlier (simpler) fit in FITS."""
+    """Of the candidates tied with the best count within ±10% (tied_with_best), the one with the smallest held-out
+    MAPE; equal MAPEs go to the earlier (simpler) one."""
     tied = tied_with_best(predicted, y)
     fitted = {name: p for name, p in predicted.items() if p is not None}  # tied_with_best picks among these
     return min(tied, key=lambda name: _mape(fitted[name], y)) if tied else None

@@ -4,11 +4,21 @@ candidate fit's held-out figures side by side, the fit chosen and why, and the O
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
-from harness.analysis.run_values import select_runs
-from harness.calibration.calibrate import ACROSS_FAMILIES, Calibration, calibrate_runs, group_label
+from harness.analysis.run_values import runs_by_engine, select_runs
+from harness.calibration.calibrate import (
+    ACROSS_FAMILIES,
+    AUTO_CANDIDATES,
+    Calibration,
+    calibrate_runs,
+    calibrated_metrics,
+    group_label,
+)
+from harness.calibration.engine_choice import AUTO_ENGINE, compare_engine_runs
 from harness.calibration.fits import FIT_NAMES
 from harness.commands import COMMANDS
 from harness.commands.shared import (
@@ -23,7 +33,8 @@ from harness.commands.shared import (
     warn,
 )
 from harness.core.config import resolve_results_dir
-from harness.device.data import load_device
+from harness.core.errors import DataError
+from harness.device.data import DeviceData, load_device
 from harness.report.console import out_console
 
 
@@ -42,6 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="cpus (default) or a tag column of the device CSV such as family (fitted per cpus and tag)",
     )
     add_results_options(parser, pooled=True, by_runtime=True)
+    parser.add_argument("--compare-engines", action="store_true",
+                        help="compare the engines the session's runs ran on (onnxruntime, ncnn, litert; --session all "
+                             "pools sessions): each one's held-out figures on the models every engine ran, and "
+                             "the engine chosen inside each fold as the fit is")
     parser.set_defaults(func=run)
 
 
@@ -115,10 +130,46 @@ def print_calibration(calibration: Calibration) -> None:
     out_console.print()
 
 
+def engines_table(metric: str, rows: list[dict[str, Any]]) -> Table:
+    table = Table(title=f"{metric}: held-out (nested leave-one-out) figures per engine, on the models every engine "
+                        "ran", title_justify="left")
+    for column in ("engine", "models", "fit", "within ±10%", "within ±20%", "MAPE", "Kendall τ"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["engine"], str(row["models"]), row["fit"], _pct(row["within_10pct"]),
+                      _pct(row["within_20pct"]), f"{row['mape_pct']:.1f}%", fmt(row["kendall_tau"], 2))
+    return table
+
+
+def compare(args: argparse.Namespace, results_dir: Path, device: DeviceData) -> int:
+    """`--compare-engines`: which engine's timings predict this device best, held out."""
+    split, session = runs_by_engine(results_dir, args.session)
+    if len(split) < 2:
+        held = ", ".join(split) or "none"
+        raise DataError(f"--compare-engines: session {session} holds the runs of one engine ({held}); profile the "
+                        "device's models with another RUNTIME too and compare with --session all")
+    results = {metric: compare_engine_runs(device, split, metric, args.across_repeats, AUTO_CANDIDATES)
+               for metric in calibrated_metrics(device, args.metric)}
+    if not any(results.values()):
+        raise DataError(f"--compare-engines: fewer than 3 of device {device.name}'s models were run on every engine "
+                        f"({', '.join(split)}) in session {session}; profile the same models on each")
+    if args.json:
+        print_json({"session": session, "device": device.name, "engines": results})
+        return 0
+    for metric, rows in results.items():
+        if rows:
+            out_console.print(engines_table(metric, rows))
+            out_console.print(f"{AUTO_ENGINE}: the (engine, fit) pair chosen again without each model, from the "
+                              "others only; `fit` names the engines it took per fold", highlight=False)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
     device = load_device(results_dir, args.device)
-    runs, session = select_runs(results_dir, args.session, args.runtime)
+    if args.compare_engines:
+        return compare(args, results_dir, device)
+    runs, session = select_runs(results_dir, args.session, args.runtime, device)
     cset, _ = calibrate_runs(device, runs, args.metric, args.group_by, args.fit, args.across_repeats)
     for skipped in cset.skipped:
         warn(f"{skipped['metric']} {group_label(skipped['group'])}: not fitted: {skipped['reason']}")
