@@ -189,7 +189,7 @@ test-slow: $(ZOO_STAMP) lint
 # (`make image`); without them they are skipped, with a note.
 BENCHMARKS := sampling_overhead peak_fidelity overhead latency cpu_limits fractional_cpus runner_placement noise_floor \
 	median_ci_coverage per_op_overhead
-bench: $(ZOO_STAMP)
+bench: $(ZOO_STAMP) $(NCNN_STAMP) $(LITERT_STAMP) $(LITERT_TOOL_STAMP)
 	for name in $(BENCHMARKS); do $(VENV)/bin/python benchmarks/$$name.py || exit 1; done
 	$(VENV)/bin/python benchmarks/goals.py $(BENCHMARKS)
 
@@ -200,6 +200,15 @@ bench: $(ZOO_STAMP)
 bench-calibration: export HARNESS_BENCH_SESSION := $(SESSION)
 bench-calibration: $(ZOO_STAMP)
 	$(VENV)/bin/python benchmarks/calibration_tables.py
+
+# Engines side by side on the published tables (TFLite on Pixel phones, ncnn on six devices): each engine's held-out
+# calibration and the engine chosen inside the nested leave-one-out, each table scored with the engine policy chosen
+# on the others. Profiles one session per engine at CPUS=1, 5 repeats (about 30 minutes here, conversions included);
+# SESSION="DIR [DIR ...]" reuses sessions instead, split by engine.
+.PHONY: bench-calibration-engines
+bench-calibration-engines: export HARNESS_BENCH_SESSION := $(SESSION)
+bench-calibration-engines: $(ZOO_STAMP) $(NCNN_STAMP) $(LITERT_STAMP) $(LITERT_TOOL_STAMP)
+	$(VENV)/bin/python benchmarks/calibration_engines.py
 
 # What else the calibration could do where it misses (averaging fits, other priors and fits for the first picks),
 # scored on the same tables from the sessions of bench-calibration: SESSION="DIR [DIR ...]" (about 20 seconds).
@@ -221,14 +230,16 @@ bench-nb201: export HARNESS_NB201_MAX_LATENCY_MS := $(MAX_LATENCY_MS)
 bench-nb201: $(STAMP)
 	$(VENV)/bin/python benchmarks/nb201.py
 
-# ncnn's and LiteRT's latency under the harness against each engine's own loop run bare, for a few nb201 and example
-# models, with their onnxruntime latency beside (about two minutes; prints its table and writes
-# results/bench/engines.json).
+# ncnn's and LiteRT's latency under the harness against each engine's own loop run bare, and each engine's per-run
+# overhead, for a few nb201 and example models, with their onnxruntime latency beside (about two minutes; prints its
+# table and writes results/bench/engines.json; part of `make bench`).
 .PHONY: bench-engines
 bench-engines: $(STAMP) $(NCNN_STAMP) $(LITERT_STAMP) $(LITERT_TOOL_STAMP)
 	$(VENV)/bin/python benchmarks/engines.py
 
 # Zoo MACs against published counts, and float vs int8 under the Jetson Nano preset (about a minute once cached).
 BENCHMARKS += zoo_facts
+# ncnn's and LiteRT's latency under the harness against their loops bare, and their per-run overhead (about 2 minutes).
+BENCHMARKS += engines
 # --parallel 2 against serial wall time, and co-runner interference (stored for --parallel auto; about 3 minutes).
 BENCHMARKS += parallel_interference
