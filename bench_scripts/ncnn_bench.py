@@ -5,15 +5,23 @@ Input layer in the .param (0=w 1=h 11=d 2=c; the harness's conversion from ONNX 
 --shape NAME=CxHxW (ncnn's dims, no batch), which wins. Inputs are random float32, built outside the timed region; an
 inference is a fresh extractor fed every input and asked for every output, as an ncnn program runs one.
 Under a CFS quota (HARNESS_CPU_MODE=quota) ncnn's OpenMP threads do not spin after their work (openmp_blocktime 0):
-spinning would burn the quota that the inferences need. PER_OP=1: ncnn's Python API has no op profiler, so this
-script runs no per-op phase and says so in the profile directory.
+spinning would burn the quota that the inferences need. PER_OP=1: ncnn's Python API has no op profiler, so the
+per-op phase times each layer in its own call: an extractor computes a blob only when asked for it, from the blobs it
+holds, so asking for every layer's first output in the .param's order (ncnn's topological order) runs one layer per
+call, and that call's time is the layer's (plus a Python call of a few microseconds, which the table's coverage
+shows). extract() also hands the blob over (unpacked, as float32), which costs as much as a small layer: each blob is
+asked for twice, and the second call, the hand-over alone, is taken from the layer's time and from the inference's.
+Light mode is off in that phase, so no blob a later layer needs is released and computed twice.
 Usage: python ncnn_bench.py MODEL.param [--iterations N] [--warmup N] [--threads N] [--shape NAME=CxHxW]
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from pathlib import Path
+from typing import Any
 
 import ncnn
 import numpy as np
@@ -22,6 +30,7 @@ from harness import (
     parse_args,
     parse_pairs,
     profile_dir,
+    profiled_loop,
     random_input,
     report_metrics,
     timed_load,
@@ -30,7 +39,7 @@ from harness import (
 )
 
 SHAPE_KEYS = ("2", "11", "1", "0")  # an Input layer's c, d, h, w parameter ids, outermost first
-NO_OP_PROFILER = "ncnn's Python API has no op profiler; no per-op table for models run on ncnn"
+TRACE = "ncnn_layers.json"
 
 
 def input_shapes(param: Path, given: dict[str, str]) -> dict[str, list[int]]:
@@ -50,6 +59,53 @@ def input_shapes(param: Path, given: dict[str, str]) -> dict[str, list[int]]:
             raise SystemExit(f"input {blob!r} of {param.name} has no shape in its Input layer; give it with "
                              f"--shape {blob}=CxHxW (ncnn's dims, no batch; pass script arguments after --)")
     return shapes
+
+
+def depthwise_layers(param: Path) -> dict[str, bool]:
+    """Each convolution layer's name -> whether it is depthwise: ncnn runs every grouped convolution as
+    ConvolutionDepthWise, depthwise when its groups (7=) equal its output channels (0=)."""
+    found = {}
+    for line in param.read_text().splitlines()[2:]:
+        fields = line.split()
+        if len(fields) > 1 and fields[0].startswith("Convolution"):
+            values = dict(field.split("=", 1) for field in fields[4:] if "=" in field)
+            found[fields[1]] = fields[0] == "ConvolutionDepthWise" and values.get("7") == values.get("0")
+    return found
+
+
+def profile_layers(net: Any, param: Path, feeds: dict[str, Any], warmup: int, iterations: int,
+                   directory: Path) -> None:
+    """The per-op phase: every inference with each layer timed in its own extract() call (see above), written as
+    ncnn_layers.json: each inference's span (start, duration, the hand-overs' time within it) and each layer's, in
+    microseconds on perf_counter's clock."""
+    blobs = net.blobs()
+    layers = [(layer.name, layer.type, blobs[layer.tops[0]].name) for layer in net.layers()
+              if layer.type != "Input" and len(layer.tops)]
+    depthwise = depthwise_layers(param)
+    runs: list[list[float]] = []
+    spans: list[dict[str, Any]] = []
+    clock = time.perf_counter_ns
+
+    def infer_by_layer() -> None:
+        begun, copies = clock(), 0
+        with net.create_extractor() as extractor:
+            extractor.set_light_mode(False)
+            for blob, mat in feeds.items():
+                extractor.input(blob, mat)
+            for name, kind, top in layers:
+                start = clock()
+                extractor.extract(top)  # runs the layer, then hands its output over (unpacked, as float32)
+                ran = clock()
+                extractor.extract(top)  # the hand-over alone: the blob is computed
+                copy = clock() - ran
+                copies += copy
+                spans.append({"name": name, "type": kind, "ts_us": start / 1e3,
+                              "dur_us": max(ran - start - copy, 0) / 1e3, "depthwise": depthwise.get(name)})
+        runs.append([begun / 1e3, (clock() - begun) / 1e3, 2 * copies / 1e3])
+
+    meta = profiled_loop(infer_by_layer, warmup, iterations)
+    (directory / TRACE).write_text(json.dumps({"runs": runs, "layers": spans}), encoding="utf-8")
+    write_profile_meta(directory, framework="ncnn", trace=TRACE, **meta)
 
 
 def main() -> None:
@@ -89,7 +145,7 @@ def main() -> None:
     timed_loop(infer, args.warmup, args.iterations)
     directory = profile_dir()
     if directory is not None:
-        write_profile_meta(directory, framework="ncnn", unsupported=NO_OP_PROFILER)
+        profile_layers(net, param, feeds, args.warmup, args.iterations, directory)
 
 
 if __name__ == "__main__":

@@ -211,3 +211,22 @@ def test_device_data_pairs_with_the_runs_of_its_engine_and_regress_compares_engi
         "harness: error: device phone (its data ran on litert): no run of session all ran on litert (its runs ran on "
         "ncnn, onnxruntime); profile the models with RUNTIME=litert first; or pass --runtime ENGINE to pair it with "
         "another engine's runs\n")
+
+
+def test_per_op_on_ncnn_times_every_layer_and_marks_the_depthwise_ones(capsys, tmp_path: Path) -> None:
+    model = Path(__file__).resolve().parents[1] / "examples" / "models" / "mobilenet_v1_0.25_128.onnx"
+    profile_json(capsys, tmp_path, str(model), "--runtime", "ncnn", "--per-op", *QUICK)
+    run = session_runs(tmp_path)[0]
+    per_op = run["per_op"]
+    assert run["status"] == "ok" and per_op["framework"] == "ncnn" and per_op["iterations"] == 20
+    layers = [line.split() for line in Path(run["model_converted"]).read_text().splitlines()[2:]]
+    table = json.loads(next(Path(per_op["dir"]).glob("*.json")).read_text())
+    timed = [row for row in table["ops"] if row["node_index"] is not None]
+    assert [row["node"] for row in timed] == [fields[1] for fields in layers if fields[0] != "Input"]
+    assert all(row["mean_ms"] >= 0 and row["calls"] == 1 for row in timed)
+    depthwise = {fields[1] for fields in layers if fields[0] == "ConvolutionDepthWise"
+                 and dict(f.split("=", 1) for f in fields[4:] if "=" in f).get("7")
+                 == dict(f.split("=", 1) for f in fields[4:] if "=" in f).get("0")}
+    assert len(depthwise) == 13 and {row["node"] for row in timed if row["depthwise"]} == depthwise
+    assert 0.05 < per_op["depthwise_share"] < 0.95
+    assert 0.5 < per_op["coverage"]["op_sum_ms"] / run["latency_stats_ms"]["mean"] < 2.5

@@ -10,6 +10,11 @@
   (`Convolution (NHWC, QC8) DWConv`, `Fully Connected (NC, F32) GEMM`, `Convert (NC, F32, QS8)`; xnnpack's
   operator names and their layout and data types), through XNNPACK_KINDS on the name before the parenthesis.
 
+- ncnn's layer types (Convolution, ConvolutionDepthWise, InnerProduct, ...; ncnn's layer registry), when the
+  harness ran the model on ncnn, through NCNN_KINDS; ConvolutionDepthWise is every grouped convolution, a depthwise
+  one only when its groups equal its channels (the layer's `depthwise` mark). Pooling stays Pooling: its type (max or
+  average) is a parameter.
+
 A type none of these know keeps its own name: it is shown, on its own row.
 """
 
@@ -40,6 +45,13 @@ XNNPACK_KINDS = {
     "sigmoid": "Sigmoid", "tanh": "Tanh", "hardswish": "HardSwish", "leaky relu": "LeakyRelu",
     "resize bilinear": "Resize", "transpose": "Transpose", "slice": "Slice",
 }
+NCNN_KINDS = {
+    "Convolution": "Conv", "ConvolutionDepthWise": "Conv", "Deconvolution": "ConvTranspose", "InnerProduct": "Gemm",
+    "Gemm": "Gemm", "MatMul": "Gemm", "ReLU": "Relu", "Clip": "Clip", "Sigmoid": "Sigmoid", "TanH": "Tanh",
+    "HardSwish": "HardSwish", "HardSigmoid": "HardSigmoid", "Softmax": "Softmax", "Eltwise": "Add",
+    "Concat": "Concat", "Padding": "Pad", "Permute": "Transpose", "Interp": "Resize", "Flatten": "Reshape",
+    "Reshape": "Reshape", "Crop": "Slice", "Slice": "Slice",
+}
 XNNPACK_NAME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z ]*?) \((?P<types>[^)]*)\)(?: (?P<variant>\w+))?$")
 FLOAT_TYPES = ("F32", "F16")
 
@@ -64,7 +76,8 @@ def device_kind(node_type: str) -> str:
 
 
 def harness_kind(op_type: str, depthwise: bool | None = None) -> str:
-    """The kind of an ONNX Runtime op type; `depthwise` for a convolution whose groups equal its input channels."""
-    family = op_family(op_type)
+    """The kind of an ONNX Runtime op type or ncnn layer type; `depthwise` for a convolution whose groups equal its
+    input channels."""
+    family = NCNN_KINDS.get(op_type) or op_family(op_type)
     family = ONNX_ALIASES.get(family, family)
     return DEPTHWISE if family == "Conv" and depthwise else family

@@ -70,6 +70,7 @@ class OpEvent:
     output_shapes: list[Any] = field(default_factory=list)
     macs: int | None = None
     param_bytes: int | None = None
+    depthwise: bool | None = None  # a convolution the framework itself says is depthwise or not (ncnn)
 
 
 @dataclass
@@ -114,6 +115,27 @@ def parse_onnxruntime(trace: list[dict[str, Any]], skip: int) -> tuple[list[OpEv
                               param_bytes=int(str(param)) if str(param or "").isdigit() else None))
         seq += 1
     return events, runs
+
+
+def parse_ncnn(trace: dict[str, Any], skip: int) -> tuple[list[OpEvent], list[tuple[float, float]]]:
+    """ncnn_bench.py's trace: each inference's span and each layer's, timed one extract() call per layer. An
+    inference's duration is its span less the blobs' hand-overs, which the layers' times leave out too."""
+    spans = sorted((float(ts), float(dur), float(copies)) for ts, dur, copies in trace["runs"])[skip:]
+    runs = [(ts, dur) for ts, dur, _ in spans]
+    events: list[OpEvent] = []
+    index, seq = 0, 0
+    for layer in sorted(trace["layers"], key=lambda item: float(item["ts_us"])):
+        ts = float(layer["ts_us"])
+        while index < len(runs) and ts > runs[index][0] + runs[index][1]:
+            index, seq = index + 1, 0
+        if index == len(runs):
+            break
+        if ts < runs[index][0]:
+            continue  # a skipped warmup call
+        events.append(OpEvent(index, seq, str(layer["name"]), str(layer["type"]), ts, float(layer["dur_us"]),
+                              depthwise=layer.get("depthwise")))
+        seq += 1
+    return events, [(ts, dur - copies) for ts, dur, copies in spans]
 
 
 def _concrete(args: dict[str, Any], index: int) -> Any:
@@ -189,7 +211,8 @@ def load_raw(raw_dir: Path) -> tuple[dict[str, Any], RawProfile | None]:
         raise DataError(f"{path}: the framework's trace is missing or not JSON ({type(err).__name__})") from None
     skip = int(meta.get("skip_runs", 0))
     parsers: dict[str, Callable[[Any, int], tuple[list[OpEvent], list[tuple[float, float]]]]] = {
-        "onnxruntime": parse_onnxruntime, "torch": parse_torch}  # a trace is JSON: each parser reads its own shape
+        "onnxruntime": parse_onnxruntime, "torch": parse_torch,
+        "ncnn": parse_ncnn}  # a trace is JSON: each parser reads its own shape
     if meta.get("framework") not in parsers:
         raise DataError(f"{raw_dir}: per-op traces of framework {meta.get('framework')!r} are not read")
     try:
@@ -282,13 +305,15 @@ def build(profiles: list[RawProfile], steady_means_ms: list[float], steady_media
         offset += len(profile.runs)
     iterations = offset
     events = pd.DataFrame(rows)
-    table_rows, unjoined_conv = [], join is None
+    said = any(e.depthwise is not None for profile in profiles for e in profile.events)  # ncnn says it itself
+    table_rows, unjoined_conv = [], join is None and not said
     for (seq, name), group in events.groupby(["seq", "node"], sort=True):
         first: OpEvent = group["event"].iloc[0]
         per_inference = group.groupby("iteration")["dur_ms"].sum().reindex(range(iterations), fill_value=0.0)
         graph = join.find(name, first.op_type) if join else None
         is_conv = "Conv" in first.op_type
-        unjoined_conv |= is_conv and graph is None
+        depthwise = bool(graph.get("depthwise")) if graph else first.depthwise
+        unjoined_conv |= is_conv and depthwise is None
         table_rows.append({
             "node_index": int(seq), "node": name, "onnx_node": graph["name"] if graph else None,
             "op_type": first.op_type, "input_shapes": _shapes_text(first.input_shapes),
@@ -297,7 +322,7 @@ def build(profiles: list[RawProfile], steady_means_ms: list[float], steady_media
             "param_bytes": graph["param_bytes"] if graph else first.param_bytes,
             "calls": len(group) / iterations, "mean_ms": float(per_inference.mean()),
             "median_ms": float(per_inference.median()),
-            "depthwise": bool(graph.get("depthwise")) if is_conv and graph else None,
+            "depthwise": depthwise if is_conv else None,
         })
     run_ms = statistics.fmean(dur / 1000.0 for p in profiles for _, dur in p.runs)
     wall = [v for p in profiles for v in p.wall_ms]
