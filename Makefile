@@ -203,8 +203,8 @@ bench-calibration: $(ZOO_STAMP)
 
 # Engines side by side on the published tables (TFLite on Pixel phones, ncnn on six devices): each engine's held-out
 # calibration and the engine chosen inside the nested leave-one-out, each table scored with the engine policy chosen
-# on the others. Profiles one session per engine at CPUS=1, 5 repeats (about 30 minutes here, conversions included);
-# SESSION="DIR [DIR ...]" reuses sessions instead, split by engine.
+# on the others. Profiles one session per engine at CPUS=1, 5 repeats, PER_OP=1 on onnxruntime and ncnn (about 40
+# minutes here, conversions included); SESSION="DIR [DIR ...]" reuses sessions instead, split by engine.
 .PHONY: bench-calibration-engines
 bench-calibration-engines: export HARNESS_BENCH_SESSION := $(SESSION)
 bench-calibration-engines: $(ZOO_STAMP) $(NCNN_STAMP) $(LITERT_STAMP) $(LITERT_TOOL_STAMP)
