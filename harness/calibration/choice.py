@@ -26,7 +26,7 @@ value is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,23 +171,24 @@ def _mape(predicted: np.ndarray, y: np.ndarray) -> float:
     return round(float(np.mean(relative)), 9) if np.all(np.isfinite(relative)) else np.inf
 
 
-def tied_with_best(predicted: dict[str, np.ndarray | None], y: np.ndarray) -> list[str]:
-    """The candidates (in the order of `predicted`: simpler first, as FITS lists the fits) whose count within ±10%
-    falls short of the best count by at most one standard error of the paired difference: b − c ≤ √(b + c), b and c
-    the models only one of the two has within ±10% (McNemar's z ≤ 1). Counts of 5 to 20 models differ by a model or
-    two on noise alone."""
-    order = {name: index for index, name in enumerate(predicted)}
+def tied_with_best(predicted: dict[str, np.ndarray | None], y: np.ndarray,
+                   order: Sequence[str] = FIT_NAMES) -> list[str]:
+    """The candidates (in `order`, simpler first: FITS's order for fits) whose count within ±10% falls short of the
+    best count by at most one standard error of the paired difference: b − c ≤ √(b + c), b and c the models only one
+    of the two has within ±10% (McNemar's z ≤ 1). Counts of 5 to 20 models differ by a model or two on noise alone."""
+    rank = {name: index for index, name in enumerate(order)}
     within = {name: _within(_relative_errors(p, y), CHOICE_BAND) for name, p in predicted.items() if p is not None}
     if not within:
         return []
-    best = within[max(within, key=lambda name: (within[name].sum(), -order[name]))]
-    return [name for name in within if best.sum() - within[name].sum() <= np.sqrt(np.sum(best != within[name]))]
+    best = within[max(within, key=lambda name: (within[name].sum(), -rank[name]))]
+    return [name for name in order if name in within
+            and best.sum() - within[name].sum() <= np.sqrt(np.sum(best != within[name]))]
 
 
-def choose(predicted: dict[str, np.ndarray | None], y: np.ndarray) -> str | None:
+def choose(predicted: dict[str, np.ndarray | None], y: np.ndarray, order: Sequence[str] = FIT_NAMES) -> str | None:
     """Of the candidates tied with the best count within ±10% (tied_with_best), the one with the smallest held-out
-    MAPE; equal MAPEs go to the earlier (simpler) one."""
-    tied = tied_with_best(predicted, y)
+    MAPE; equal MAPEs go to the earlier (simpler) one in `order`."""
+    tied = tied_with_best(predicted, y, order)
     fitted = {name: p for name, p in predicted.items() if p is not None}  # tied_with_best picks among these
     return min(tied, key=lambda name: _mape(fitted[name], y)) if tied else None
 

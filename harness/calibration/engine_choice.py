@@ -59,7 +59,8 @@ def pair_predictions(designs: dict[str, Design], y: np.ndarray, candidates: Cand
 def select_pair(designs: dict[str, Design], y: np.ndarray, candidates: Candidates,
                 queries: dict[str, Design] | None = None) -> tuple[str, str] | None:
     """The (engine, fit) the automatic choice takes on these models, or None when no fit trains on any engine."""
-    chosen = choose(pair_predictions(designs, y, candidates, queries), y)
+    predicted = pair_predictions(designs, y, candidates, queries)
+    chosen = choose(predicted, y, order=tuple(predicted))
     if chosen is not None:
         return split_pair(chosen)
     for engine, design in designs.items():
