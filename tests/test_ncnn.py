@@ -213,7 +213,8 @@ def test_device_data_pairs_with_the_runs_of_its_engine_and_regress_compares_engi
         "another engine's runs\n")
 
 
-def test_per_op_on_ncnn_times_every_layer_and_marks_the_depthwise_ones(capsys, tmp_path: Path) -> None:
+def test_per_op_on_ncnn_times_every_layer_marks_the_depthwise_ones_and_meets_onnxruntime(capsys,
+                                                                                          tmp_path: Path) -> None:
     model = Path(__file__).resolve().parents[1] / "examples" / "models" / "mobilenet_v1_0.25_128.onnx"
     profile_json(capsys, tmp_path, str(model), "--runtime", "ncnn", "--per-op", *QUICK)
     run = session_runs(tmp_path)[0]
@@ -230,3 +231,12 @@ def test_per_op_on_ncnn_times_every_layer_and_marks_the_depthwise_ones(capsys, t
     assert len(depthwise) == 13 and {row["node"] for row in timed if row["depthwise"]} == depthwise
     assert 0.05 < per_op["depthwise_share"] < 0.95
     assert 0.5 < per_op["coverage"]["op_sum_ms"] / run["latency_stats_ms"]["mean"] < 2.5
+    profile_json(capsys, tmp_path, str(model), "--runtime", "onnxruntime", "--per-op", *QUICK)
+    capsys.readouterr()
+    assert main(["ops", "mobilenet_v1_0.25_128", "--engines", "--results-dir", str(tmp_path), "--json"]) == 0
+    engines = json.loads(capsys.readouterr().out)["engines"]
+    assert engines["engines"] == ["onnxruntime", "ncnn"] and engines["cpus"] == 1
+    kinds = {row["kind"]: row for row in engines["rows"]}
+    for engine in engines["engines"]:  # both engines' depthwise layers meet under one kind
+        assert 0.05 < kinds["DepthwiseConv"][f"share_{engine}"] < 0.95 and kinds["Conv"][f"ms_{engine}"] > 0
+        assert sum(row[f"share_{engine}"] for row in engines["rows"]) == pytest.approx(1.0)

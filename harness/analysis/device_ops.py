@@ -56,12 +56,48 @@ def _kinds(frame: pd.DataFrame, name: str) -> pd.DataFrame:
         **{f"share_{name}": lambda f: f[f"ms_{name}"] / total if total > 0 else float("nan")})
 
 
-def compare_device(device: DeviceOpProfile, harness: PerOp) -> dict[str, Any]:
-    """Rows (kind, types and ms and share on each side, share and ms ratios), the larger share first, and totals."""
-    ops = harness.table[~harness.table["op_type"].isin([BETWEEN_OPS, OUTSIDE_RUN])]
+def operator_kinds(per_op: PerOp) -> pd.DataFrame:
+    """A harness per-op table's operator rows (no gaps) as kind, type and mean ms per inference."""
+    ops = per_op.table[~per_op.table["op_type"].isin([BETWEEN_OPS, OUTSIDE_RUN])]
     kinds = [harness_kind(op_type, _flag(depthwise)) for op_type, depthwise in zip(ops["op_type"], ops["depthwise"],
                                                                                    strict=True)]
-    harness_side = pd.DataFrame({"kind": kinds, "type": ops["op_type"], "ms": ops["mean_ms"]})
+    return pd.DataFrame({"kind": kinds, "type": ops["op_type"], "ms": ops["mean_ms"]})
+
+
+def compare_engines(tables: dict[str, PerOp]) -> dict[str, Any]:
+    """One model's per-op tables on several engines, kind by kind: each engine's types, ms and share of its operator
+    time; the larger share first, and each engine's operator total."""
+    sides = {engine: operator_kinds(per_op) for engine, per_op in tables.items()}
+    joined = pd.concat([_kinds(side, engine) for engine, side in sides.items()], axis=1)
+    for engine in sides:
+        joined[[f"ms_{engine}", f"share_{engine}"]] = joined[[f"ms_{engine}", f"share_{engine}"]].fillna(0.0)
+    order = joined[[f"share_{engine}" for engine in sides]].max(axis=1).sort_values(ascending=False).index
+    rows = [{key: (None if pd.isna(value) else value) for key, value in row.items()}
+            for row in joined.reindex(order).reset_index().to_dict(orient="records")]
+    return {"engines": list(sides), "rows": rows,
+            "totals_ms": {engine: float(side["ms"].sum()) for engine, side in sides.items()}}
+
+
+def engines_table(comparison: dict[str, Any], title: str) -> Table:
+    """Kind by kind: each engine's ms and share of its operator time."""
+    engines = comparison["engines"]
+    table = Table(title=f"per-op time on each engine · {title} · share of each engine's operator time",
+                  title_justify="left")
+    table.add_column("op kind")
+    for engine in engines:
+        table.add_column(f"{engine} ms", justify="right")
+        table.add_column(f"{engine} share", justify="right")
+    for row in comparison["rows"]:
+        table.add_row(row["kind"], *(cell for engine in engines
+                                     for cell in (f"{row[f'ms_{engine}']:.3f}", _share(row[f"share_{engine}"]))))
+    table.add_row("total (operators)", *(cell for engine in engines
+                                         for cell in (f"{comparison['totals_ms'][engine]:.3f}", "100%")), style="bold")
+    return table
+
+
+def compare_device(device: DeviceOpProfile, harness: PerOp) -> dict[str, Any]:
+    """Rows (kind, types and ms and share on each side, share and ms ratios), the larger share first, and totals."""
+    harness_side = operator_kinds(harness)
     device_side = pd.DataFrame({"kind": [device_kind(op.node_type) for op in device.ops],
                                 "type": [op.node_type for op in device.ops], "ms": [op.mean_ms for op in device.ops]})
     joined = _kinds(device_side, "device").join(_kinds(harness_side, "harness"), how="outer")

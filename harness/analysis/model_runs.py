@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness import zoo
-from harness.core import metric_registry
+from harness.core import conditions, metric_registry
 from harness.core.errors import DataError
 from harness.core.records import RunRecord
 from harness.models.resolve import content_sha256
@@ -25,15 +25,30 @@ def model_matcher(arg: str) -> Callable[[RunRecord], bool]:
     return lambda run: run.model_name in names
 
 
-def profiled_runs(results_dir: Path, model: str, session: str | None) -> tuple[Path, list[RunRecord]]:
-    """(session dir, ok runs of MODEL that carry a per-op table): of SESSION, or of the newest that has them."""
+def profiled_runs(results_dir: Path, model: str, session: str | None,
+                  engine: str | None = None) -> tuple[Path, list[RunRecord]]:
+    """(session dir, ok runs of MODEL that carry a per-op table, on `engine` when given): of SESSION, or of the newest
+    that has them."""
     belongs = model_matcher(model)
     candidates = [resolve_session(results_dir, session)] if session else list(reversed(list_sessions(results_dir)))
     for session_dir in candidates:
-        runs = [r for r in load_runs(session_dir)
-                if belongs(r) and r.ok and r.get(metric_registry.OP_TIME)]
+        runs = [r for r in load_runs(session_dir) if belongs(r) and r.ok and r.get(metric_registry.OP_TIME)
+                and (engine is None or conditions.runtime_name(r) == engine)]
         if runs:
             return session_dir, runs
     where = f"session {session}" if session else results_dir
-    raise DataError(f"no per-op profile of {model!r} in {where}; run `harness profile {model} --per-op` "
+    on = f" on {engine}" if engine else ""
+    runtime = f" --runtime {engine}" if engine else ""
+    raise DataError(f"no per-op profile of {model!r}{on} in {where}; run `harness profile {model} --per-op{runtime}` "
                     "(or PER_OP=1 in the env file) first")
+
+
+def profiled_by_engine(results_dir: Path, model: str) -> dict[str, tuple[Path, list[RunRecord]]]:
+    """Per engine (RUNTIME value) that profiled MODEL per op: its newest such session and runs there."""
+    found = {}
+    for engine in conditions.RUNTIME_ENGINES:
+        try:
+            found[engine] = profiled_runs(results_dir, model, None, engine)
+        except DataError:
+            continue
+    return found

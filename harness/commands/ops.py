@@ -5,7 +5,8 @@ pooled, per CPUS value. Rows are in execution order, or the N slowest with --top
 op type, and, for a session with several CPUS values, what the extra cores changed per op type. The coverage
 line sets the per-op sum against the headline (steady-phase) latency. --device NAME adds the device's per-op
 profile (imported from a benchmark_model log with --enable_op_profiling=true) beside the harness's, op kind by
-op kind: the share of each side's operator time, and their ratio.
+op kind: the share of each side's operator time, and their ratio. --engines sets the model's per-op profile on
+every engine that profiled it (the newest session of each: onnxruntime, ncnn) side by side, op kind by op kind.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from harness.analysis.per_op import PerOp, pooled
 from harness.commands import COMMANDS
 from harness.commands.shared import fmt, print_json, warn
 from harness.core.config import resolve_results_dir
-from harness.core.errors import ConfigError
+from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.core.storage import write_bytes_atomically
 from harness.report.console import out_console
@@ -44,6 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeline", type=Path, metavar="PNG",
                         help="also draw the first run's timeline (phases, one profiled inference) to this PNG")
     parser.add_argument("--device", help="also show this device's per-op profile of the model beside the harness's")
+    parser.add_argument("--engines", action="store_true",
+                        help="also show the model's per-op time on every engine that profiled it, kind by kind")
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
     parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
     parser.set_defaults(func=run)
@@ -58,6 +61,26 @@ def device_comparisons(results_dir: Path, device_name: str, model_name: str,
     device = load_device(results_dir, device_name)
     return {cpus: compare_device(require_device_profile(device, model_name, cpus), per_op)
             for cpus, per_op in tables.items()}
+
+
+def engine_comparison(results_dir: Path, model: str, cpus: float | None) -> tuple[float, dict[str, Any]]:
+    """The model's per-op tables on every engine that profiled it, at `cpus` (default: the fewest CPUS all have)."""
+    from harness.analysis.device_ops import compare_engines
+    from harness.analysis.model_runs import profiled_by_engine
+    from harness.analysis.per_op import pooled
+
+    found = profiled_by_engine(results_dir, model)
+    if len(found) < 2:
+        raise DataError(f"--engines: {model!r} has a per-op profile on {', '.join(found) or 'no engine'} only; "
+                        f"profile it with --per-op --runtime ncnn (or onnxruntime) too")
+    common = sorted(set.intersection(*({float(r["cpus"]) for r in runs} for _, runs in found.values())))
+    if not common or (cpus is not None and cpus not in common):
+        raise ConfigError(f"--engines: no CPUS value every engine profiled {model!r} at"
+                          f"{'' if cpus is None else f' is {cpus:g}'} (they have: {common or 'none in common'})")
+    at = common[0] if cpus is None else cpus
+    tables = {engine: pooled(session_dir, [r for r in runs if float(r["cpus"]) == at])
+              for engine, (session_dir, runs) in found.items()}
+    return at, compare_engines(tables)
 
 
 def tables_by_cpus(session_dir: Path, runs: list[RunRecord], cpus: float | None) -> dict[float, PerOp]:
@@ -107,12 +130,17 @@ def run(args: argparse.Namespace) -> int:
     session_dir, runs = profiled_runs(results_dir, args.model, args.session)
     tables = tables_by_cpus(session_dir, runs, args.cpus)
     device = device_comparisons(results_dir, args.device, runs[0]["model_name"], tables) if args.device else {}
+    engines = engine_comparison(results_dir, args.model, args.cpus) if args.engines else None
     if args.json:
         print_json({"model": args.model, "session": session_dir.name,
                     "tables": [{"cpus": cpus, **per_op.to_json(), **({"device": device[cpus]} if device else {})}
-                               for cpus, per_op in tables.items()]})
+                               for cpus, per_op in tables.items()],
+                    **({"engines": {"cpus": engines[0], **engines[1]}} if engines else {})})
     else:
         print_tables(args, session_dir, runs, tables, device)
+        if engines:
+            from harness.analysis.device_ops import engines_table
+            out_console.print(engines_table(engines[1], f"{args.model} · cpus={engines[0]:g}"))
     if args.timeline:
         from harness.report.ops import timeline_png
 
