@@ -174,6 +174,7 @@ def test_a_model_on_another_engine_runs_in_the_container_or_is_refused_in_one_li
     flags = ("--runtime", runtime, "--repeats", "2", "--iterations", "20", "--warmup", "2")
     info = backend.describe()
     if module in info["image_modules"]:
+        assert engine_status(IMAGE, runtime)[0]
         docker_profile(capsys, results, engine, tiny_onnx, *flags)
         runs = session_runs(results)
         assert [r["status"] for r in runs] == ["ok", "ok"] and all(r["latency_stats_ms"]["n"] == 20 for r in runs)
@@ -185,6 +186,11 @@ def test_a_model_on_another_engine_runs_in_the_container_or_is_refused_in_one_li
     assert len(errors) == 1 and f"image {IMAGE} has no {module} for tiny_mlp-" in errors[0]
     assert errors[0].endswith(f"; rebuild it with `make image {option}` or use BACKEND=local")
     assert not any(results.glob("*/runs.jsonl"))  # refused before the first run
+    # BACKEND=auto reads the image's engines from its label and runs such a session locally instead.
+    assert engine_status(IMAGE, runtime) == (False, f"image {IMAGE} has no {runtime} for RUNTIME={runtime} "
+                                                    f"(`make image {option}` adds it)")
+    assert main(["profile", "--results-dir", str(results), str(tiny_onnx), "--backend", "auto", *flags]) == 0
+    assert {r["backend"] for r in session_runs(results)} == {"local"}
 
 
 def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path,

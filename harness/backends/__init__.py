@@ -2,7 +2,8 @@
 
 BACKENDS registers each backend by name (BACKEND=docker|local) with a probe, which says whether it can run on this
 host and why, and a factory. `auto` takes the first one whose probe says yes, in the registry's order: Docker when an
-engine answers and the runtime image exists, else the local cgroup backend. The choice and the reason are returned so
+engine answers and the runtime image exists (and runs RUNTIME's engine, when its label says), else the local cgroup
+backend. The choice and the reason are returned so
 the summary and every result can say which. Each factory imports its module when called: the Docker SDK loads only
 where Docker is asked for.
 """
@@ -30,7 +31,7 @@ class BackendKind:
 def _docker_probe(profile: DeviceProfile) -> tuple[bool, str]:
     from harness.backends.docker import engine_status
 
-    return engine_status(profile.image)
+    return engine_status(profile.image, profile.runtime)
 
 
 def _docker(profile: DeviceProfile) -> Backend:

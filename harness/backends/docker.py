@@ -34,7 +34,7 @@ from docker.types import Mount
 
 from harness.backends.base import cache_model_file
 from harness.backends.docker_args import DockerArgs, parse_docker_args
-from harness.backends.docker_image import SOURCE_LABEL, source_digest
+from harness.backends.docker_image import ENGINES_LABEL, SOURCE_LABEL, source_digest
 from harness.backends.docker_results import applied_limits, last_json_line, outcome, reported_ok, runner_result
 from harness.backends.engine import connect
 from harness.backends.removals import Removals
@@ -81,8 +81,9 @@ _PACKAGES_PROBE = (
 IMAGE_OPTIONS = {"torch": "TORCH=1", "ai_edge_litert": "LITERT=1", "ncnn": "NCNN=1"}
 
 
-def engine_status(image: str) -> tuple[bool, str]:
-    """(usable, reason) for BACKEND=auto: an engine must answer and the image must exist."""
+def engine_status(image: str, runtime: str = "onnxruntime") -> tuple[bool, str]:
+    """(usable, reason) for BACKEND=auto: an engine must answer, the image must exist and, when its label says which
+    engines it runs (images built since it has one), run `runtime`'s."""
     try:
         client = connect(timeout=PING_TIMEOUT_S)
     except BackendError:
@@ -95,6 +96,10 @@ def engine_status(image: str) -> tuple[bool, str]:
         return False, f"the Docker engine failed to answer ({type(err).__name__})"
     finally:
         client.close()
+    engines = (found.labels or {}).get(ENGINES_LABEL)
+    if engines is not None and runtime not in engines.split(","):
+        option = {"ncnn": "NCNN=1", "litert": "LITERT=1"}.get(runtime, "")
+        return False, f"image {image} has no {runtime} for RUNTIME={runtime} (`make image {option}` adds it)"
     checkout = source_digest()
     stale = checkout is not None and (found.labels or {}).get(SOURCE_LABEL) != checkout
     note = " (built from other harness sources than this checkout: `make image` refreshes it)" if stale else ""

@@ -21,6 +21,10 @@ from harness.core.errors import BackendError
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SOURCE_LABEL = "org.harness.source-digest"
+ENGINES_LABEL = "org.harness.engines"
+"""The RUNTIME engines the image runs (onnxruntime, and ncnn or litert when built with them), comma-separated: what
+BACKEND=auto reads before choosing Docker for a session on one of them."""
+ENGINE_BUILD_ARGS = {"ncnn": "WITH_NCNN", "litert": "WITH_LITERT"}
 CA_NAME = "build-ca.pem"  # the Dockerfile lets pip trust this file when the context holds it
 
 
@@ -101,7 +105,9 @@ def build_image(tag: str, base_image: str, build_args: dict[str, str], ca_bundle
     try:
         stream = client.api.build(fileobj=build_context(sources, ca_bundle), custom_context=True, tag=tag,
                                   buildargs=args, rm=True, forcerm=True, decode=True,
-                                  labels={SOURCE_LABEL: digest_of(sources)})
+                                  labels={SOURCE_LABEL: digest_of(sources), ENGINES_LABEL: ",".join(
+                                      ["onnxruntime", *(engine for engine, arg in ENGINE_BUILD_ARGS.items()
+                                                        if build_args.get(arg) == "1")])})
         for line in _lines(stream, failure):
             log.write(line)
         return str(client.images.get(tag).attrs["Id"])
