@@ -36,11 +36,9 @@ from _common import ROOT, Goal, print_table, profile_runs, write_report
 from calibration_tables import FAMILY_MIN, METRIC, MODELS, SHIPPED, TABLES, Table, groups_of, table_points
 from goals import VERDICTS
 
-from harness.analysis.run_values import harness_values
+from harness.analysis.run_values import harness_values, split_by_engine
 from harness.calibration.engine_choice import AUTO_ENGINE, common_points, compare_engines
 from harness.calibration.points import model_facts_table
-from harness.core.conditions import runtime_name
-from harness.core.records import RunRecord
 from harness.device.data import normalise_model_name
 from harness.store.results import load_runs
 
@@ -71,13 +69,12 @@ GOAL = 0.85
 
 @dataclass(frozen=True)
 class Case:
-    """One table and group: the models every engine of the table ran, each engine's nested share within ±10%, the
-    nested (engine, fit) choice's, and which engines that choice took."""
+    """One table and group: the models every engine of the table ran, which engines the nested (engine, fit) choice
+    took, and compare_engines's rows (each engine's held-out figures, then the choice's)."""
 
     table: str
     group: str
     models: int
-    shares: dict[str, float]
     picks: str
     rows: tuple[dict[str, Any], ...]
 
@@ -88,15 +85,6 @@ class Case:
         """One held-out figure (error_stats' keys) of the engine `policy` names; NaN where that engine ran nothing."""
         engine = MEASURED_WITH[self.table] if policy == OWN else policy
         return next((float(row[key]) for row in self.rows if row["engine"] == engine), np.nan)
-
-
-def runs_by_engine(runs: list[RunRecord]) -> dict[str, list[RunRecord]]:
-    split: dict[str, list[RunRecord]] = {}
-    for run in runs:
-        engine = runtime_name(run)
-        if engine is not None and run["status"] == "ok":
-            split.setdefault(engine, []).append(run)
-    return split
 
 
 def same_precision(points: pd.DataFrame) -> pd.DataFrame:
@@ -123,13 +111,14 @@ def table_cases(table: Table, values: dict[str, pd.DataFrame], facts: pd.DataFra
         rows = compare_engines(METRIC, {engine: frame[frame["harness_model"].isin(names)]
                                         for engine, frame in same.items()}, SHIPPED.candidates)
         if rows:
-            cases.append(Case(table.name, group, len(names), {row["engine"]: row["within_10pct"] for row in rows},
+            cases.append(Case(table.name, group, len(names),
                               next((row["fit"] for row in rows if row["engine"] == AUTO_ENGINE), ""), tuple(rows)))
     return cases
 
 
-def table_score(cases: list[Case], table: str, policy: str) -> float:
-    return float(np.mean([case.score(policy) for case in cases if case.table == table]))
+def table_score(cases: list[Case], table: str, policy: str, key: str = "within_10pct") -> float:
+    """A table's figure `key` under `policy`, the mean over its groups: each table counts once."""
+    return float(np.mean([case.figure(policy, key) for case in cases if case.table == table]))
 
 
 def choose_policy(cases: list[Case], tables: list[str]) -> str:
@@ -145,8 +134,7 @@ def policy_means(cases: list[Case]) -> list[dict[str, Any]]:
     for kind, engine in (("TFLite tables", "litert"), ("ncnn tables", "ncnn")):
         tables = [t for t in dict.fromkeys(c.table for c in cases) if MEASURED_WITH[t] == engine]
         for policy in POLICIES:
-            means = {key: float(np.nanmean([np.mean([c.figure(policy, key) for c in cases if c.table == table])
-                                            for table in tables]))
+            means = {key: float(np.nanmean([table_score(cases, table, policy, key) for table in tables]))
                      for key in ("within_10pct", "within_20pct", "mape_pct")}
             rows.append({"tables": f"{kind} ({len(tables)})", "policy": policy, **means})
     return rows
@@ -223,7 +211,7 @@ def main() -> None:
     runs = [run for session in sessions for run in load_runs(session)]
     facts = model_facts_table(runs)
     values = {engine: harness_values(engine_runs, METRIC, SHIPPED.rule)
-              for engine, engine_runs in runs_by_engine(runs).items()}
+              for engine, engine_runs in split_by_engine(runs).items()}
     cases = [case for table in (*TABLES, *NCNN_TABLES) for case in table_cases(table, values, facts)]
     side = side_by_side(cases)
     print_table("Each table's nested share within ±10% / ±20% (MAPE) from each engine's timings, and with the engine "

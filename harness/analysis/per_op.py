@@ -24,7 +24,7 @@ import json
 import math
 import re
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,29 +91,36 @@ def _ort_shapes(items: Any) -> list[Any]:
     return [next(iter(item.values())) for item in items or [] if isinstance(item, dict) and item]
 
 
+def _in_runs(events: Iterable[dict[str, Any]], runs: list[tuple[float, float]], ts_key: str
+             ) -> Iterator[tuple[int, int, float, dict[str, Any]]]:
+    """(inference index, order within it, timestamp, event) of each event, in time order, that falls inside a kept
+    inference's (ts, dur) span; the events of skipped warmup calls and after the last kept inference are left out."""
+    index, seq = 0, 0
+    for event in sorted(events, key=lambda item: float(item[ts_key])):
+        ts = float(event[ts_key])
+        while index < len(runs) and ts > runs[index][0] + runs[index][1]:
+            index, seq = index + 1, 0
+        if index == len(runs):
+            return
+        if ts < runs[index][0]:
+            continue  # a skipped warmup call
+        yield index, seq, ts, event
+        seq += 1
+
+
 def parse_onnxruntime(trace: list[dict[str, Any]], skip: int) -> tuple[list[OpEvent], list[tuple[float, float]]]:
     """ORT's profile: `model_run` spans (cat Session) and `<node>_kernel_time` events (cat Node)."""
     runs = sorted((float(e["ts"]), float(e["dur"])) for e in trace
                   if e.get("cat") == "Session" and e.get("name") == "model_run")[skip:]
-    nodes = sorted((e for e in trace if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")),
-                   key=lambda e: float(e["ts"]))
+    nodes = (e for e in trace if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"))
     events: list[OpEvent] = []
-    index, seq = 0, 0
-    for node in nodes:
-        ts = float(node["ts"])
-        while index < len(runs) and ts > runs[index][0] + runs[index][1]:
-            index, seq = index + 1, 0
-        if index == len(runs):
-            break
-        if ts < runs[index][0]:
-            continue  # a skipped warmup call
+    for index, seq, ts, node in _in_runs(nodes, runs, "ts"):
         args = node.get("args") or {}
         param = args.get("parameter_size")
         events.append(OpEvent(index, seq, node["name"][: -len("_kernel_time")], str(args.get("op_name", "?")), ts,
                               float(node["dur"]), _ort_shapes(args.get("input_type_shape")),
                               _ort_shapes(args.get("output_type_shape")),
                               param_bytes=int(str(param)) if str(param or "").isdigit() else None))
-        seq += 1
     return events, runs
 
 
@@ -121,20 +128,9 @@ def parse_ncnn(trace: dict[str, Any], skip: int) -> tuple[list[OpEvent], list[tu
     """ncnn_bench.py's trace: each inference's span and each layer's, timed one extract() call per layer. An
     inference's duration is its span less the blobs' hand-overs, which the layers' times leave out too."""
     spans = sorted((float(ts), float(dur), float(copies)) for ts, dur, copies in trace["runs"])[skip:]
-    runs = [(ts, dur) for ts, dur, _ in spans]
-    events: list[OpEvent] = []
-    index, seq = 0, 0
-    for layer in sorted(trace["layers"], key=lambda item: float(item["ts_us"])):
-        ts = float(layer["ts_us"])
-        while index < len(runs) and ts > runs[index][0] + runs[index][1]:
-            index, seq = index + 1, 0
-        if index == len(runs):
-            break
-        if ts < runs[index][0]:
-            continue  # a skipped warmup call
-        events.append(OpEvent(index, seq, str(layer["name"]), str(layer["type"]), ts, float(layer["dur_us"]),
-                              depthwise=layer.get("depthwise")))
-        seq += 1
+    events = [OpEvent(index, seq, str(layer["name"]), str(layer["type"]), ts, float(layer["dur_us"]),
+                      depthwise=layer.get("depthwise"))
+              for index, seq, ts, layer in _in_runs(trace["layers"], [(ts, dur) for ts, dur, _ in spans], "ts_us")]
     return events, [(ts, dur - copies) for ts, dur, copies in spans]
 
 

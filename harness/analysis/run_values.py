@@ -84,16 +84,22 @@ def select_runs(results_dir: Path, session: str | None, runtime: str | None = No
     return _poolable(runs, name), name
 
 
-def runs_by_engine(results_dir: Path, session: str | None) -> tuple[dict[str, list[RunRecord]], str]:
-    """The runs of select_runs's session(s) split by the engine they ran on (RUNTIME values), each engine's checked
-    for pooling as select_runs checks them; runs of a user's script, which names no engine, are left out."""
-    runs, name = _session_runs(results_dir, session)
+def split_by_engine(runs: Iterable[RunRecord]) -> dict[str, list[RunRecord]]:
+    """The runs by the engine they ran on (RUNTIME values, in RUNTIME_ENGINES's order); runs of a user's script,
+    which names no engine, are left out."""
     split: dict[str, list[RunRecord]] = {}
     for run in runs:
         engine = conditions.runtime_name(run)
         if engine is not None:
             split.setdefault(engine, []).append(run)
-    return {engine: _poolable(split[engine], name) for engine in conditions.RUNTIME_ENGINES if engine in split}, name
+    return {engine: split[engine] for engine in conditions.RUNTIME_ENGINES if engine in split}
+
+
+def runs_by_engine(results_dir: Path, session: str | None) -> tuple[dict[str, list[RunRecord]], str]:
+    """The runs of select_runs's session(s) split by engine (split_by_engine), each engine's checked for pooling as
+    select_runs checks them."""
+    runs, name = _session_runs(results_dir, session)
+    return {engine: _poolable(engine_runs, name) for engine, engine_runs in split_by_engine(runs).items()}, name
 
 
 def _session_runs(results_dir: Path, session: str | None) -> tuple[list[RunRecord], str]:

@@ -34,7 +34,7 @@ from docker.types import Mount
 
 from harness.backends.base import cache_model_file
 from harness.backends.docker_args import DockerArgs, parse_docker_args
-from harness.backends.docker_image import ENGINES_LABEL, SOURCE_LABEL, source_digest
+from harness.backends.docker_image import ENGINES_LABEL, SOURCE_LABEL, make_option, source_digest
 from harness.backends.docker_results import applied_limits, last_json_line, outcome, reported_ok, runner_result
 from harness.backends.engine import connect
 from harness.backends.removals import Removals
@@ -96,12 +96,13 @@ def engine_status(image: str, runtime: str = "onnxruntime") -> tuple[bool, str]:
         return False, f"the Docker engine failed to answer ({type(err).__name__})"
     finally:
         client.close()
-    engines = (found.labels or {}).get(ENGINES_LABEL)
-    if engines is not None and runtime not in engines.split(","):
-        option = {"ncnn": "NCNN=1", "litert": "LITERT=1"}.get(runtime, "")
-        return False, f"image {image} has no {runtime} for RUNTIME={runtime} (`make image {option}` adds it)"
+    labels = found.labels or {}
+    engines = labels.get(ENGINES_LABEL)
+    if engines is not None and runtime not in engines.split(","):  # onnxruntime is in every image
+        return False, (f"image {image} has no {runtime} for RUNTIME={runtime} (`make image {make_option(runtime)}` "
+                       "adds it)")
     checkout = source_digest()
-    stale = checkout is not None and (found.labels or {}).get(SOURCE_LABEL) != checkout
+    stale = checkout is not None and labels.get(SOURCE_LABEL) != checkout
     note = " (built from other harness sources than this checkout: `make image` refreshes it)" if stale else ""
     return True, f"docker, since an engine answers and image {image} exists{note}"
 

@@ -25,6 +25,18 @@ ENGINES_LABEL = "org.harness.engines"
 """The RUNTIME engines the image runs (onnxruntime, and ncnn or litert when built with them), comma-separated: what
 BACKEND=auto reads before choosing Docker for a session on one of them."""
 ENGINE_BUILD_ARGS = {"ncnn": "WITH_NCNN", "litert": "WITH_LITERT"}
+"""The build argument (`make image` option without WITH_) that adds each engine beyond onnxruntime."""
+
+
+def image_engines(build_args: dict[str, str]) -> str:
+    """ENGINES_LABEL's value for an image built with `build_args`."""
+    added = [engine for engine, arg in ENGINE_BUILD_ARGS.items() if build_args.get(arg) == "1"]
+    return ",".join(["onnxruntime", *added])
+
+
+def make_option(engine: str) -> str:
+    """The `make image` option that adds `engine`: NCNN=1 for WITH_NCNN."""
+    return f"{ENGINE_BUILD_ARGS[engine].removeprefix('WITH_')}=1"
 CA_NAME = "build-ca.pem"  # the Dockerfile lets pip trust this file when the context holds it
 
 
@@ -105,9 +117,7 @@ def build_image(tag: str, base_image: str, build_args: dict[str, str], ca_bundle
     try:
         stream = client.api.build(fileobj=build_context(sources, ca_bundle), custom_context=True, tag=tag,
                                   buildargs=args, rm=True, forcerm=True, decode=True,
-                                  labels={SOURCE_LABEL: digest_of(sources), ENGINES_LABEL: ",".join(
-                                      ["onnxruntime", *(engine for engine, arg in ENGINE_BUILD_ARGS.items()
-                                                        if build_args.get(arg) == "1")])})
+                                  labels={SOURCE_LABEL: digest_of(sources), ENGINES_LABEL: image_engines(build_args)})
         for line in _lines(stream, failure):
             log.write(line)
         return str(client.images.get(tag).attrs["Id"])

@@ -67,7 +67,6 @@ def engine_comparison(results_dir: Path, model: str, cpus: float | None) -> tupl
     """The model's per-op tables on every engine that profiled it, at `cpus` (default: the fewest CPUS all have)."""
     from harness.analysis.device_ops import compare_engines
     from harness.analysis.model_runs import profiled_by_engine
-    from harness.analysis.per_op import pooled
 
     found = profiled_by_engine(results_dir, model)
     if len(found) < 2:
