@@ -10,6 +10,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "models x CPUS values x repeats, one session and one report",
     "doctor": "what this machine can enforce",
     "import-device": "import on-device measurements: a CSV or device tools' logs (see docs/device-logs.md)",
+    "devices": "the device library: every device table, shipped or imported, with its provenance",
     "regress": "calibrate harness numbers against a device's (fits compared by nested leave-one-out)",
     "predict": "predict device values (95%% prediction interval) for profiled models",
     "suggest": "which profiled models to measure on the device next (largest interval shrinkage)",

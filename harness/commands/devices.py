@@ -1,0 +1,67 @@
+"""`harness devices` and `harness devices show NAME`: the device library, every table with its provenance."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from harness.commands import COMMANDS
+from harness.commands.shared import fmt, print_json
+from harness.core.config import resolve_results_dir
+from harness.core.errors import ConfigError
+from harness.library.catalog import all_tables, find_table
+from harness.report.console import out_console
+
+SHOWN_MODELS = 40
+"""`devices show` lists a table's models up to this many (a NAS-Bench-201 table holds 15,625); --json gives all."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "devices", help=COMMANDS["devices"],
+        description="The device library: the published device tables the harness ships (devices/library.csv) and "
+                    "every device imported with import-device, each with its source, engine, threads, precision and "
+                    "date. regress, predict and suggest learn from them (the `library` fit).")
+    parser.add_argument("action", nargs="?", choices=("list", "show"), default="list")
+    parser.add_argument("name", nargs="?", help="with show: the table's name, as `harness devices` lists it")
+    parser.add_argument("--results-dir", help="results directory whose imported devices join the library "
+                                              "(default: RESULTS_DIR of the profile)")
+    parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    tables = all_tables(resolve_results_dir(args.results_dir))
+    if args.action == "show":
+        if not args.name:
+            raise ConfigError("devices show: name a table, e.g. `harness devices show ncnn-rpi4b-4t` "
+                             "(`harness devices` lists them)")
+        table = find_table(args.name, tables)
+        values = table.values.sort_values()
+        if args.json:
+            print_json({**table.provenance(), "latency_ms": {str(k): float(v) for k, v in values.items()}})
+            return 0
+        for key, value in table.provenance().items():
+            out_console.print(f"{key:>9}: {value if value not in (None, '') else '-'}", highlight=False)
+        listing = Table(title=f"{table.name}: latency_ms, fastest first", title_justify="left")
+        listing.add_column("model")
+        listing.add_column("latency ms", justify="right")
+        for model, value in values.head(SHOWN_MODELS).items():
+            listing.add_row(str(model), fmt(value))
+        out_console.print(listing)
+        if len(values) > SHOWN_MODELS:
+            out_console.print(f"... and {len(values) - SHOWN_MODELS} more (--json gives every model)")
+        return 0
+    if args.json:
+        print_json({"tables": [table.provenance() for table in tables]})
+        return 0
+    listing = Table(title="device library (harness devices show NAME)", title_justify="left")
+    for column in ("name", "device", "engine", "threads", "precision", "date", "models", "role", "source"):
+        listing.add_column(column)
+    for table in tables:
+        row = table.provenance()
+        listing.add_row(*(str(row[key]) if row[key] not in (None, "") else "-" for key in
+                          ("name", "device", "engine", "threads", "precision", "date", "models", "role", "source")))
+    out_console.print(listing)
+    return 0

@@ -1,0 +1,169 @@
+"""The device library: every device table the harness knows, each with its provenance, as evidence for a device it
+has not seen.
+
+Two kinds of table:
+- shipped: the published tables listed in devices/library.csv (TFLite on Pixel phones, ncnn's six devices at 1 and
+  4 threads, NAS-Bench-201 on ten devices), each row naming the file, the physical device, the engine, the thread
+  count, the precision, the date and whether benchmarks score it (`score`) or only learn from it (`learn`);
+- imported: every device under RESULTS_DIR/devices/ that has latency_ms (`harness import-device`).
+
+A table's `device` names the physical device: a target never learns from a table of its own device, at any thread
+count or batch size (harness.library.transfer.Library.for_target).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+from harness.core.errors import DataError
+from harness.device.data import IMPORT_FILE, list_devices, load_device
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = ROOT / "devices" / "library.csv"
+METRIC = "latency_ms"
+"""The metric every library table gives: the per-inference latency in milliseconds."""
+NB201_PREFIX = "nb201_"
+"""NAS-Bench-201 architecture i is the zoo's model `nb201_<i>`."""
+CATALOG_COLUMNS = ("name", "device", "file", "column", "source", "engine", "threads", "precision", "date", "role")
+ROLES = ("score", "learn")
+
+
+@dataclass(frozen=True)
+class LibraryTable:
+    """One device table and where it came from. `values` is the latency per model name as the table writes it."""
+
+    name: str
+    device: str
+    source: str
+    engine: str
+    threads: int | None
+    precision: str
+    date: str
+    role: str
+    origin: str
+    path: Path
+    column: str = ""
+
+    @property
+    def values(self) -> pd.Series:
+        return _read(self.path, self.column, self.name, self.origin)[0]
+
+    @property
+    def harness_names(self) -> dict[str, str]:
+        """Model → harness model, where the table says so in a harness_model column."""
+        return _read(self.path, self.column, self.name, self.origin)[1]
+
+    @property
+    def scored(self) -> bool:
+        return self.role == "score"
+
+    def provenance(self) -> dict[str, object]:
+        """What `harness devices show` prints and --json gives: everything but the values."""
+        return {"name": self.name, "device": self.device, "source": self.source, "engine": self.engine,
+                "threads": self.threads, "precision": self.precision, "date": self.date, "role": self.role,
+                "origin": self.origin, "file": _shown(self.path), "column": self.column, "models": len(self.values)}
+
+
+@cache
+def _read(path: Path, column: str, name: str, origin: str) -> tuple[pd.Series, dict[str, str]]:
+    """Latency by model, and the harness_model cells: a NAS-Bench-201 column by `nb201_<arch_idx>`, a device CSV's
+    latency_ms by its model name (repeats combined as import-device combines them), an imported device's stored
+    measurements."""
+    if column:
+        frame = pd.read_csv(path, comment="#", index_col="arch_idx")
+        if column not in frame:
+            raise DataError(f"{CATALOG}: table {name}: {path} has no column {column!r}")
+        series = frame[column].astype(float)
+        series.index = [f"{NB201_PREFIX}{index}" for index in series.index]
+        return series.rename(METRIC), {}
+    if origin == "imported":
+        device = load_device(path.parent.parent.parent, path.name)
+    else:
+        from harness.device.importer import DeviceFile, read_device  # the importer's readers, only for CSV tables
+
+        device = read_device([DeviceFile(path)], name)
+    table = device.table.dropna(subset=[METRIC]) if METRIC in device.table else device.table.iloc[0:0]
+    values = table.groupby("model")[METRIC].median().astype(float) if len(table) else pd.Series(dtype=float)
+    explicit = {row.model: row.harness_model for row in table.itertuples()
+                if isinstance(row.model, str) and isinstance(getattr(row, "harness_model", None), str)}
+    return values, explicit
+
+
+def _shown(path: Path) -> str:
+    """A shipped file relative to the checkout, as devices/library.csv names it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _threads(text: str) -> int | None:
+    return int(text) if text.strip() else None
+
+
+def shipped_tables(catalog: Path = CATALOG) -> list[LibraryTable]:
+    """The catalog's tables; a malformed row is one line naming the catalog's line."""
+    try:
+        lines = [(number, line) for number, line in enumerate(catalog.read_text(encoding="utf-8").splitlines(), 1)
+                 if line.strip() and not line.startswith("#")]
+    except OSError as err:
+        raise DataError(f"{catalog}: cannot be read ({err.strerror})") from err
+    header = next(csv.reader([lines[0][1]])) if lines else []
+    if tuple(header) != CATALOG_COLUMNS:
+        raise DataError(f"{catalog}: the header must be {','.join(CATALOG_COLUMNS)}")
+    tables = []
+    for number, line in lines[1:]:
+        cells = next(csv.reader([line]))
+        if len(cells) != len(header):
+            raise DataError(f"{catalog}:{number}: {len(cells)} cells where the header has {len(header)}")
+        row = dict(zip(header, cells, strict=True))
+        if row["role"] not in ROLES:
+            raise DataError(f"{catalog}:{number}: role {row['role']!r}; use one of {', '.join(ROLES)}")
+        try:
+            threads = _threads(row["threads"])
+        except ValueError:
+            raise DataError(f"{catalog}:{number}: threads {row['threads']!r} is not a whole number") from None
+        tables.append(LibraryTable(row["name"], row["device"], row["source"], row["engine"], threads,
+                                   row["precision"], row["date"], row["role"], "shipped", ROOT / row["file"],
+                                   row["column"]))
+    return tables
+
+
+def imported_tables(results_dir: Path) -> list[LibraryTable]:
+    """Every imported device with latency_ms, as a table of its own device (its name), role `score`."""
+    tables = []
+    for name in list_devices(results_dir):
+        folder = Path(results_dir) / "devices" / name
+        info = json.loads((folder / IMPORT_FILE).read_text(encoding="utf-8"))
+        if METRIC not in info.get("metrics", []):
+            continue
+        files = ", ".join(Path(str(source["name"])).name for source in info.get("sources", [])) or "imported data"
+        data = load_device(Path(results_dir), name)
+        cpus = sorted({float(c) for c in data.table["cpus"].dropna()}) if "cpus" in data.table else []
+        threads = int(cpus[0]) if len(cpus) == 1 and math.isfinite(cpus[0]) else None
+        tables.append(LibraryTable(name, name, f"imported from {files}", data.runtime or "", threads, "", "",
+                                   "score", "imported", folder))
+    return tables
+
+
+def all_tables(results_dir: Path | None = None) -> list[LibraryTable]:
+    """The shipped tables, then the imported ones (an imported device named like a shipped table is refused)."""
+    shipped = shipped_tables()
+    imported = imported_tables(results_dir) if results_dir is not None else []
+    clash = {t.name for t in shipped} & {t.name for t in imported}
+    if clash:
+        raise DataError(f"imported device {sorted(clash)[0]!r} has the name of a shipped library table; import it "
+                        "again under another --device name")
+    return [*shipped, *imported]
+
+
+def find_table(name: str, tables: list[LibraryTable]) -> LibraryTable:
+    """The table called `name`; the error lists them."""
+    for table in tables:
+        if table.name == name:
+            return table
+    raise DataError(f"no library device {name!r}; `harness devices` lists them ({', '.join(t.name for t in tables)})")
