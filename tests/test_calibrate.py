@@ -211,7 +211,7 @@ def test_loglog_fit_and_interval_are_statsmodels_ols_on_logs() -> None:
 
 def ridge_reference(design: Design, y: np.ndarray, alpha: float) -> np.ndarray:
     """statsmodels' ridge with a penalty on the facts only: (ZᵀZ + n·diag(a))β = Zᵀt."""
-    z = _Standardiser.learn(design).rows(design)
+    z = _Standardiser.learn(design, design.static_names).rows(design)
     penalty = np.array([0.0, 0.0] + [alpha / len(y)] * (z.shape[1] - 2))
     return sm.OLS(np.log(y), z).fit_regularized(alpha=penalty, L1_wt=0).params
 
@@ -224,7 +224,7 @@ def test_features_ridge_matches_statsmodels_and_its_loo_matches_refitting() -> N
     np.testing.assert_allclose(model.solution.coef, ridge_reference(design, y, model.alpha), rtol=1e-8)
     # The leave-one-out errors behind the choice: the hat-matrix shortcut against refitting without each model
     # (scikit-learn's LeaveOneOut splits, statsmodels' ridge), standardised on all models as the shortcut is.
-    scaler = _Standardiser.learn(design)
+    scaler = _Standardiser.learn(design, design.static_names)
     z, t = scaler.rows(design), np.log(y)
     shortcut = ridge_loo_errors(design, y, scaler)
     for alpha, error in zip(RIDGE_ALPHAS, shortcut, strict=True):
@@ -299,7 +299,8 @@ def test_forced_fit_reports_its_own_leave_one_out() -> None:
     held = leave_one_out(fit_spec("loglog"), Design(x), y)
     relative = np.abs(held.predicted - y) / y
     assert calibration.stats["loo_within_10pct"] == pytest.approx(np.mean(relative <= 0.10))
-    assert [row["fit"] for row in calibration.comparison] == ["ols", "ops", "relative", "loglog", "features", "work"]
+    assert [row["fit"] for row in calibration.comparison] == ["ols", "ops", "relative", "loglog", "features", "work",
+                                                              "library"]
     assert "PER_OP=1" in calibration.comparison[1]["note"]
     assert "needs static facts" in calibration.comparison[4]["note"]
 
@@ -412,13 +413,13 @@ def test_a_model_beyond_the_calibration_models_reach_is_not_predicted_by_the_fea
     assert outside == [] and beyond_reasons and beyond_reasons[0].startswith("harness value")
 
 
-def test_below_few_models_the_choice_takes_only_the_fits_of_the_harness_value_alone() -> None:
+def test_below_few_models_the_choice_takes_only_the_fits_of_the_harness_value_and_the_library() -> None:
     x, y = exact_points()
     assert len(x) < FEW_MODELS
     calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, y))
-    assert calibration.model.name in FEW_MODEL_FITS == ("relative", "loglog")
+    assert calibration.model.name in FEW_MODEL_FITS == ("relative", "loglog", "library")
     notes = {row["fit"]: row["note"] for row in calibration.comparison}
-    assert notes["ols"] == f"not a candidate below {FEW_MODELS} models (only relative, loglog)"
+    assert notes["ols"] == f"not a candidate below {FEW_MODELS} models (only relative, loglog, library)"
     nested = next(row for row in calibration.comparison if row["fit"] == "auto")
     assert set(nested["note"].removeprefix("picked per fold: ").split(", ")) <= {f"{f} {n}" for f in FEW_MODEL_FITS
                                                                                     for n in range(8)}

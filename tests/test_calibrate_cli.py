@@ -242,19 +242,21 @@ def test_regress_on_the_example_data_compares_every_fit(tmp_path: Path, capsys: 
     results = tmp_path / "results"
     example_session(results)
     assert run_cli(capsys, "import-device", str(EXAMPLE), "--device", "pixel-3", "--results-dir", str(results))[0] == 0
-    code, out, err = run_cli(capsys, "regress", "--device", "pixel-3", "--results-dir", str(results), "--json")
+    code, out, err = run_cli(capsys, "regress", "--device", "pixel-3", "--results-dir", str(results), "--json",
+                             "--no-library")
     assert code == 0, err
     (calibration,) = json.loads(out)["calibrations"]
     assert len(calibration["points"]) == 21
     assert calibration["threads"] == "device threads 4; no harness runs at CPUS=4, so harness CPUS=2 is used"
     fits = {row["fit"]: row for row in calibration["fits"]}
-    assert list(fits) == ["ols", "ops", "relative", "loglog", "features", "work", "auto"]
+    assert list(fits) == ["ols", "ops", "relative", "loglog", "features", "work", "library", "auto"]
+    assert fits["library"]["note"].startswith("needs a library device")
     assert "needs static facts" in fits["features"]["note"] and fits["auto"]["note"].startswith("picked per fold:")
     assert "PER_OP=1" in fits["ops"]["note"]
     # The power law behind the data wins, and the reported figures are the nested ones.
     assert calibration["chosen_fit"] == "loglog" and fits["loglog"]["chosen"]
     assert calibration["stats"]["loo_within_10pct"] == fits["auto"]["within_10pct"]
-    code, text, err = run_cli(capsys, "regress", "--device", "pixel-3", "--results-dir", str(results))
+    code, text, err = run_cli(capsys, "regress", "--device", "pixel-3", "--results-dir", str(results), "--no-library")
     assert code == 0, err
     assert "chosen fit: loglog: device = " in text and "why: most held-out models within ±10%" in text
     for name, row in fits.items():

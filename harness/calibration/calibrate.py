@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,7 @@ from harness.calibration.fits import (
     FACT_NAMES,
     FIT_FACTS,
     FIT_NAMES,
+    LIBRARY_PREFIX,
     OP_SPLIT,
     WORK_FACTS,
     Design,
@@ -57,6 +60,8 @@ from harness.core import metric_registry
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.device.data import DeviceData
+from harness.library.catalog import METRIC as LIBRARY_METRIC
+from harness.library.transfer import Library
 from harness.models.families import model_family
 
 
@@ -118,10 +123,17 @@ class Calibration:
     """The fit for models beyond the chosen fit's reach, when that one is used within reach only."""
     held_out: HeldOut | None = None
     """The held-out predictions reported (nested for `auto`), in the order of `points`."""
+    evidence: pd.DataFrame | None = None
+    """The device library's latencies of every profiled model at this group (harness.library.transfer), by harness
+    model: the `library` fit's facts for models to predict."""
 
     @property
     def label(self) -> str:
         return group_label(self.group)
+
+    def facts_for(self, facts: pd.DataFrame) -> pd.DataFrame:
+        """The models' facts (by harness model) with this group's library evidence beside them."""
+        return facts if self.evidence is None else facts.join(self.evidence, how="outer")
 
     def design(self, harness: Any, facts: pd.DataFrame | None = None, models: Any = ()) -> Design:
         """The fits' input for other models: harness values and, by harness model, the same facts (NaN where a
@@ -166,11 +178,38 @@ class Calibration:
                          "within_20pct": figures["within_20pct"], "coverage": float(inside.mean())})
         return rows
 
+    def library_devices(self) -> list[dict[str, Any]]:
+        """The library devices the chosen fit reads, most weight first: each one's exponent, how alike it is to the
+        device on the calibration models (Pearson r of the log latencies) and how many of them its table measured."""
+        if self.model.name != "library" or not self.model.fact_names:
+            return []
+        log_device = np.log(self.points["device"].to_numpy(float))
+        rows = []
+        for name, exponent in zip(self.model.fact_names, self.model.exponents, strict=True):
+            log_library = np.log(self.points[name].to_numpy(float))
+            measured = self.points.get(f"measured.{name}")
+            rows.append({"device": name.removeprefix(LIBRARY_PREFIX), "exponent": float(exponent),
+                         "r": float(np.corrcoef(log_device, log_library)[0, 1]),
+                         "measured_models": int(measured.sum()) if measured is not None else None})
+        return sorted(rows, key=lambda row: -abs(row["exponent"]))
+
+    def library_note(self) -> str:
+        """Which library devices carry the predictions and how alike they are to the device (empty when the chosen
+        fit reads none): what `regress`, `predict` and the report say."""
+        devices = self.library_devices()
+        if not devices:
+            return ""
+        shown = ", ".join(f"{d['device']} (power {d['exponent']:.2f}, r {d['r']:.2f})" for d in devices[:3])
+        more = f" and {len(devices) - 3} more" if len(devices) > 3 else ""
+        return (f"library devices carrying it: {shown}{more}; r is how alike their log latencies are to the device's "
+                "on the calibration models")
+
     def to_dict(self) -> dict[str, Any]:
         return _clean(
             {
                 "metric": self.metric,
                 "group": self.group,
+                "library_devices": self.library_devices(),
                 "families": self.by_family(),
                 "threads": self.threads,
                 "harness_value": self.harness_value,
@@ -197,6 +236,8 @@ def points_design(points: pd.DataFrame) -> Design:
         names += (OP_SPLIT,)
     if all(name in points for name in WORK_FACTS) and np.all(np.isfinite(points[list(WORK_FACTS)].to_numpy(float))):
         names += WORK_FACTS
+    names += tuple(name for name in points.columns if str(name).startswith(LIBRARY_PREFIX)
+                   and np.all(np.isfinite(points[name].to_numpy(float))) and (points[name] > 0).all())
     facts = points[list(names)].to_numpy(float) if names else np.empty((len(points), 0))
     families = tuple(points["family"]) if "family" in points else ()
     return Design(points["harness"].to_numpy(float), facts, names, families)
@@ -216,6 +257,27 @@ def _comparison(reasons: dict[str, str | None], held: dict[str, HeldOut | None],
         rows.append({"fit": AUTO, "what": "the choice remade inside each fold (nested leave-one-out)",
                      **nested.figures(y), "chosen": False, "note": f"picked per fold: {picks}"})
     return rows
+
+
+def _add_novel(comparison: list[dict[str, Any]], design: Design, y: np.ndarray, models: list[str],
+               novel: Callable[[str], pd.DataFrame], candidates: Candidates) -> None:
+    """`within_10pct_novel` on every row: a fit that reads no library evidence does not see whether the model is in
+    a library table, so its figure is its own; `library` and the nested choice are refitted with each held-out model
+    removed from every table."""
+    from harness.library.transfer import novel_held_out
+
+    for row in comparison:
+        name = row["fit"]
+        if name not in ("library", AUTO):
+            row["within_10pct_novel"] = row.get("within_10pct")
+            continue
+        held = None
+        if design.library_names:
+            held = novel_held_out(design, y, models, novel, candidates, fit=None if name == AUTO else name)
+        elif name == AUTO:
+            row["within_10pct_novel"] = row.get("within_10pct")
+            continue
+        row["within_10pct_novel"] = None if held is None else held.figures(y)["within_10pct"]
 
 
 def _choice_reason(held: dict[str, HeldOut | None], chosen: str | None, y: np.ndarray) -> str:
@@ -245,11 +307,15 @@ def not_a_candidate(name: str, candidates: Candidates, n: int) -> str:
 
 
 def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, fit: str = AUTO,
-                     figures: bool = True, candidates: Candidates = AUTO_CANDIDATES) -> Calibration:
+                     figures: bool = True, candidates: Candidates = AUTO_CANDIDATES,
+                     novel: Callable[[str], pd.DataFrame] | None = None) -> Calibration:
     """Fit one group. `points` needs columns model, harness, device (and the FACT_NAMES the `features` fit
-    uses); the rest is carried along. `fit` is `auto` or a fit's name; `auto` chooses among `candidates`.
-    `figures=False` skips the nested held-out figures of `auto`, every fit's held-out intervals and the rank
-    statistics (the fit is chosen the same way), for callers that only predict."""
+    uses, the `library:` evidence the `library` fit uses); the rest is carried along. `fit` is `auto` or a fit's
+    name; `auto` chooses among `candidates`. `figures=False` skips the nested held-out figures of `auto`, every fit's
+    held-out intervals and the rank statistics (the fit is chosen the same way), for callers that only predict.
+    `novel(harness_model)` gives the library's evidence without that model in any table: with it, every fit's
+    held-out figures gain `within_10pct_novel`, the share within ±10% when the held-out model is in no library table
+    (harness.library.transfer.novel_held_out)."""
     points = points.sort_values("harness").reset_index(drop=True)
     x, y = points["harness"].to_numpy(float), points["device"].to_numpy(float)
     line = fit_line(x, y)
@@ -296,6 +362,8 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
         "cooks_threshold": cooks_threshold(len(x)),
     }
     comparison = _comparison(reasons, held, reported if fit == AUTO else None, chosen, y)
+    if figures and novel is not None:
+        _add_novel(comparison, design, y, points["harness_model"].astype(str).tolist(), novel, candidates)
     names = points["model"].astype(str).tolist()
     beyond_name = choice.get("beyond_reach")
     return Calibration(metric, group, line, model, design.fact_names, points, summary, comparison,
@@ -331,9 +399,10 @@ class CalibrationSet:
 
 def calibrate_device(
     device: DeviceData, values_by_metric: dict[str, pd.DataFrame], group_by: str = "cpus",
-    facts: pd.DataFrame | None = None, fit: str = AUTO,
+    facts: pd.DataFrame | None = None, fit: str = AUTO, library: Library | None = None,
 ) -> CalibrationSet:
-    """Fit every metric × group with at least MIN_POINTS matched models; raise when none has."""
+    """Fit every metric × group with at least MIN_POINTS matched models; raise when none has. With a `library`, the
+    latency groups also read its tables' evidence (the `library` fit) and report novel-model figures."""
     if group_by != "cpus" and group_by not in device.tags:
         choices = ", ".join(["cpus", *device.tags]) or "cpus"
         raise ConfigError(f"--group-by {group_by}: device {device.name} has no such column; choose one of: {choices}")
@@ -353,8 +422,15 @@ def calibrate_device(
         for values, group_points in points.groupby(keys, sort=True):
             group = dict(zip(keys, values, strict=True))
             models = group_points["model"].tolist()
+            evidence, novel = None, None
+            if library is not None and library.tables and metric == LIBRARY_METRIC:
+                harness = measured[measured["cpus"] == group["cpus"]].groupby("model_name")["value"].median()
+                evidence = library.evidence(harness)
+                group_points = group_points.join(evidence, on="harness_model")
+                novel = partial(library.evidence, harness)
             try:
-                calibration = calibrate_points(metric, group, group_points, fit)
+                calibration = calibrate_points(metric, group, group_points, fit, novel=novel)
+                calibration.evidence = evidence
             except DataError as err:
                 reason = f"{len(models)} matched models" if len(models) < MIN_POINTS else str(err)
                 result.skipped.append({"metric": metric, "group": group, "n": len(models), "models": models,
@@ -399,13 +475,16 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
                 for name, value, over, across in zip(at_cpus["model_name"], at_cpus["value"], at_cpus["over"],
                                                      at_cpus["across"], strict=True)]
         ready = at_cpus[known.to_numpy()]
-        design = calibration.design(ready["value"], cset.facts.reindex(ready["model_name"]), ready["model_name"])
+        facts = calibration.facts_for(cset.facts)
+        design = calibration.design(ready["value"], facts.reindex(ready["model_name"]), ready["model_name"])
         predicted = dict(zip(ready["model_name"], calibration.predictions(design), strict=True))
         unpredicted: tuple[str, float, float, float, list[str]] = (calibration.model.name, math.nan, 0.0, 0.0, [])
         for row in base:
             fit, yhat, low, high, outside = predicted.get(row["model"], unpredicted)
             if math.isfinite(yhat):
                 row.update(predicted=yhat, pi_low=low, pi_high=high, fit=fit, outside=outside)
+                if fit == "library":
+                    row["library_devices"] = [d["device"] for d in calibration.library_devices()]
                 if fit != calibration.model.name:
                     row["note"] = (f"{BEYOND_REACH}: predicted by {fit}, not by {calibration.model.name}, which was "
                                    "tuned among them")
@@ -445,9 +524,9 @@ def calibrated_metrics(device: DeviceData, metric: str | None = None) -> list[st
 
 def calibrate_runs(
     device: DeviceData, runs: list[RunRecord], metric: str | None = None, group_by: str = "cpus",
-    fit: str = AUTO, across: str | None = None,
+    fit: str = AUTO, across: str | None = None, library: Library | None = None,
 ) -> tuple[CalibrationSet, dict[str, pd.DataFrame]]:
     """Calibrate `device` against harness runs; also returns the per-model harness values used (for prediction):
     each model's repeats summarised as `across` says, by default as the metric's registry entry says."""
     values = {name: harness_values(runs, name, across) for name in calibrated_metrics(device, metric)}
-    return calibrate_device(device, values, group_by, model_facts_table(runs), fit), values
+    return calibrate_device(device, values, group_by, model_facts_table(runs), fit, library), values

@@ -24,6 +24,11 @@ penalised) linear least-squares problem in its own space.
   against a 1x1 one, pooling against arithmetic) is a sum with other weights: the fit learns them, and the
   penalty keeps a handful of models from learning noise. Where the harness value carries the device's order,
   the penalty falls on the kinds; where a kind costs the device what it does not cost the host, on the harness.
+- `library`: log device = a + b · log harness + Σ c_j · log library_j over the device library's tables (harness.
+  library): another device's latency of the same model, measured where its table has the model and predicted from
+  the harness's profile where it has not (harness.library.transfer). Ridge-penalised on the harness and the library
+  devices alike (standardised), the strength chosen by leave-one-out inside the training points, so the few target
+  measurements decide which devices, the harness among them, carry the prediction and how much each weighs.
 
 Prediction intervals are computed in each fit's own space (Montgomery, Peck & Vining, "Introduction to
 Linear Regression Analysis", §2.4; §5.5 for weights): ŷ₀ ± t(df) · s · √(1/w₀ + z₀ᵀ C z₀), where C is the
@@ -55,6 +60,10 @@ FIT_FACTS: tuple[str, ...] = (*FACT_NAMES, OP_SPLIT, *WORK_FACTS)
 RIDGE_ALPHAS: tuple[float, ...] = (0.0, *np.logspace(-3, 3, 13).tolist(), math.inf)
 """Penalty strengths tried on standardised log facts; inf drops the facts (the `loglog` fit). On equal
 leave-one-out error the stronger penalty wins: the simpler model."""
+HARNESS = "harness"
+"""The harness value's name among a ridge's penalised columns."""
+LIBRARY_PREFIX = "library:"
+"""Fact names of the device library's evidence: `library:<table>` is that table's latency of the model (ms)."""
 RANK_TOLERANCE = 1e-10
 """A design whose smallest singular value is below this share of its largest is singular (collinear facts)."""
 
@@ -96,6 +105,10 @@ class Design:
     @property
     def work_names(self) -> tuple[str, ...]:
         return tuple(name for name in self.fact_names if name in WORK_FACTS)
+
+    @property
+    def library_names(self) -> tuple[str, ...]:
+        return tuple(name for name in self.fact_names if name.startswith(LIBRARY_PREFIX))
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,8 @@ class FittedModel:
     alpha: float | None = None
     fact_names: tuple[str, ...] = ()
     equation: str = ""
+    exponents: tuple[float, ...] = ()
+    """A log-space fit's power of each fact, in the facts' own units (fact_names' order)."""
 
     def predict(self, design: Design) -> np.ndarray:
         t = self.rows(design) @ self.solution.coef
@@ -218,35 +233,49 @@ def fit_loglog(design: Design, y: np.ndarray) -> FittedModel | None:
 @dataclass(frozen=True)
 class _Standardiser:
     """Log facts centred and scaled on the training models (so one penalty weighs every fact alike); a fact
-    that does not vary among them is left out."""
+    that does not vary among them is left out. The unpenalised base is [1, log harness], or [1] alone when the log
+    harness is penalised like a fact (`harness_penalised`: it is then weighed against the facts, not put first)."""
 
     columns: tuple[str, ...]
     center: np.ndarray
     scale: np.ndarray
+    harness_penalised: bool = False
 
     @classmethod
-    def learn(cls, design: Design) -> _Standardiser:
-        names = design.static_names
+    def learn(cls, design: Design, names: tuple[str, ...], harness_penalised: bool = False) -> _Standardiser:
         logs = np.log(design.select(names))
+        if harness_penalised:
+            logs = np.column_stack([np.log(design.harness), logs])
+            names = (HARNESS, *names)
         scale = logs.std(axis=0)
         varying = [int(i) for i in np.flatnonzero(scale > 1e-12 * np.maximum(1.0, np.abs(logs).max(axis=0)))]
-        return cls(tuple(names[i] for i in varying), logs[:, varying].mean(axis=0), scale[varying])
+        return cls(tuple(names[i] for i in varying), logs[:, varying].mean(axis=0), scale[varying], harness_penalised)
+
+    @property
+    def facts(self) -> tuple[str, ...]:
+        return tuple(name for name in self.columns if name != HARNESS)
+
+    def base(self, design: Design) -> np.ndarray:
+        return np.ones((len(design), 1)) if self.harness_penalised else _log_line_rows(design)
 
     def rows(self, design: Design) -> np.ndarray:
-        facts = (np.log(design.select(self.columns)) - self.center) / self.scale
-        return np.column_stack([_log_line_rows(design), facts])
+        logs = np.log(design.select(self.facts))
+        if HARNESS in self.columns:
+            logs = np.column_stack([np.log(design.harness), logs])
+        return np.column_stack([self.base(design), (logs - self.center) / self.scale])
 
 
 def ridge_loo_errors(design: Design, y: np.ndarray, scaler: _Standardiser) -> np.ndarray:
     """Mean squared leave-one-out residual in log space for every RIDGE_ALPHAS strength (inf where undefined).
 
     The residual of a left-out model is e_i / (1 − h_ii), exact for a fixed penalty. Only the facts are
-    penalised, so (Frisch–Waugh–Lovell) the hat matrix is that of [1, log harness] plus the ridge hat of the
-    facts with that line projected out, U diag(s²/(s² + α)) Uᵀ from the SVD U S Vᵀ of the projected facts:
-    one decomposition serves every α."""
+    penalised, so (Frisch–Waugh–Lovell) the hat matrix is that of the unpenalised base ([1, log harness]) plus the
+    ridge hat of the facts with the base projected out, U diag(s²/(s² + α)) Uᵀ from the SVD U S Vᵀ of the projected
+    facts: one decomposition serves every α."""
     t = np.log(y)
-    q, _ = np.linalg.qr(_log_line_rows(design))
-    facts = scaler.rows(design)[:, 2:]
+    base = scaler.base(design)
+    q, _ = np.linalg.qr(base)
+    facts = scaler.rows(design)[:, base.shape[1]:]
     projected_t, projected = t - q @ (q.T @ t), facts - q @ (q.T @ facts)
     u, s, _ = np.linalg.svd(projected, full_matrices=False)
     alphas = np.array(RIDGE_ALPHAS)
@@ -263,13 +292,13 @@ def ridge_loo_errors(design: Design, y: np.ndarray, scaler: _Standardiser) -> np
     return errors
 
 
-def fit_features(design: Design, y: np.ndarray) -> FittedModel | None:
-    """Ridge on the log facts at the penalty of least leave-one-out error. When that penalty is infinite (the
-    facts add nothing) it is the `loglog` fit, named `features`."""
-    if not design.static_names:
-        return None
-    scaler = _Standardiser.learn(design)
-    errors = ridge_loo_errors(design, y, scaler) if scaler.columns else np.array([math.inf])
+def _log_ridge(name: str, design: Design, y: np.ndarray, facts: tuple[str, ...],
+               harness_penalised: bool = False) -> FittedModel | None:
+    """Ridge on the log of `facts` beside a log-harness line (unpenalised, or penalised like a fact), at the penalty
+    of least leave-one-out error. When that penalty is infinite (the facts add nothing) it is the `loglog` fit,
+    named `name`."""
+    scaler = _Standardiser.learn(design, facts, harness_penalised)
+    errors = ridge_loo_errors(design, y, scaler) if scaler.facts else np.array([math.inf])
     best = errors.min()
     # The strongest penalty within rounding of the best error: equal evidence goes to the simpler model.
     alpha = max((a for a, e in zip(RIDGE_ALPHAS, errors, strict=False) if e <= best * (1 + 1e-9) + 1e-24),
@@ -277,19 +306,33 @@ def fit_features(design: Design, y: np.ndarray) -> FittedModel | None:
     if math.isinf(alpha):
         loglog = fit_loglog(design, y)
         return None if loglog is None else FittedModel(
-            "features", loglog.solution, True, False, _log_line_rows, math.inf, (), loglog.equation + " (facts unused)"
+            name, loglog.solution, True, False, _log_line_rows, math.inf, (), loglog.equation + " (facts unused)"
         )
-    penalty = np.diag([0.0, 0.0] + [alpha] * len(scaler.columns))
+    unpenalised = scaler.base(design).shape[1]
+    penalty = np.diag([0.0] * unpenalised + [alpha] * len(scaler.columns))
     solution = solve(scaler.rows(design), np.log(y), np.ones(len(y)), penalty)
     if solution is None:
         return None
-    names = scaler.columns
-    # Back to the facts' own units: log device = a' + b · log harness + Σ (c_k / scale_k) · log fact_k.
-    exponents = solution.coef[2:] / scaler.scale
-    a = solution.coef[0] - float(np.sum(exponents * scaler.center))
-    terms = " · ".join(f"{name}^{e:.3g}" for name, e in zip(names, exponents, strict=True))
-    equation = f"device = {_exp_text(a)} · harness^{solution.coef[1]:.4g} · {terms} (ridge α = {alpha:.3g})"
-    return FittedModel("features", solution, True, False, scaler.rows, alpha, names, equation)
+    # Back to the facts' own units: log device = a' + Σ (c_k / scale_k) · log fact_k (the harness among them).
+    powers = dict(zip(scaler.columns, solution.coef[unpenalised:] / scaler.scale, strict=True))
+    a = solution.coef[0] - float(np.sum(solution.coef[unpenalised:] / scaler.scale * scaler.center))
+    harness_power = powers.pop(HARNESS, 0.0) if harness_penalised else solution.coef[1]
+    terms = " · ".join(f"{fact}^{e:.3g}" for fact, e in powers.items())
+    equation = f"device = {_exp_text(a)} · harness^{harness_power:.4g} · {terms} (ridge α = {alpha:.3g})"
+    return FittedModel(name, solution, True, False, scaler.rows, alpha, scaler.facts, equation,
+                       tuple(float(e) for e in powers.values()))
+
+
+def fit_features(design: Design, y: np.ndarray) -> FittedModel | None:
+    """Ridge on the log static facts (MACs, parameters, activations)."""
+    return _log_ridge("features", design, y, design.static_names) if design.static_names else None
+
+
+def fit_library(design: Design, y: np.ndarray) -> FittedModel | None:
+    """Ridge on the log latencies of the library's devices: which of them carry the target, and how much beside the
+    harness, is the penalty and the weights that leave-one-out on the target's own models choose."""
+    return _log_ridge("library", design, y, design.library_names, harness_penalised=True) if design.library_names \
+        else None
 
 
 WORK_ALPHAS: tuple[float, ...] = (0.0, *np.logspace(-4, 3, 15).tolist())
@@ -408,6 +451,7 @@ class FitSpec:
     needs_facts: bool = False
     needs_op_split: bool = False
     needs_work: bool = False
+    needs_library: bool = False
     tuned: bool = False
     """True when training chooses a setting from the data (the ridge strength): leave-one-out must then
     retrain in every fold, and cannot take the shortcut of exact_loo."""
@@ -427,10 +471,13 @@ FITS: tuple[FitSpec, ...] = (
             fit_features, positive=True, needs_facts=True, tuned=True, within_reach_only=True),
     FitSpec("work", "linear in harness and the graph's work per operator kind (WLS, weights 1/device²), ridge "
             "strength by inner leave-one-out", fit_work, positive=True, needs_work=True, tuned=True),
+    FitSpec("library", "log-linear in harness and the library devices' latencies of the model, ridge strength by "
+            "inner leave-one-out", fit_library, positive=True, needs_library=True, tuned=True),
 )
 """In order of simplicity: on equal held-out figures the earlier fit is chosen. `ols` is the reference line;
 `ops` is a sum of proportional parts (no intercept), `relative` a line with a fixed cost, `loglog` bends, all
-three with two coefficients; `features` adds a parameter per fact, `work` one per operator kind. Without per-op
+three with two coefficients; `features` adds a parameter per fact, `work` one per operator kind, `library` one per
+library device. Without per-op
 profiles `ops` is not a candidate and the order is ols, relative, loglog, features, work."""
 FIT_NAMES: tuple[str, ...] = tuple(spec.name for spec in FITS)
 
@@ -452,4 +499,6 @@ def unavailable_reason(spec: FitSpec, design: Design, y: np.ndarray) -> str | No
         return "needs a per-op profile of every model: profile with PER_OP=1 (--per-op)"
     if spec.needs_work and not design.work_names:
         return "needs the graph's work per operator kind of every model: profile ONNX models"
+    if spec.needs_library and not design.library_names:
+        return "needs a library device with these models or enough models in common (harness devices)"
     return None

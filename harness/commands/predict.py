@@ -15,9 +15,11 @@ from harness.commands.shared import (
     add_across_repeats_option,
     add_device_option,
     add_fit_option,
+    add_library_option,
     add_metric_option,
     add_results_options,
     fmt,
+    library_option,
     print_json,
     warn,
 )
@@ -34,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("models", nargs="+", metavar="MODEL", help="harness model names, as `harness rank` lists them")
     add_device_option(parser)
+    add_library_option(parser)
     add_metric_option(parser, None, "one metric (default: every metric the device data has)",
                          lambda m: m.calibrated)
     add_fit_option(parser, FIT_NAMES)
@@ -54,8 +57,12 @@ def run(args: argparse.Namespace) -> int:
             f"no runs of {', '.join(missing)} in session {session}; profile them first (make profile MODEL=...) "
             "or pass --session all"
         )
-    cset, measured = calibrate_runs(device, runs, args.metric, fit=args.fit, across=args.across_repeats)
+    cset, measured = calibrate_runs(device, runs, args.metric, fit=args.fit, across=args.across_repeats,
+                                    library=library_option(args, results_dir, device.name))
     predictions = predict_models(cset, measured, models)
+    for calibration in cset.calibrations:
+        if carried := calibration.library_note():
+            warn(f"{calibration.metric} {group_label(calibration.group)}: {carried}")
     for p in predictions:
         if p["predicted"] is None:
             warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: not predicted: {p['note']}")

@@ -25,10 +25,12 @@ from harness.commands.shared import (
     add_across_repeats_option,
     add_device_option,
     add_fit_option,
+    add_library_option,
     add_metric_option,
     add_results_options,
     env_default,
     fmt,
+    library_option,
     print_json,
     warn,
 )
@@ -44,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fit device ≈ f(harness) for each metric and group; the fit is chosen by held-out error.",
     )
     add_device_option(parser)
+    add_library_option(parser)
     add_metric_option(parser, None, "one metric (default: every metric the device data has)",
                          lambda m: m.calibrated)
     add_fit_option(parser, FIT_NAMES)
@@ -122,6 +125,8 @@ def print_calibration(calibration: Calibration) -> None:
                     f"({calibration.threads}; harness value: the {calibration.harness_value})", highlight=False)
     out_console.print(f"chosen fit: [bold]{choice['chosen']}[/bold]: {calibration.model.equation}", highlight=False)
     out_console.print(f"why: {choice['reason']}", highlight=False)
+    if carried := calibration.library_note():
+        out_console.print(carried, highlight=False)
     out_console.print(comparison_table(calibration))
     families = family_table(calibration)
     if families is not None:
@@ -170,7 +175,8 @@ def run(args: argparse.Namespace) -> int:
     if args.compare_engines:
         return compare(args, results_dir, device)
     runs, session = select_runs(results_dir, args.session, args.runtime, device)
-    cset, _ = calibrate_runs(device, runs, args.metric, args.group_by, args.fit, args.across_repeats)
+    cset, _ = calibrate_runs(device, runs, args.metric, args.group_by, args.fit, args.across_repeats,
+                             library_option(args, results_dir, device.name))
     for skipped in cset.skipped:
         warn(f"{skipped['metric']} {group_label(skipped['group'])}: not fitted: {skipped['reason']}")
     if cset.unmatched_device_models:

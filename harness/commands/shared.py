@@ -14,7 +14,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
@@ -25,6 +25,9 @@ from harness.report.console import err_console, print_summary, run_progress
 from harness.run.assemble import SessionRequest, SessionStart
 from harness.run.session import BaseSession
 from harness.store.results import ALL_SESSIONS, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from harness.library.transfer import Library
 
 
 def env_default(name: str) -> str | None:
@@ -69,6 +72,21 @@ def add_across_repeats_option(parser: argparse.ArgumentParser) -> None:
              "for other times, which other load only lengthens) or median (the default for memory) "
              "(make: ACROSS_REPEATS=...)",
     )
+
+
+def add_library_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-library", action="store_true", default=env_default("HARNESS_LIBRARY") == "0",
+        help="learn nothing from the device library (harness devices): the harness's own profile alone, no "
+             "`library` fit (make: LIBRARY=0)")
+
+
+def library_option(args: argparse.Namespace, results_dir: Path, device: str) -> Library | None:
+    """The device library a calibration of `device` learns from (every table but the device's own), unless
+    --no-library."""
+    from harness.library.transfer import device_library  # pandas and scipy: only for the commands that calibrate
+
+    return None if args.no_library else device_library(results_dir, device)
 
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:

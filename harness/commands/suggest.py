@@ -24,9 +24,11 @@ from harness.commands.shared import (
     add_across_repeats_option,
     add_device_option,
     add_fit_option,
+    add_library_option,
     add_metric_option,
     add_results_options,
     fmt,
+    library_option,
     print_json,
     warn,
 )
@@ -48,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "would shrink the prediction intervals of the others (greedy I-optimal picks).",
     )
     add_device_option(parser)
+    add_library_option(parser)
     parser.add_argument("-n", "--count", type=int, default=DEFAULT_COUNT,
                         help=f"how many models to suggest (default: {DEFAULT_COUNT})")
     add_metric_option(parser, None, "one metric (default: every metric the device data has)",
@@ -118,13 +121,14 @@ def run(args: argparse.Namespace) -> int:
     device = load_device(results_dir, args.device)
     runs, session = select_runs(results_dir, args.session, args.runtime, device)
     try:
-        cset, measured = calibrate_runs(device, runs, args.metric, fit=args.fit, across=args.across_repeats)
+        cset, measured = calibrate_runs(device, runs, args.metric, fit=args.fit, across=args.across_repeats,
+                                        library=library_option(args, results_dir, device.name))
     except NothingToFit:
         matched = set(device.match(sorted({run["model_name"] for run in runs if run.get("model_name")})).values())
         return first_picks(args, runs, session, matched, f"fewer than {MIN_POINTS} of its models have harness runs")
     results: list[dict[str, Any]] = []
     for calibration in cset.calibrations:
-        unmeasured = _unmeasured(calibration, measured[calibration.metric], cset.facts)
+        unmeasured = _unmeasured(calibration, measured[calibration.metric], calibration.facts_for(cset.facts))
         picks = suggest(calibration, unmeasured, args.count) if not unmeasured.empty else []
         results.append({"metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
                         "relative_widths": relative_widths(calibration.model),

@@ -10,6 +10,7 @@ once the trailing variant tokens are dropped: numbers (width, resolution, versio
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from harness.zoo import registry as zoo_registry
 
@@ -17,6 +18,7 @@ _VARIANT_TOKEN = r"(?:\d+(?:\.\d+)?|int8|uint8|quant|quantized|qdq|static|dynami
 _TRAILING_VARIANTS = re.compile(rf"(?:[_-]{_VARIANT_TOKEN})+$", re.IGNORECASE)
 
 
+@cache  # a NAS loop asks for thousands of names, each matched against every zoo family's pattern
 def model_family(name: str) -> str:
     """The family of a harness model name: the zoo's family key, else the name without its variant tokens."""
     return zoo_registry.family_key(name) or _TRAILING_VARIANTS.sub("", name) or name

@@ -21,6 +21,7 @@ from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.core.records import RunRecord, SessionInfo
 from harness.device.data import load_device
+from harness.library.transfer import device_library
 from harness.report.figures import pareto_chart
 from harness.report.format import mib, sig, with_interval
 
@@ -123,7 +124,8 @@ def device_predictions(results_dir: Path, device_name: str,
     """Predicted device values with 95% prediction intervals for every profiled model (full precision, and as
     read), or the reason there are none."""
     try:
-        cset, measured = calibrate_runs(load_device(results_dir, device_name), runs)
+        cset, measured = calibrate_runs(load_device(results_dir, device_name), runs,
+                                        library=device_library(results_dir, device_name))
     except DataError as err:
         return f"{device_name}: no predictions yet. {err}"
     models = sorted({run.model_name for run in runs if run.model_name})

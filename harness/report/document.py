@@ -20,6 +20,7 @@ from harness.core.errors import DataError, StorageError
 from harness.core.records import RunRecord, SessionInfo
 from harness.core.storage import write_bytes_atomically
 from harness.device.data import list_devices, load_device
+from harness.library.transfer import device_library
 from harness.report.answer import answer_parts
 from harness.report.figures import (
     calibration_residuals,
@@ -166,7 +167,8 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[RunRecor
     source = "; ".join(device.info.get("comments") or []) or device.info.get("source_name", "")
     section.paragraphs.append(f"Device data: {source}")
     try:
-        cset, measured = calibrate_runs(device, runs, group_by=group_by)
+        cset, measured = calibrate_runs(device, runs, group_by=group_by,
+                                        library=device_library(results_dir, device_name))
     except DataError as err:
         section.paragraphs.append(f"Not calibrated: {err}")
         return section
@@ -190,6 +192,8 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[RunRecor
     for c in cset.calibrations:
         name = f"calibration_{key}_{slug(c.metric + '_' + c.label)}"
         section.paragraphs.append(f"{c.metric}, {c.label}: {equation(c)}")
+        if carried := c.library_note():
+            section.paragraphs.append(f"{c.metric}, {c.label}: {carried}")
         section.figures += [
             ReportFigure(f"{name}_fit", f"{c.metric}, {c.label}: fit", calibration_scatter(c, device_name)),
             ReportFigure(f"{name}_residuals", f"{c.metric}, {c.label}: residuals",

@@ -1,0 +1,123 @@
+"""Transfer calibration: the device library's tables as evidence for a device the harness has not seen.
+
+For a target device with k measured models, each library table (never one of the target's own device) gives every
+model a latency: its measured value where the table has the model, and otherwise its own calibrated prediction from
+the harness's profile (a power law of the table's latencies on the harness's, fitted on the models both have). These
+become facts `library:<table>` of the calibration's design, which the `library` fit (harness.calibration.fits) reads:
+the target's few measurements then choose, by leave-one-out, which library devices carry it and how far beside the
+harness's own profile.
+
+A *novel* model is one no library table holds: a user's own model. Its evidence is only the library devices'
+predictions from the harness; `novel_held_out` scores the calibration for such models by removing the held-out model
+from every library table too, in every fold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.calibration.choice import AUTO, Candidates, HeldOut, folds, held_out_interval, select
+from harness.calibration.fits import LIBRARY_PREFIX, Design, fit_spec
+from harness.device.data import match_models
+from harness.library.catalog import LibraryTable, all_tables
+
+MIN_SHARED = 3
+"""A library table predicts a model it lacks from a power law fitted on at least this many models it shares with the
+harness; with fewer, it gives nothing for that model."""
+
+
+def column(table: LibraryTable) -> str:
+    return f"{LIBRARY_PREFIX}{table.name}"
+
+
+@dataclass(frozen=True)
+class Library:
+    """The library tables a target may learn from, and their latencies keyed by harness model name."""
+
+    tables: tuple[LibraryTable, ...]
+
+    @classmethod
+    def for_target(cls, tables: list[LibraryTable], target: str) -> Library:
+        """Every table but the target's own device's (by table name or physical device, at any thread count)."""
+        own = {t.device for t in tables if t.name == target} | {target}
+        return cls(tuple(t for t in tables if t.device not in own and t.name != target))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tables)
+
+    def measured(self, harness_models: list[str]) -> pd.DataFrame:
+        """harness model × `library:<table>`: each table's own latency of the model (NaN where it has none)."""
+        frame = pd.DataFrame(index=pd.Index(harness_models, name="harness_model"))
+        for table in self.tables:
+            values = table.values
+            if table.column:  # NAS-Bench-201: its names are the harness's
+                frame[column(table)] = values.reindex(harness_models).to_numpy(float)
+                continue
+            mapping = match_models(list(values.index), table.harness_names, harness_models)
+            by_harness = {harness: float(values[model]) for model, harness in mapping.items()}
+            frame[column(table)] = [by_harness.get(name, np.nan) for name in harness_models]
+        return frame
+
+    def evidence(self, harness: pd.Series, without: str | None = None) -> pd.DataFrame:
+        """harness model × `library:<table>`: measured where the table has the model (never `without`'s value),
+        else the table's power law of the harness value; a column no model could be given is dropped."""
+        models = [str(name) for name in harness.index]
+        frame = self.measured(models)
+        if without is not None:
+            frame.loc[frame.index == without] = np.nan
+        x = np.log(harness.to_numpy(float))
+        for name in list(frame.columns):
+            values = frame[name].to_numpy(float, copy=True)
+            shared = np.isfinite(values) & np.isfinite(x)
+            missing = ~np.isfinite(values) & np.isfinite(x)
+            if missing.any():
+                if shared.sum() >= MIN_SHARED and np.ptp(x[shared]) > 0:
+                    slope, intercept = np.polyfit(x[shared], np.log(values[shared]), 1)
+                    values[missing] = np.exp(intercept + slope * x[missing])
+                frame[name] = values
+            if not np.isfinite(frame[name].to_numpy(float)).any():
+                frame = frame.drop(columns=name)
+        return frame
+
+
+def device_library(results_dir: Path, device: str) -> Library:
+    """What a calibration of `device` (an imported device, or a library table) learns from: every shipped and
+    imported table but the device's own."""
+    return Library.for_target(all_tables(results_dir), device)
+
+
+def with_evidence(design: Design, evidence: pd.DataFrame, models: list[str]) -> Design:
+    """`design` with its library facts replaced by `evidence` (rows by harness model): a column with a gap among
+    `models` is left out."""
+    kept = [i for i, name in enumerate(design.fact_names) if not name.startswith(LIBRARY_PREFIX)]
+    rows = evidence.reindex(models)
+    usable = [name for name in rows.columns if np.all(np.isfinite(rows[name].to_numpy(float)))
+              and (rows[name] > 0).all()]
+    facts = np.column_stack([design.facts[:, kept], rows[usable].to_numpy(float)]) if usable else design.facts[:, kept]
+    names = tuple(design.fact_names[i] for i in kept) + tuple(usable)
+    return Design(design.harness, facts, names, design.families)
+
+
+def novel_held_out(design: Design, y: np.ndarray, models: list[str], evidence_without: Callable[[str], pd.DataFrame],
+                   candidates: Candidates, fit: str | None = None) -> HeldOut | None:
+    """Leave-one-out where the held-out model is novel: removed from every library table before its fold is fitted
+    and predicted. With `fit` that fit predicts every fold; otherwise the automatic choice among `candidates` is
+    remade in each fold, as nested_leave_one_out does. None when a fold cannot be fitted."""
+    n = len(y)
+    predicted, low, high, outside, picks = np.empty(n), np.empty(n), np.empty(n), np.zeros(n, dtype=bool), []
+    for i, keep in folds(n):
+        fold = with_evidence(design, evidence_without(models[i]), models)
+        rest, left_out = fold.take(keep), fold.take(np.array([i]))
+        chosen = fit if fit is not None else select(rest, y[keep], candidates, query=left_out)
+        model = None if chosen is None else fit_spec(chosen).train(rest, y[keep])
+        if model is None:
+            return None
+        picks.append(model.name)
+        predicted[i], low[i], high[i], outside[i] = held_out_interval(model, rest, left_out)
+    return HeldOut(fit or AUTO, predicted, low, high, outside, tuple(picks))
