@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -53,16 +54,9 @@ class Library:
 
     def measured(self, harness_models: list[str]) -> pd.DataFrame:
         """harness model × `library:<table>`: each table's own latency of the model (NaN where it has none)."""
-        frame = pd.DataFrame(index=pd.Index(harness_models, name="harness_model"))
-        for table in self.tables:
-            values = table.values
-            if table.column:  # NAS-Bench-201: its names are the harness's
-                frame[column(table)] = values.reindex(harness_models).to_numpy(float)
-                continue
-            mapping = match_models(list(values.index), table.harness_names, harness_models)
-            by_harness = {harness: float(values[model]) for model, harness in mapping.items()}
-            frame[column(table)] = [by_harness.get(name, np.nan) for name in harness_models]
-        return frame
+        models = tuple(harness_models)
+        return pd.DataFrame({column(table): _by_harness(table, models) for table in self.tables},
+                            index=pd.Index(harness_models, name="harness_model"))
 
     def evidence(self, harness: pd.Series, without: str | None = None) -> pd.DataFrame:
         """harness model × `library:<table>`: measured where the table has the model (never `without`'s value),
@@ -84,6 +78,19 @@ class Library:
             if not np.isfinite(frame[name].to_numpy(float)).any():
                 frame = frame.drop(columns=name)
         return frame
+
+
+@lru_cache(maxsize=4096)  # a benchmark asks again for the same table and models in every fold
+def _by_harness(table: LibraryTable, models: tuple[str, ...]) -> np.ndarray:
+    """The table's latency of each harness model (NaN where it has none), its names matched to the harness's."""
+    values = table.values
+    if table.column:  # NAS-Bench-201: its names are the harness's
+        return values.reindex(list(models)).to_numpy(float)
+    mapping = match_models(list(values.index), table.harness_names, list(models))
+    by_harness = {harness: float(values[model]) for model, harness in mapping.items()}
+    out = np.array([by_harness.get(name, np.nan) for name in models])
+    out.flags.writeable = False
+    return out
 
 
 def device_library(results_dir: Path, device: str) -> Library:
