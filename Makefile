@@ -151,10 +151,22 @@ regress report: export HARNESS_METRIC := $(METRIC)
 regress report: export HARNESS_GROUP_BY := $(GROUP_BY)
 regress: export HARNESS_FIT := $(FIT)
 regress: export HARNESS_ACROSS_REPEATS := $(ACROSS_REPEATS)
+regress: export HARNESS_LIBRARY := $(LIBRARY)
 regress report: export HARNESS_SESSION := $(SESSION)
 
 regress: $(STAMP)
 	$(HARNESS) regress
+
+# Device predictions for MODEL (names as profiled; with a library device, files or zoo names: zero-shot, which
+# profiles the library table's models once). DEVICE, METRIC, FIT, SESSION and LIBRARY=0 as for regress.
+.PHONY: predict
+predict: export HARNESS_DEVICE := $(DEVICE)
+predict: export HARNESS_METRIC := $(METRIC)
+predict: export HARNESS_FIT := $(FIT)
+predict: export HARNESS_SESSION := $(SESSION)
+predict: export HARNESS_LIBRARY := $(LIBRARY)
+predict: $(STAMP)
+	$(HARNESS) predict
 
 report: $(STAMP)
 	$(HARNESS) report
@@ -209,6 +221,16 @@ bench-calibration: $(ZOO_STAMP)
 bench-calibration-engines: export HARNESS_BENCH_SESSION := $(SESSION)
 bench-calibration-engines: $(ZOO_STAMP) $(NCNN_STAMP) $(LITERT_STAMP) $(LITERT_TOOL_STAMP)
 	$(VENV)/bin/python benchmarks/calibration_engines.py
+
+# The device library on the published model tables (benchmarks/library.py): each table scored as a device never seen,
+# from the harness alone, with the other devices' tables as evidence, and for a novel model no table holds (about two
+# minutes from the committed summary; writes results/bench/library.json). DEVICES=dir/ scores that folder's device
+# CSVs instead, SESSION=DIR rebuilds the summary from a profile session.
+.PHONY: bench-library
+bench-library: export HARNESS_LIBRARY_DEVICES := $(DEVICES)
+bench-library: export HARNESS_BENCH_SESSION := $(SESSION)
+bench-library: $(STAMP)
+	$(VENV)/bin/python benchmarks/library.py
 
 # What else the calibration could do where it misses (averaging fits, other priors and fits for the first picks),
 # scored on the same tables from the sessions of bench-calibration: SESSION="DIR [DIR ...]" (about 20 seconds).

@@ -6,9 +6,10 @@ architecture run and timed by the harness, plus k device measurements, rank and 
     make bench-nb201 [DEVICES=file.csv] [PROFILE=1] [SESSION=DIR] [DEVICE=name MAX_LATENCY_MS=ms]
 
 Rescores from the committed per-architecture summary (benchmarks/data/nb201_harness.csv: harness values, per-op-kind
-times and static facts of architectures 0-1899) in about a minute. `--profile` re-profiles them from scratch first
-(PROFILE_FLAGS: one `harness sweep` of 1,900 models, 3 repeats at CPUS=1 with PER_OP=1, on two --parallel slots),
-then rewrites the summary; `--session DIR` rebuilds the summary from an existing sweep.
+times and static facts of architectures 0-1899 and of HELP's ten reference architectures) in a few minutes.
+`--profile` re-profiles them from scratch first (PROFILE_FLAGS: one `harness sweep` of 1,906 models, 3 repeats at
+CPUS=1 with PER_OP=1, on two --parallel slots), then rewrites the summary; `--session DIR` adds the architectures of
+an existing sweep to the summary (replacing those it holds).
 
 Protocol (harness.calibration.nb201): per device, k calibration architectures are drawn from 0-899 and the
 architectures 900-1899 are predicted, each pool without its fastest and slowest 10% on that device. Each of k = 5, 10
@@ -48,12 +49,17 @@ from harness.calibration.fits import FACT_NAMES, FIT_NAMES, WORK_FACTS
 from harness.calibration.nb201 import op_counts, read_devices, score, split
 from harness.calibration.suggest import suggest_first
 from harness.core.errors import DataError, HarnessError
+from harness.library.catalog import all_tables
+from harness.library.transfer import Library
 
 DATA = ROOT / "benchmarks" / "data"
-DEVICES_CSV = DATA / "nb201_latency_ms.csv"
+DEVICES_CSV = ROOT / "devices" / "library" / "nb201_latency_ms.csv"
 SUMMARY_CSV = DATA / "nb201_harness.csv"
+REFERENCE_TXT = ROOT / "devices" / "library" / "nb201_reference_archs.txt"
 SWEEP_DIR = ROOT / "results" / "nb201"
-ARCHITECTURES = range(0, 1900)
+REFERENCE = tuple(int(line) for line in REFERENCE_TXT.read_text().splitlines() if line.strip().isdigit())
+"""HELP's ten reference architectures, measured on every device for its hardware embedding (HELP's loader)."""
+ARCHITECTURES = tuple(dict.fromkeys((*range(0, 1900), *REFERENCE)))
 PROFILE_FLAGS = ("--cpus", "1", "--repeats", "3", "--iterations", "30", "--warmup", "5", "--per-op", "--parallel", "2",
                  "--device-name", "nb201-sweep", "--no-report")
 K_VALUES = (5, 10, 20)
@@ -87,11 +93,14 @@ class Policy:
         return f"{fits}, few-models threshold {self.candidates.few_models}"
 
 
-POLICIES = (Policy(AUTO_CANDIDATES), Policy(replace(AUTO_CANDIDATES, few_models=0)),
+HARNESS_ONLY = Policy(replace(AUTO_CANDIDATES, names=tuple(n for n in FIT_NAMES if n != "library")))
+POLICIES = (Policy(AUTO_CANDIDATES), Policy(replace(AUTO_CANDIDATES, few_models=0)), HARNESS_ONLY,
+            Policy(replace(HARNESS_ONLY.candidates, few_models=0)),
             Policy(replace(AUTO_CANDIDATES, names=tuple(n for n in FIT_NAMES if n != "work"))),
-            Policy(Candidates(("work",), few_models=0)))
+            Policy(Candidates(("work",), few_models=0)), Policy(Candidates(("library",), few_models=0)))
 """In order of preference on equal scores: the shipped defaults first; then every fit from any number of models (the
-threshold changes k = 5 only); then every fit but `work`, the fits before it; then `work` alone."""
+threshold changes k = 5 only); then the harness's own fits without the device library, at either threshold; then
+every fit but `work`; then `work` alone; then `library` alone."""
 SHIPPED = Policy(AUTO_CANDIDATES)
 
 
@@ -134,35 +143,56 @@ def summarise(session: Path) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("arch_idx")
 
 
-def points(summary: pd.DataFrame, latency: pd.Series) -> pd.DataFrame:
-    """Calibration points as `regress` pairs them: one per architecture, its harness value beside the device's."""
+def points(summary: pd.DataFrame, latency: pd.Series, library: Library) -> pd.DataFrame:
+    """Calibration points as `regress` pairs them: one per architecture, its harness value beside the device's, and
+    the library devices' latencies of it (the `library` fit's evidence)."""
     frame = summary.join(latency.rename("device"), how="inner")
     names = [f"nb201_{index}" for index in frame.index]
-    return frame.assign(model=names, harness_model=names, harness=frame["harness_ms"], family="nb201", cpus=1.0)
+    evidence = library.evidence(pd.Series(frame["harness_ms"].to_numpy(float), index=names))
+    frame = frame.assign(model=names, harness_model=names, harness=frame["harness_ms"], family="nb201", cpus=1.0)
+    return frame.join(evidence.set_axis(frame.index))
+
+
+def library_for(device: str) -> Library:
+    """The shipped NAS-Bench-201 tables a device learns from: all but those of its own physical device (a column of
+    a DEVICES file is a device never seen, so it learns from all of them)."""
+    tables = [table for table in all_tables() if table.column]
+    return Library.for_target(tables, f"nb201-{device.replace('_', '-')}")
+
+
+BUDGETS = ("ref10_k10", *(f"k{k}" for k in K_VALUES))
+"""`k<k>`: k architectures drawn; `ref10_k10` adds HELP's ten reference architectures to the ten drawn (HELP's
+budget: 20 target-device measurements)."""
 
 
 @dataclass(frozen=True)
 class Device:
-    """One device's points, its protocol split, and the seeded draws every policy and baseline shares."""
+    """One device's points, its protocol split, the library it learns from, and the seeded draws every policy and
+    baseline shares."""
 
     name: str
     points: pd.DataFrame
     pool: list[str]
     test: pd.DataFrame
-    draws: dict[int, list[list[str]]]
+    draws: dict[str, list[list[str]]]
     suggested: list[str]
+    library: tuple[str, ...]
 
     @classmethod
     def of(cls, name: str, summary: pd.DataFrame, latency: pd.Series, draws: int) -> Device:
-        frame = points(summary, latency)
-        protocol = split(frame["device"])
+        library = library_for(name)
+        frame = points(summary, latency, library)
+        protocol = split(frame["device"].loc[frame.index.isin(range(0, 1900))])
         pool = frame.loc[protocol.pool, "harness_model"].tolist()
         rng = np.random.default_rng(SEED)
-        chosen = {k: [list(rng.choice(pool, k, replace=False)) for _ in range(draws)] for k in K_VALUES}
+        chosen = {f"k{k}": [list(rng.choice(pool, k, replace=False)) for _ in range(draws)] for k in K_VALUES}
+        reference = [f"nb201_{index}" for index in REFERENCE if index in frame.index]
+        if len(reference) == len(REFERENCE):  # a table without them (a DEVICES file of 0-1899) has no HELP budget
+            chosen["ref10_k10"] = [reference + [m for m in draw if m not in reference] for draw in chosen["k10"]]
         pool_points = frame.loc[protocol.pool]
         picks = suggest_first(points_design(pool_points), pool, FIRST_PICKS_FIT, max(K_VALUES))
         return cls(name, frame.set_index("harness_model", drop=False), pool, frame.loc[protocol.test].set_index(
-            "harness_model", drop=False), chosen, [pick.model for pick in picks])
+            "harness_model", drop=False), chosen, [pick.model for pick in picks], library.names)
 
 
 def predict(device: Device, chosen: list[str], candidates: Candidates) -> dict[str, Any]:
@@ -185,11 +215,10 @@ def mean_figures(trials: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def policy_figures(device: Device, policy: Policy) -> dict[str, Any]:
-    """Per k: the mean figures over the seeded draws, and those of suggest's picks."""
-    out: dict[str, Any] = {}
-    for k in K_VALUES:
-        out[f"k{k}"] = mean_figures([predict(device, chosen, policy.candidates) for chosen in device.draws[k]])
-        out["suggest"] = out.get("suggest", {}) | {f"k{k}": predict(device, device.suggested[:k], policy.candidates)}
+    """Per budget: the mean figures over the seeded draws; per k, those of suggest's picks."""
+    out: dict[str, Any] = {budget: mean_figures([predict(device, chosen, policy.candidates) for chosen in draws])
+                           for budget, draws in device.draws.items()}
+    out["suggest"] = {f"k{k}": predict(device, device.suggested[:k], policy.candidates) for k in K_VALUES}
     return out
 
 
@@ -203,13 +232,13 @@ def op_count_baseline(device: Device) -> dict[str, Any]:
     test_rows = [rows[name] for name in device.test.index]
     y = device.points["device"].to_numpy(float)
     out = {}
-    for k in K_VALUES:
+    for budget, draws in device.draws.items():
         trials = []
-        for chosen in device.draws[k]:
+        for chosen in draws:
             train = [rows[name] for name in chosen]
             coef = np.linalg.lstsq(design[train], y[train], rcond=None)[0]
             trials.append(score(y[test_rows], design[test_rows] @ coef))
-        out[f"k{k}"] = mean_figures(trials)
+        out[budget] = mean_figures(trials)
     pool = [rows[name] for name in device.pool]
     coef = np.linalg.lstsq(design[pool], y[pool], rcond=None)[0]
     out["pool"] = score(y[test_rows], design[test_rows] @ coef) | {"k": len(pool)}
@@ -249,9 +278,12 @@ def run(devices_csv: Path, summary: pd.DataFrame, draws: int) -> dict[str, Any]:
                               "missing_architectures": len(missing)}
     for name, device in devices.items():
         ours = by_policy[chosen[name]][name]
+        budgets = [budget for budget in BUDGETS if budget in device.draws]
         result["devices"][name] = {
-            **{f"k{k}": ours[f"k{k}"] for k in K_VALUES}, "suggest": ours["suggest"], "policy": chosen[name],
-            "shipped": {f"k{k}": by_policy[SHIPPED.label][name][f"k{k}"] for k in K_VALUES},
+            **{budget: ours[budget] for budget in budgets}, "suggest": ours["suggest"], "policy": chosen[name],
+            "shipped": {budget: by_policy[SHIPPED.label][name][budget] for budget in budgets},
+            "harness_only": {budget: by_policy[HARNESS_ONLY.label][name][budget] for budget in budgets},
+            "library": list(device.library),
             "baselines": {"op_counts": op_count_baseline(device), "flops": flops_baseline(device)},
             "published": {method: rows.get(name) for method, rows in PUBLISHED.items()},
             "test_architectures": len(device.test), "pool": len(device.pool),
@@ -264,7 +296,12 @@ def show(result: dict[str, Any]) -> None:
     rows = []
     for name, figures in devices.items():
         published = figures["published"]
-        rows.append({"device": name, **{f"ρ k={k}": figures[f"k{k}"]["spearman"] for k in K_VALUES},
+        help_budget = figures.get("ref10_k10", {})
+        rows.append({"device": name, "ρ ref10+k10": help_budget.get("spearman", ""),
+                     "±10% ref10+k10": help_budget.get("within_10pct", ""),
+                     "coverage ref10+k10": help_budget.get("coverage", ""),
+                     "ρ ref10+k10 harness only": figures["harness_only"].get("ref10_k10", {}).get("spearman", ""),
+                     **{f"ρ k={k}": figures[f"k{k}"]["spearman"] for k in K_VALUES},
                      "τ k=10": figures["k10"]["kendall"], "±10% k=10": figures["k10"]["within_10pct"],
                      "coverage k=10": figures["k10"]["coverage"],
                      "ρ op counts k=10": figures["baselines"]["op_counts"]["k10"]["spearman"],
@@ -333,6 +370,9 @@ def main() -> None:
     try:
         if args.profile or args.session:
             summary = summarise(profile() if args.profile else args.session)
+            if args.session and args.summary.exists():  # a sweep of some architectures adds to the summary
+                before = pd.read_csv(args.summary, index_col="arch_idx")
+                summary = pd.concat([before.drop(summary.index, errors="ignore"), summary]).sort_index()
             summary.to_csv(args.summary, float_format="%.6g")
             print(f"summary of {len(summary)} architectures: {args.summary}")
         summary = pd.read_csv(args.summary, index_col="arch_idx")

@@ -466,7 +466,8 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
         at_cpus = measured[(measured["cpus"] == calibration.group["cpus"]) & measured["model_name"].isin(models)]
         on_device = dict(zip(calibration.points["harness_model"], calibration.points["device"], strict=True))
         used = list(calibration.model.fact_names)
-        known = at_cpus["model_name"].isin(cset.facts.dropna(subset=used).index) | (not used)
+        facts = calibration.facts_for(cset.facts)
+        known = at_cpus["model_name"].isin(facts.dropna(subset=used).index) | (not used)
         x_min, x_max = calibration.fit.x_min, calibration.fit.x_max
         base = [{"model": name, "metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
                  "harness": value, "confidence": CONFIDENCE, "out_of_range": not x_min <= value <= x_max,
@@ -475,7 +476,6 @@ def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFram
                 for name, value, over, across in zip(at_cpus["model_name"], at_cpus["value"], at_cpus["over"],
                                                      at_cpus["across"], strict=True)]
         ready = at_cpus[known.to_numpy()]
-        facts = calibration.facts_for(cset.facts)
         design = calibration.design(ready["value"], facts.reindex(ready["model_name"]), ready["model_name"])
         predicted = dict(zip(ready["model_name"], calibration.predictions(design), strict=True))
         unpredicted: tuple[str, float, float, float, list[str]] = (calibration.model.name, math.nan, 0.0, 0.0, [])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -79,12 +80,12 @@ def _read(path: Path, column: str, name: str, origin: str) -> tuple[pd.Series, d
     if column:
         frame = pd.read_csv(path, comment="#", index_col="arch_idx")
         if column not in frame:
-            raise DataError(f"{CATALOG}: table {name}: {path} has no column {column!r}")
+            raise DataError(f"{catalog_path()}: table {name}: {path} has no column {column!r}")
         series = frame[column].astype(float)
         series.index = [f"{NB201_PREFIX}{index}" for index in series.index]
         return series.rename(METRIC), {}
     if origin == "imported":
-        device = load_device(path.parent.parent.parent, path.name)
+        device = load_device(path.parent.parent, path.name)
     else:
         from harness.device.importer import DeviceFile, read_device  # the importer's readers, only for CSV tables
 
@@ -105,8 +106,15 @@ def _threads(text: str) -> int | None:
     return int(text) if text.strip() else None
 
 
-def shipped_tables(catalog: Path = CATALOG) -> list[LibraryTable]:
-    """The catalog's tables; a malformed row is one line naming the catalog's line."""
+def catalog_path() -> Path:
+    """devices/library.csv, or the catalog HARNESS_LIBRARY_CATALOG names (a team's own library of tables)."""
+    return Path(os.environ.get("HARNESS_LIBRARY_CATALOG") or CATALOG)
+
+
+def shipped_tables(catalog: Path | None = None) -> list[LibraryTable]:
+    """The catalog's tables (its files relative to the checkout, or absolute); a malformed row is one line naming the
+    catalog's line."""
+    catalog = catalog or catalog_path()
     try:
         lines = [(number, line) for number, line in enumerate(catalog.read_text(encoding="utf-8").splitlines(), 1)
                  if line.strip() and not line.startswith("#")]

@@ -1,0 +1,174 @@
+"""The device library and transfer calibration: the shipped tables with their provenance, a target's own rows never in
+its library, a novel model removed from every table, an exact multiple recovered, nothing changed without a library,
+and zero-shot prediction end to end on a small library table."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.calibration.calibrate import calibrate_points
+from harness.calibration.fits import FIT_NAMES
+from harness.cli import main
+from harness.library.catalog import LibraryTable, all_tables, shipped_tables
+from harness.library.transfer import Library, column
+
+ROOT = Path(__file__).resolve().parent.parent
+NCNN_DEVICES = ("rpi4b", "jetson-nano-cpu", "sd835-big", "kirin970-big", "rk3588-big", "celeron-n5105")
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_library_lists_the_shipped_tables_with_provenance(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "devices", "--json", "--results-dir", str(tmp_path))
+    assert code == 0, err
+    tables = {row["name"]: row for row in json.loads(out)["tables"]}
+    for device in NCNN_DEVICES:
+        for threads in (1, 4):
+            row = tables[f"ncnn-{device}-{threads}t"]
+            assert (row["engine"], row["threads"], row["precision"], row["role"]) == ("ncnn", threads, "fp32", "score")
+            assert row["models"] == 13 and row["date"][:2] == "20" and "ncnn" in row["source"]
+    assert {name for name, row in tables.items() if row["role"] == "learn"} == {
+        "nb201-titan-rtx-1", "nb201-titanx-1", "nb201-1080ti-1", "nb201-2080ti-1"}
+    assert all(tables[f"nb201-{d}"]["models"] == 15625 for d in ("pixel2", "raspi4", "gold-6226", "fpga"))
+    assert tables["pixel3-int8-4t"]["precision"] == "int8" and tables["pixel3-int8-4t"]["models"] == 21
+    code, out, err = run_cli(capsys, "devices", "show", "ncnn-rpi4b-4t", "--results-dir", str(tmp_path))
+    assert code == 0, err
+    assert "device: rpi4b" in out and "resnet50" in out and "547.1" in out
+    # An imported device joins the library, named by its import.
+    csv = tmp_path / "mine.csv"
+    csv.write_text("model,latency_ms\nsqueezenet1_1,30\nresnet18,60\n")
+    assert run_cli(capsys, "import-device", str(csv), "--device", "my-board", "--results-dir", str(tmp_path))[0] == 0
+    code, out, err = run_cli(capsys, "devices", "--json", "--results-dir", str(tmp_path))
+    mine = next(row for row in json.loads(out)["tables"] if row["name"] == "my-board")
+    assert (mine["origin"], mine["models"]) == ("imported", 2)
+    code, out, err = run_cli(capsys, "devices", "show", "no-such-device", "--results-dir", str(tmp_path))
+    assert code == 2 and "no library device 'no-such-device'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_targets_rows_never_reach_its_own_library() -> None:
+    """Every shipped table as a target: no table of its physical device is in its library, and no evidence column
+    equals any of its own device's tables on the models they share (a leak would make a column an exact copy)."""
+    tables = shipped_tables()
+    csv_tables = [t for t in tables if not t.column]
+    models = sorted({name for t in csv_tables for name in t.values.index} | {f"nb201_{i}" for i in range(50)})
+    harness = pd.Series(np.linspace(1, 40, len(models)), index=models)
+    for target in tables:
+        library = Library.for_target(tables, target.name)
+        assert target.device not in {t.device for t in library.tables}, target.name
+        own = Library(tuple(t for t in tables if t.device == target.device)).measured(models)
+        evidence = library.evidence(harness)
+        for name in evidence:
+            for mine in own:
+                shared = own[mine].notna()
+                if shared.sum() >= 3:
+                    assert not np.allclose(evidence.loc[shared, name], own.loc[shared, mine]), (target.name, name)
+
+
+def test_a_novel_model_is_removed_from_every_library_table() -> None:
+    """Without a model, every table that measured it gives instead its power law of the harness value, fitted on the
+    other models: the measured value is gone from every column."""
+    tables = [t for t in shipped_tables() if t.name.startswith("ncnn-") and not t.name.startswith("ncnn-rpi4b")]
+    library = Library(tuple(tables))
+    models = ["squeezenet1_1", "mobilenet_v1_1.0_224", "mobilenet_v2_1.0_224", "resnet18", "resnet50", "alexnet"]
+    harness = pd.Series([5.0, 20.0, 14.0, 30.0, 70.0, 25.0], index=models)
+    measured = library.measured(models)
+    assert measured.notna().all().all()
+    novel = library.evidence(harness, without="resnet18")
+    for table in tables:
+        name = column(table)
+        others = [m for m in models if m != "resnet18"]
+        slope, intercept = np.polyfit(np.log(harness[others]), np.log(measured.loc[others, name]), 1)
+        assert novel.loc["resnet18", name] == pytest.approx(np.exp(intercept + slope * np.log(30.0)))
+        assert novel.loc["resnet18", name] != pytest.approx(measured.loc["resnet18", name])
+        pd.testing.assert_series_equal(novel.loc[others, name], measured.loc[others, name])
+
+
+def _points(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    harness = np.exp(rng.uniform(0, 4, n))
+    names = [f"net_{i}" for i in range(n)]
+    return pd.DataFrame({"model": names, "harness_model": names, "harness": harness,
+                         "device": 2.0 * harness**0.8 * np.exp(rng.normal(0, 0.3, n)), "family": names})
+
+
+def test_one_library_device_that_is_an_exact_multiple_of_the_target_is_recovered_exactly() -> None:
+    points = _points(12, 1)
+    other = points["device"] / 3.0  # another device, three times faster on every model
+    calibration = calibrate_points("latency_ms", {}, points.assign(**{"library:other": other}))
+    assert calibration.model.name == "library"
+    np.testing.assert_allclose(calibration.points["fitted"], calibration.points["device"], rtol=1e-8)
+    np.testing.assert_allclose(calibration.points["loo_predicted"], calibration.points["device"], rtol=1e-8)
+    assert calibration.library_devices()[0]["device"] == "other"
+    assert calibration.library_devices()[0]["exponent"] == pytest.approx(1.0)
+    assert calibration.stats["loo_within_10pct"] == 1.0
+
+
+def test_with_no_library_the_results_equal_todays() -> None:
+    """No library table shares a model with these points: no evidence, no `library` fit, every figure as before."""
+    points = _points(12, 2)
+    before = calibrate_points("latency_ms", {}, points)
+    library = Library(tuple(t for t in shipped_tables() if t.column))  # NAS-Bench-201 cells only
+    evidence = library.evidence(points.set_index("harness_model")["harness"])
+    assert evidence.empty or evidence.isna().all().all() or not len(evidence.columns)
+    after = calibrate_points("latency_ms", {}, points.join(evidence, on="harness_model"),
+                             novel=lambda model: library.evidence(points.set_index("harness_model")["harness"], model))
+    assert after.model.equation == before.model.equation
+    assert [{k: v for k, v in row.items() if k != "within_10pct_novel"} for row in after.comparison] == \
+        before.comparison
+    assert all(row.get("within_10pct_novel") == row.get("within_10pct") for row in after.comparison)
+    assert [row["fit"] for row in before.comparison] == [*FIT_NAMES, "auto"]
+
+
+def test_zero_shot_prediction_on_a_small_library_table(tmp_path: Path) -> None:
+    """A user with no device data names a library table: its models are profiled on this host, the table calibrates,
+    the other tables are its library, and the user's model is predicted with an interval and the table's error."""
+    pytest.importorskip("torch")
+    table = tmp_path / "tiny.csv"
+    table.write_text("# a small device table\nmodel,threads,latency_ms\nmobilenet_v1_0.25_128,1,3.0\n"
+                     "mobilenet_v1_0.25_224,1,8.4\nsqueezenet1_1,1,31.0\nmobilenet_v1_0.5_128,1,7.9\n")
+    other = tmp_path / "other.csv"
+    other.write_text("model,threads,latency_ms\nmobilenet_v1_0.25_128,1,1.5\nmobilenet_v1_0.25_224,1,4.1\n"
+                     "squeezenet1_1,1,16.0\nmobilenet_v1_0.5_128,1,4.2\nmobilenet_v1_0.5_160,1,6.3\n")
+    catalog = tmp_path / "library.csv"
+    catalog.write_text("name,device,file,column,source,engine,threads,precision,date,role\n"
+                       f"tiny,tiny-board,{table},,a test,onnxruntime,1,fp32,2026,score\n"
+                       f"other,other-board,{other},,a test,onnxruntime,1,fp32,2026,score\n")
+    env = {**os.environ, "HARNESS_LIBRARY_CATALOG": str(catalog), "HARNESS_SET_BACKEND": "local"}
+    results = tmp_path / "results"
+    argv = [sys.executable, "-m", "harness.cli", "predict", "mobilenet_v1_0.5_160", "--device", "tiny",
+            "--results-dir", str(results), "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr
+    (prediction,) = json.loads(done.stdout)["predictions"]
+    assert prediction["model"] == "mobilenet_v1_0.5_160" and prediction["measured_on_device"] is None
+    assert 0 < prediction["pi_low"] < prediction["predicted"] < prediction["pi_high"]
+    assert "held out on tiny (each of its 4 models predicted from the others" in done.stderr
+    # A second call profiles nothing: the sessions under RESULTS_DIR/zero-shot hold every model.
+    sessions = sorted((results / "zero-shot").iterdir())
+    again = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    assert again.returncode == 0, again.stderr
+    assert sorted((results / "zero-shot").iterdir()) == sessions
+    assert json.loads(again.stdout)["predictions"][0]["predicted"] == pytest.approx(prediction["predicted"])
+
+
+def test_an_imported_device_named_like_a_shipped_table_is_one_line(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    csv = tmp_path / "mine.csv"
+    csv.write_text("model,latency_ms\nsqueezenet1_1,30\n")
+    assert run_cli(capsys, "import-device", str(csv), "--device", "ncnn-rpi4b-1t", "--results-dir", str(tmp_path))[0] == 0
+    with pytest.raises(Exception, match="has the name of a shipped library table"):
+        all_tables(tmp_path)
+    assert isinstance(shipped_tables()[0], LibraryTable)
