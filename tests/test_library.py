@@ -17,7 +17,8 @@ import pytest
 from harness.calibration.calibrate import calibrate_points
 from harness.calibration.fits import FIT_NAMES
 from harness.cli import main
-from harness.library.catalog import LibraryTable, all_tables, shipped_tables
+from harness.core.errors import DataError
+from harness.library.catalog import all_tables, shipped_tables
 from harness.library.transfer import Library, column
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,7 +169,10 @@ def test_an_imported_device_named_like_a_shipped_table_is_one_line(tmp_path: Pat
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     csv = tmp_path / "mine.csv"
     csv.write_text("model,latency_ms\nsqueezenet1_1,30\n")
-    assert run_cli(capsys, "import-device", str(csv), "--device", "ncnn-rpi4b-1t", "--results-dir", str(tmp_path))[0] == 0
-    with pytest.raises(Exception, match="has the name of a shipped library table"):
+    code, _, err = run_cli(capsys, "import-device", str(csv), "--device", "ncnn-rpi4b-1t", "--results-dir",
+                           str(tmp_path))
+    assert code == 0, err
+    with pytest.raises(DataError, match="has the name of a shipped library table"):
         all_tables(tmp_path)
-    assert isinstance(shipped_tables()[0], LibraryTable)
+    code, _, err = run_cli(capsys, "devices", "--results-dir", str(tmp_path))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "import it again under another --device name" in err
