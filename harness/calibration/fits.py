@@ -26,9 +26,10 @@ penalised) linear least-squares problem in its own space.
   the penalty falls on the kinds; where a kind costs the device what it does not cost the host, on the harness.
 - `library`: log device = a + b · log harness + Σ c_j · log library_j over the device library's tables (harness.
   library): another device's latency of the same model, measured where its table has the model and predicted from
-  the harness's profile where it has not (harness.library.transfer). Ridge-penalised on the harness and the library
-  devices alike (standardised), the strength chosen by leave-one-out inside the training points, so the few target
-  measurements decide which devices, the harness among them, carry the prediction and how much each weighs.
+  the harness's profile where it has not (harness.library.transfer). Ridge-penalised on the library devices, and on
+  the harness too where that gives the smaller leave-one-out error (the harness then weighed as one more device),
+  the strength chosen by leave-one-out inside the training points, so the few target measurements decide which
+  devices carry the prediction and how much each weighs.
 
 Prediction intervals are computed in each fit's own space (Montgomery, Peck & Vining, "Introduction to
 Linear Regression Analysis", §2.4; §5.5 for weights): ŷ₀ ± t(df) · s · √(1/w₀ + z₀ᵀ C z₀), where C is the
@@ -297,9 +298,15 @@ def _log_ridge(name: str, design: Design, y: np.ndarray, facts: tuple[str, ...],
     """Ridge on the log of `facts` beside a log-harness line (unpenalised, or penalised like a fact), at the penalty
     of least leave-one-out error. When that penalty is infinite (the facts add nothing) it is the `loglog` fit,
     named `name`."""
+    return _log_ridge_scored(name, design, y, facts, harness_penalised)[0]
+
+
+def _log_ridge_scored(name: str, design: Design, y: np.ndarray, facts: tuple[str, ...],
+                      harness_penalised: bool) -> tuple[FittedModel | None, float]:
+    """_log_ridge's model and its least leave-one-out error (mean squared, log space)."""
     scaler = _Standardiser.learn(design, facts, harness_penalised)
     errors = ridge_loo_errors(design, y, scaler) if scaler.facts else np.array([math.inf])
-    best = errors.min()
+    best = float(errors.min())
     # The strongest penalty within rounding of the best error: equal evidence goes to the simpler model.
     alpha = max((a for a, e in zip(RIDGE_ALPHAS, errors, strict=False) if e <= best * (1 + 1e-9) + 1e-24),
                 default=math.inf)
@@ -307,12 +314,12 @@ def _log_ridge(name: str, design: Design, y: np.ndarray, facts: tuple[str, ...],
         loglog = fit_loglog(design, y)
         return None if loglog is None else FittedModel(
             name, loglog.solution, True, False, _log_line_rows, math.inf, (), loglog.equation + " (facts unused)"
-        )
+        ), best
     unpenalised = scaler.base(design).shape[1]
     penalty = np.diag([0.0] * unpenalised + [alpha] * len(scaler.columns))
     solution = solve(scaler.rows(design), np.log(y), np.ones(len(y)), penalty)
     if solution is None:
-        return None
+        return None, best
     # Back to the facts' own units: log device = a' + Σ (c_k / scale_k) · log fact_k (the harness among them).
     powers = dict(zip(scaler.columns, solution.coef[unpenalised:] / scaler.scale, strict=True))
     a = solution.coef[0] - float(np.sum(solution.coef[unpenalised:] / scaler.scale * scaler.center))
@@ -320,7 +327,7 @@ def _log_ridge(name: str, design: Design, y: np.ndarray, facts: tuple[str, ...],
     terms = " · ".join(f"{fact}^{e:.3g}" for fact, e in powers.items())
     equation = f"device = {_exp_text(a)} · harness^{harness_power:.4g} · {terms} (ridge α = {alpha:.3g})"
     return FittedModel(name, solution, True, False, scaler.rows, alpha, scaler.facts, equation,
-                       tuple(float(e) for e in powers.values()))
+                       tuple(float(e) for e in powers.values())), best
 
 
 def fit_features(design: Design, y: np.ndarray) -> FittedModel | None:
@@ -331,8 +338,12 @@ def fit_features(design: Design, y: np.ndarray) -> FittedModel | None:
 def fit_library(design: Design, y: np.ndarray) -> FittedModel | None:
     """Ridge on the log latencies of the library's devices: which of them carry the target, and how much beside the
     harness, is the penalty and the weights that leave-one-out on the target's own models choose."""
-    return _log_ridge("library", design, y, design.library_names, harness_penalised=True) if design.library_names \
-        else None
+    if not design.library_names:
+        return None
+    # The harness first and the library beside it, or weighed as one more device: the one of least leave-one-out
+    # error (on equal errors, the harness first).
+    fits = [_log_ridge_scored("library", design, y, design.library_names, penalised) for penalised in (False, True)]
+    return min(fits, key=lambda fit: fit[1])[0]
 
 
 WORK_ALPHAS: tuple[float, ...] = (0.0, *np.logspace(-4, 3, 15).tolist())
