@@ -22,7 +22,7 @@ from harness.models.facts import onnx_facts
 from harness.zoo import nb201, nb201_cells
 
 ROOT = Path(__file__).resolve().parent.parent
-DEVICES_CSV = ROOT / "benchmarks" / "data" / "nb201_latency_ms.csv"
+DEVICES_CSV = ROOT / "devices" / "library" / "nb201_latency_ms.csv"
 SUMMARY_CSV = ROOT / "benchmarks" / "data" / "nb201_harness.csv"
 PUBLISHED_FLOPS = {"pixel2": 0.765, "raspi4": 0.846, "gold_6226": 0.826, "titan_rtx_256": 0.950, "eyeriss": 0.437,
                    "fpga": 0.900}
