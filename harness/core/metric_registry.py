@@ -8,7 +8,7 @@ Stdlib only.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,16 @@ class Metric:
     def value(self, run: Mapping[str, Any]) -> float | None:
         """The run's value, or None when absent or not a finite number (the run's status is not checked)."""
         return _number_at(run, self.path)
+
+    def absent_reason(self, runs: Iterable[Mapping[str, Any]]) -> str:
+        """`: why` the runs hold no value, where one says (`energy.absent`: no readable RAPL counter), else ''."""
+        for run in runs:
+            holder: Any = run
+            for key in self.path[:-1]:
+                holder = holder.get(key) if isinstance(holder, Mapping) else None
+            if isinstance(holder, Mapping) and holder.get("absent"):
+                return f": {holder['absent']}"
+        return ""
 
     def takes_fastest_inference(self, run: Mapping[str, Any], across: str | None) -> bool:
         """Whether `across` takes this run's fastest inference: under `fastest-inference`, for a per-inference

@@ -22,6 +22,7 @@ ENV_VAR = "HARNESS_METRICS"
 LATENCIES_KEY = "latency_ms"  # a list of per-inference latencies in ms, when not written to HARNESS_LATENCIES
 LOAD_KEY = "load_s"  # seconds the script spent loading the model
 BATCH_SIZE_KEY = "batch_size"  # inputs per inference, when the script chose its own
+ENERGY_KEY = "energy"  # the timed phase's RAPL energy, or why there is none (harness.measure.rapl)
 LATENCIES_ENV_VAR = "HARNESS_LATENCIES"
 MAX_LATENCIES = 100_000  # per run: 800 KB binary; longer runs keep a uniform sample of this size
 # With PER_OP=1 the runner names a directory here for the per-op phase's files (see harness.measure.benchloop)
