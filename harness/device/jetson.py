@@ -18,8 +18,8 @@ avg_memory_mib their mean. Start the log right before the model and stop it righ
 (ols, relative) carries the OS's share. Neither names the model: the import takes it from the command line.
 
 Both carry the board's power rails too (harness.device.power turns them into energy). tegrastats prints each rail as
-`NAME current/average` in mW (NVIDIA's tegrastats documentation: "[VDD_name] X/Y: X = Current power consumption in
-milliwatts. Y = Average power consumption in milliwatts."), bare on L4T 32 and with the unit since L4T 34:
+`NAME current/average` in mW (jetson-stats' tegra_parse.py: "[VDD_name] X/Y, X = Current power consumption in
+milliwatts. Y = Average power consumption in milliwatts."), bare on L4T 32 and with the unit on Orin (L4T 35):
     ... POM_5V_IN 2163/2163 POM_5V_GPU 0/0 POM_5V_CPU 410/410                   (Nano)
     ... VDD_IN 5012mW/4980mW VDD_CPU_GPU_CV 592mW/590mW VDD_SOC 1420mW/1418mW   (Orin Nano, Xavier NX)
 The input rail (POM_5V_IN, VDD_IN) is the module's whole draw; the others are parts of it, each kept as its own
