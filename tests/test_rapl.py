@@ -8,9 +8,12 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from harness.cli import main
 from harness.measure.launch import runner_command
 from harness.measure.rapl import EnergyReader, delta_uj
-from tests.helpers import run_spec
+from tests.helpers import profile_json, run_spec, session_runs
 
 MAX_UJ = 262_143_328_850  # a real package's max_energy_range_uj
 
@@ -76,3 +79,24 @@ def test_a_real_run_records_its_energy_or_why_there_is_none(tmp_path: Path, tiny
         assert energy["energy_j"] > 0 and energy["energy_mj"] == energy["energy_j"] * 1000 / 50
     assert bare["energy"] == {"absent": "the script did not report it: only the harness's timed_loop reads the "
                                         "host's RAPL counters"}
+
+
+def test_every_stored_run_holds_its_energy_or_why_and_rank_says_why(
+        capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path) -> None:
+    """A real session: each stored run's `energy` holds a number or the reason, and where no run has a number,
+    `rank --metric energy_mj` refuses in one line that gives it."""
+    results = in_tmp_cwd / "results"
+    profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--repeats", "2", "--script",
+                 str(workloads / "short_inference.py"), "--", "100")
+    runs = session_runs(results)
+    assert len(runs) == 2
+    reasons = {run["energy"].get("absent") for run in runs}
+    if reasons == {None}:
+        assert all(run["energy"]["energy_mj"] > 0 for run in runs)
+        return
+    (reason,) = reasons
+    assert reason and all(set(run["energy"]) == {"absent"} for run in runs)
+    capsys.readouterr()
+    assert main(["rank", "--metric", "energy_mj", "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"no ok run reported energy_mj: {reason}; pick another --metric" in err
