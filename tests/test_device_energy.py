@@ -122,32 +122,54 @@ def test_rails_that_disagree_with_their_total_or_are_missing_are_one_line(
     assert "j.csv:3: rails VDD_CPU_GPU_CV 819 + VDD_SOC 1890 = 2709 mW, more than its input rail Power TOT 600" in err
 
 
-def test_regress_and_predict_energy_from_imported_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Six models' benchmark and tegrastats logs (about 5 W each, the device 0.6× the harness's latency): energy is
-    fitted against the harness's latency, ~3 mJ per harness ms, and predicted for a seventh model with an
-    interval."""
-    harness = {"net_a": [1.0] * 3, "net_b": [2.0] * 3, "net_c": [4.0] * 3, "net_d": [7.0] * 3, "net_e": [9.0] * 3,
-               "net_f": [12.0] * 3, "net_g": [6.0] * 3}
+HARNESS_MS = {"net_a": 1.0, "net_b": 2.0, "net_c": 4.0, "net_d": 7.0, "net_e": 9.0, "net_f": 12.0, "net_g": 6.0}
+POWER_MW = {"net_a": 4990, "net_b": 5020, "net_c": 4980, "net_d": 5010, "net_e": 5000, "net_f": 4995}
+"""Six models' benchmark and tegrastats logs: about 5 W each, the device at 0.6× the harness's latency; net_g only
+profiled."""
+
+
+def energy_device(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A session of the seven models (three repeats each) and the device `dev` imported from the six's logs."""
     results = tmp_path / "results"
-    write_session(results, harness, cpus=4.0)
-    power_mw = {"net_a": 4990, "net_b": 5020, "net_c": 4980, "net_d": 5010, "net_e": 5000, "net_f": 4995}
+    write_session(results, {model: [ms] * 3 for model, ms in HARNESS_MS.items()}, cpus=4.0)
     files = []
-    for model, watts in power_mw.items():
-        device_us = 600.0 * harness[model][0]
+    for model, watts in POWER_MW.items():
+        device_us = 600.0 * HARNESS_MS[model]
         files.append(str(write(tmp_path / f"{model}.txt",
                                benchmark_model_log(f"/data/local/tmp/{model}.tflite", device_us, threads=4))))
         files.append(f"{model}={write(tmp_path / f'{model}.log', tegrastats_log([2448, 2460], input_mw=[watts] * 2))}")
     import_json(capsys, results, *files)
     capsys.readouterr()
+    return results
+
+
+def test_regress_and_predict_energy_from_imported_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Energy is fitted against the harness's latency, ~3 mJ per harness ms, and predicted for the seventh model
+    with an interval."""
+    results = energy_device(tmp_path, capsys)
     assert main(["regress", "--device", "dev", "--metric", "energy_mj", "--results-dir", str(results), "--json"]) == 0
     (calibration,) = json.loads(capsys.readouterr().out)["calibrations"]
     points = {p["harness_model"]: p for p in calibration["points"]}
     assert calibration["metric"] == "energy_mj" and len(points) == 6
-    for model, watts in power_mw.items():
-        assert points[model]["harness"] == harness[model][0]
-        assert points[model]["device"] == pytest.approx(watts / 1000 * 0.6 * harness[model][0])
+    for model, watts in POWER_MW.items():
+        assert points[model]["harness"] == HARNESS_MS[model]
+        assert points[model]["device"] == pytest.approx(watts / 1000 * 0.6 * HARNESS_MS[model])
     assert main(["predict", "--device", "dev", "--metric", "energy_mj", "--results-dir", str(results), "--json",
                  "net_g"]) == 0
     (prediction,) = json.loads(capsys.readouterr().out)["predictions"]
     assert prediction["predicted"] == pytest.approx(3.0 * 6.0, rel=0.01)
     assert prediction["pi_low"] < prediction["predicted"] < prediction["pi_high"]
+
+
+def test_the_report_shows_the_devices_latency_against_energy(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Energy here grows with latency, so the fastest model is the only one no other beats on both."""
+    results = energy_device(tmp_path, capsys)
+    assert main(["report", "--results-dir", str(results)]) == 0
+    (session,) = [path for path in results.iterdir() if (path / "report").is_dir()]
+    table = json.loads((session / "report" / "tables" / "calibration_dev_energy_pareto.json").read_text())
+    assert [row["model"] for row in table] == list(POWER_MW)
+    assert [row["energy_mj"] for row in table] == pytest.approx(
+        [watts / 1000 * 0.6 * HARNESS_MS[model] for model, watts in POWER_MW.items()])
+    assert [row["non_dominated"] for row in table] == [True] + [False] * 5
+    assert (session / "report" / "figures" / "calibration_dev_energy_pareto.png").stat().st_size > 1000
