@@ -68,9 +68,9 @@ def _column(cell: str) -> tuple[str | None, str | None]:
         if rest and last in UNITS:
             unit, name = last, " ".join(rest)
     quantity = next((QUANTITY_WORDS[word] for word in SEPARATORS.split(name) if word in QUANTITY_WORDS), None)
-    if unit is not None and unit not in UNITS:
+    if unit not in UNITS:
         return quantity, None
-    return quantity, unit
+    return quantity or (UNITS[unit][0] if not name.strip() else None), unit
 
 
 def _first_line(text: str) -> tuple[int, str]:
