@@ -35,6 +35,8 @@ def test_tegrastats_rails_of_a_nano_and_an_orin_give_energy_per_inference(
         assert values["energy_mj"] == pytest.approx(45.0)
         assert {rail: values[rail] for rail in expected_rails} == pytest.approx(expected_rails)
         assert "1.8 J over 0.4 s and 40 inferences" in result["sources"][0]["notes"]
+        record = json.loads((tmp_path / f"results_{board}" / "devices" / "dev" / "import.json").read_text())
+        assert record["energy"] == {"inferences": 40, "interval_ms": 100.0, "idle": None}
 
 
 def test_tegrastats_without_its_interval_cannot_give_energy_over_a_count(

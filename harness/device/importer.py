@@ -167,10 +167,10 @@ def _energy_per_inference(reading: Reading, trace: PowerTrace, readings: list[Re
     return True
 
 
-def _idle_power(path: Path, fmt: str | None) -> float:
+def _idle_power(path: Path) -> float:
     """The average input power of an idle log (W)."""
     text = _text(path)
-    found = fmt or detect(text)
+    found = detect(text)
     reading = BY_NAME[found].parse(text, str(path)) if found in BY_NAME else None
     if reading is None or reading.power is None:
         raise DataError(f"{path}: no input power in it (a tegrastats or jtop log with {', '.join(INPUT_RAILS)}, or a "
@@ -181,16 +181,15 @@ def _idle_power(path: Path, fmt: str | None) -> float:
 def add_energy(readings: list[Reading], energy: EnergyRun) -> None:
     """Energy per inference, and above idle, in every power log's reading that the import can give it to."""
     energy.check()
-    power_logs = [r for r in readings if r.power is not None]
-    if (energy.inferences or energy.idle) and not power_logs:
+    if (energy.inferences or energy.idle) and all(r.power is None for r in readings):
         unpowered = next((r for r in readings if r.format in (TEGRASTATS, JTOP_CSV)), None)
         where = (f"{unpowered.source}: no line holds an input power rail ({', '.join(INPUT_RAILS)} in tegrastats, "
                  f"{' or '.join(JTOP_TOTALS)} in jtop's CSV)" if unpowered else "no power log among the files")
         raise DataError(f"{where}; --inferences and --idle need a power log of the run")
-    idle_w = _idle_power(energy.idle, None) if energy.idle else None
-    for reading in power_logs:
-        assert reading.power is not None  # for mypy: power_logs holds those with one
-        if not _energy_per_inference(reading, reading.power, readings, energy) or idle_w is None:
+    idle_w = _idle_power(energy.idle) if energy.idle else None
+    for reading in readings:
+        if reading.power is None or not _energy_per_inference(reading, reading.power, readings, energy) or (
+                idle_w is None):
             continue
         average = reading.metrics[metric_registry.AVG_POWER]
         if average <= idle_w:
@@ -293,6 +292,9 @@ def import_device(files: list[DeviceFile], device: str, results_dir: Path, harne
     profiles = combine_op_profiles(readings)
     record = {"schema_version": SCHEMA_VERSION, "device": device, **info,
               "repeats": [row for row in provenance if row["n"] > 1]}
+    if energy is not None and energy != EnergyRun():
+        record["energy"] = {"inferences": energy.inferences, "interval_ms": energy.interval_ms,
+                            "idle": str(energy.idle) if energy.idle else None}
     status = _store(target, {
         MEASUREMENTS_FILE: table.to_csv(index=False, lineterminator="\n"),
         REPEATS_FILE: _repeats_text(frame, info["metrics"]),
