@@ -13,6 +13,7 @@ import pytest
 from harness.cli import main
 from harness.measure.launch import runner_command
 from harness.measure.rapl import EnergyReader, delta_uj
+from harness.store.results import list_sessions
 from tests.helpers import profile_json, run_spec, session_runs
 
 MAX_UJ = 262_143_328_850  # a real package's max_energy_range_uj
@@ -83,11 +84,13 @@ def test_a_real_run_records_its_energy_or_why_there_is_none(tmp_path: Path, tiny
 
 def test_every_stored_run_holds_its_energy_or_why_and_rank_says_why(
         capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path, tiny_onnx: Path, workloads: Path) -> None:
-    """A real session: each stored run's `energy` holds a number or the reason, and where no run has a number,
-    `rank --metric energy_mj` refuses in one line that gives it."""
+    """Real sessions: each stored run's `energy` holds a number or the reason, and where no run has a number,
+    `rank --metric energy_mj` refuses in one line that gives it and `check --metric energy_mj` skips with it."""
     results = in_tmp_cwd / "results"
-    profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--repeats", "2", "--script",
-                 str(workloads / "short_inference.py"), "--", "100")
+    for _ in range(2):
+        profile_json(capsys, results, str(tiny_onnx), "--backend", "local", "--repeats", "2", "--script",
+                     str(workloads / "short_inference.py"), "--", "100")
+    baseline = min(list_sessions(results))
     runs = session_runs(results)
     assert len(runs) == 2
     reasons = {run["energy"].get("absent") for run in runs}
@@ -100,3 +103,7 @@ def test_every_stored_run_holds_its_energy_or_why_and_rank_says_why(
     assert main(["rank", "--metric", "energy_mj", "--results-dir", str(results)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"no ok run reported energy_mj: {reason}; pick another --metric" in err
+    assert main(["check", "--baseline", str(baseline), "--metric", "energy_mj", "--results-dir", str(results),
+                 "--json"]) == 0
+    (check,) = [c for c in json.loads(capsys.readouterr().out)["checks"] if c["check"] == "energy_mj"]
+    assert check["verdict"] == "skip" and check["message"] == f"no ok run of the session reported energy_mj: {reason}"
