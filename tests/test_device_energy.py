@@ -36,7 +36,7 @@ def test_tegrastats_rails_of_a_nano_and_an_orin_give_energy_per_inference(
         assert {rail: values[rail] for rail in expected_rails} == pytest.approx(expected_rails)
         assert "1.8 J over 0.4 s and 40 inferences" in result["sources"][0]["notes"]
         record = json.loads((tmp_path / f"results_{board}" / "devices" / "dev" / "import.json").read_text())
-        assert record["energy"] == {"inferences": 40, "interval_ms": 100.0, "idle": None}
+        assert record["energy"] == {"inferences": 40, "interval_ms": 100.0, "idle": None, "idle_s": None}
 
 
 def test_tegrastats_without_its_interval_cannot_give_energy_over_a_count(
@@ -102,6 +102,25 @@ def test_energy_from_the_benchmark_latency_and_above_idle(tmp_path: Path, capsys
     err = import_error(capsys, tmp_path / "refused", f"net={idle}", "--inferences", "40", "--interval", "100",
                        "--idle", str(run))
     assert f"{idle}: average input power 1.5 W is not above the idle log's 4.5 W" in err
+
+
+def test_an_idle_start_of_the_log_is_split_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--idle-s: tegrastats' first 0.2 s (two lines of 1.5 W at 100 ms) are idle, the four after it the run: 4.5 W,
+    45 mJ over 40, 30 mJ of it above idle. A meter's first 0.4 s by its times (1.5 W): the run after it, 3.0, 3.4,
+    3.2, 3.0 W from 0.4 to 1.0 s, is 1.92 J, 3.2 W, 40 mJ over 48; 40 × (1 − 1.5/3.2) = 21.25 mJ above idle."""
+    log = write(tmp_path / "t.log", tegrastats_log([2448] * 6, input_mw=[1500, 1500, *INPUT_MW]))
+    values = only_model(import_json(capsys, tmp_path / "results_t", f"net={log}", "--inferences", "40",
+                                    "--interval", "100", "--idle-s", "0.2"))["values"]
+    assert (values["avg_power_w"], values["energy_mj"], values["dynamic_energy_mj"]) == pytest.approx((4.5, 45, 30))
+    meter = write(tmp_path / "m.csv", meter_csv([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], watts=[1.5, 1.5, 3.0, 3.4, 3.2, 3.0]))
+    values = only_model(import_json(capsys, tmp_path / "results_m", f"net={meter}", "--inferences", "48",
+                                    "--idle-s", "0.4"))["values"]
+    assert (values["avg_power_w"], values["energy_mj"], values["dynamic_energy_mj"]) == pytest.approx(
+        (3.2, 40, 21.25))
+    err = import_error(capsys, tmp_path / "refused", f"net={log}", "--inferences", "40", "--idle-s", "0.2")
+    assert f"{log}: 6 power samples do not split into --idle-s 0.2 s of idle and a run after it" in err
+    err = import_error(capsys, tmp_path / "refused", f"net={meter}", "--idle-s", "0.4", "--idle", str(log))
+    assert "--idle and --idle-s both given" in err
 
 
 def test_rails_that_disagree_with_their_total_or_are_missing_are_one_line(

@@ -98,6 +98,9 @@ ODD_TOKENS = ("\x00", "\ufeff", "\r", "\n", "\t", "\x0c", "\x85", "\u2028", '"',
               "POM_5V_IN 9/9", "VDD_IN 12mW/12mW", " VDD_SOC 99999mW/1mW", "Power TOT", "power cur", "Time (s)",
               "Current (mA)", "Power (W)", "2024-02-07 09:00:00.5")
 """Text that other formats, other tools, terminals and markup give a special meaning."""
+ENERGY_FLAGS: list[tuple[str, ...]] = [(), ("--inferences", "40", "--interval", "100"),
+                                       ("--inferences", "40", "--interval", "100", "--idle-s", "0.15")]
+"""A power importer's cases: no energy asked for, energy per inference, and that above each log's idle start."""
 ENCODINGS = ("utf-8-sig", "latin-1", "cp1252", "utf-16", "utf-16-le", "utf-16-be", "utf-32")
 
 
@@ -175,12 +178,13 @@ class FuzzCase:
     format_flag: bool  # --format FORMAT instead of detection
     default_model: bool  # --model NAME for the logs without MODEL=
     json: bool
-    energy: bool = False  # --inferences N --interval MS: energy per inference from a power log
+    energy: tuple[str, ...] = ()  # --inferences N --interval MS (and --idle-s S): energy from a power log
 
 
 def fuzz_case(importer: Importer) -> st.SearchStrategy[FuzzCase]:
     return st.builds(FuzzCase, st.lists(fuzz_file(importer), min_size=1, max_size=3).map(tuple),
-                     st.booleans(), st.booleans(), st.booleans(), st.booleans() if importer.power else st.just(False))
+                     st.booleans(), st.booleans(), st.booleans(),
+                     st.sampled_from(ENERGY_FLAGS if importer.power else [()]))
 
 
 def _arguments(case: FuzzCase, importer: Importer, folder: Path) -> tuple[list[str], list[Path]]:
@@ -194,7 +198,7 @@ def _arguments(case: FuzzCase, importer: Importer, folder: Path) -> tuple[list[s
     argv += ["--format", importer.format] if case.format_flag else []
     argv += ["--model", "given_model"] if case.default_model else []
     argv += ["--json"] if case.json else []
-    argv += ["--inferences", "40", "--interval", "100"] if case.energy else []
+    argv += case.energy
     return argv, paths
 
 

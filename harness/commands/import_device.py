@@ -5,8 +5,8 @@ power meter's CSV).
 Every file of a device goes into one import (it replaces what the device held); several files of one model are
 its repeats, whose median the fits use. A log that does not name its model is given one: MODEL=FILE, or
 --model NAME for every such file. A power log gives energy per inference with --inferences N (the run's count),
-or beside the same model's benchmark log (its mean latency); --idle FILE, a power log of the idle device, gives
-the dynamic energy above idle (docs/energy.md).
+or beside the same model's benchmark log (its mean latency); --idle FILE, a power log of the idle device, or
+--idle-s SECONDS, each log's idle start, gives the dynamic energy above idle (docs/energy.md).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the --interval tegrastats ran with (its lines carry no finer time)")
     parser.add_argument("--idle", type=Path, metavar="FILE", help="a power log of the idle device, for the energy "
                         "above idle (dynamic_energy_mj)")
+    parser.add_argument("--idle-s", type=float, metavar="SECONDS", help="the first SECONDS of each power log are "
+                        "the idle device, before the run (instead of --idle)")
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
     parser.add_argument("--json", action="store_true", help="print what was imported, per model, as JSON")
     parser.set_defaults(func=run)
@@ -111,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     harness_models = sorted({run["model_name"] for run in iter_all_runs(results_dir) if "model_name" in run})
     files = [DeviceFile.from_argument(argument) for argument in args.files]
     result = import_device(files, args.device, results_dir, harness_models, args.format, args.model,
-                           EnergyRun(args.inferences, args.interval, args.idle))
+                           EnergyRun(args.inferences, args.interval, args.idle, args.idle_s))
     if args.json:
         print_json({"device": result.device, "status": result.status, "path": str(result.path),
                     "models": _model_rows(result), "sources": result.sources, "conversions": result.conversions,

@@ -61,16 +61,22 @@ class DeviceFile:
 @dataclass(frozen=True)
 class EnergyRun:
     """What turns an import's power logs into energy per inference: the run's inference count, tegrastats'
-    `--interval` (its lines carry no time fine enough), and a power log of the idle device."""
+    `--interval` (its lines carry no time fine enough), and the idle device's power: a log of its own (`idle`), or
+    each log's first `idle_s` seconds, before the run."""
 
     inferences: int | None = None
     interval_ms: float | None = None
     idle: Path | None = None
+    idle_s: float | None = None
 
     def check(self) -> None:
-        for name, value in (("--inferences", self.inferences), ("--interval", self.interval_ms)):
+        for name, value in (("--inferences", self.inferences), ("--interval", self.interval_ms),
+                            ("--idle-s", self.idle_s)):
             if value is not None and not (0 < value < float("inf")):
                 raise ConfigError(f"{name} {value}: not a positive number; give the run's {name.lstrip('-')}")
+        if self.idle is not None and self.idle_s is not None:
+            raise ConfigError("--idle and --idle-s both given; give the idle device's own log or its seconds at the "
+                              "start of each log, not both")
 
 
 @dataclass
@@ -178,23 +184,44 @@ def _idle_power(path: Path) -> float:
     return reading.metrics[metric_registry.AVG_POWER]
 
 
+def _split_idle(reading: Reading, trace: PowerTrace, idle_s: float, interval_ms: float | None
+                ) -> tuple[PowerTrace, float]:
+    """The log's run after its first `idle_s` seconds (its power metrics now the run's alone), and the idle part's
+    average power (W)."""
+    parts = trace.split(idle_s, interval_ms / 1000 if interval_ms else None)
+    if parts is None:
+        raise DataError(f"{reading.source}: {len(trace.input_w)} power samples do not split into --idle-s "
+                        f"{idle_s:g} s of idle and a run after it (tegrastats logs need --interval MS)")
+    idle, run = parts
+    reading.power = run
+    reading.metrics.update(run.metrics())
+    reading.notes.append(f"the first {idle_s:g} s ({len(idle.input_w)} samples) idle, at "
+                         f"{idle.avg_power_w():.4g} W")
+    return run, idle.avg_power_w()
+
+
 def add_energy(readings: list[Reading], energy: EnergyRun) -> None:
     """Energy per inference, and above idle, in every power log's reading that the import can give it to."""
     energy.check()
-    if (energy.inferences or energy.idle) and all(r.power is None for r in readings):
+    if (energy.inferences or energy.idle or energy.idle_s) and all(r.power is None for r in readings):
         unpowered = next((r for r in readings if r.format in (TEGRASTATS, JTOP_CSV)), None)
         where = (f"{unpowered.source}: no line holds an input power rail ({', '.join(INPUT_RAILS)} in tegrastats, "
                  f"{' or '.join(JTOP_TOTALS)} in jtop's CSV)" if unpowered else "no power log among the files")
-        raise DataError(f"{where}; --inferences and --idle need a power log of the run")
-    idle_w = _idle_power(energy.idle) if energy.idle else None
+        raise DataError(f"{where}; --inferences, --idle and --idle-s need a power log of the run")
+    shared_idle_w = _idle_power(energy.idle) if energy.idle else None
     for reading in readings:
-        if reading.power is None or not _energy_per_inference(reading, reading.power, readings, energy) or (
-                idle_w is None):
+        if reading.power is None:
+            continue
+        trace, idle_w = (reading.power, shared_idle_w) if energy.idle_s is None else _split_idle(
+            reading, reading.power, energy.idle_s, energy.interval_ms)
+        if not _energy_per_inference(reading, trace, readings, energy) or idle_w is None:
             continue
         average = reading.metrics[metric_registry.AVG_POWER]
         if average <= idle_w:
-            raise DataError(f"{reading.source}: average input power {average:.4g} W is not above the idle log's "
-                            f"{idle_w:.4g} W ({energy.idle}); were both taken on this device in one power mode?")
+            idle = f"the idle log's {idle_w:.4g} W ({energy.idle})" if energy.idle else (
+                f"its first {energy.idle_s:g} s' {idle_w:.4g} W")
+            raise DataError(f"{reading.source}: average input power {average:.4g} W is not above {idle}; was the "
+                            "device idle then, and in the same power mode?")
         dynamic_share = 1 - idle_w / average
         reading.metrics[metric_registry.DYNAMIC_ENERGY] = reading.metrics[metric_registry.ENERGY] * dynamic_share
         reading.notes.append(f"dynamic energy above the idle {idle_w:.4g} W")
@@ -294,7 +321,7 @@ def import_device(files: list[DeviceFile], device: str, results_dir: Path, harne
               "repeats": [row for row in provenance if row["n"] > 1]}
     if energy is not None and energy != EnergyRun():
         record["energy"] = {"inferences": energy.inferences, "interval_ms": energy.interval_ms,
-                            "idle": str(energy.idle) if energy.idle else None}
+                            "idle": str(energy.idle) if energy.idle else None, "idle_s": energy.idle_s}
     status = _store(target, {
         MEASUREMENTS_FILE: table.to_csv(index=False, lineterminator="\n"),
         REPEATS_FILE: _repeats_text(frame, info["metrics"]),

@@ -75,6 +75,25 @@ class PowerTrace:
             return (self.energy_j(None) or 0.0) / duration
         return statistics.fmean(self.input_w)
 
+    def split(self, idle_s: float, interval_s: float | None) -> tuple[PowerTrace, PowerTrace] | None:
+        """(the first `idle_s` seconds, the rest): by the samples' times, else one interval per sample; None when
+        neither is known or either part would be empty."""
+        if self.times_s is not None and len(self.times_s) > 1:
+            cut = sum(t < self.times_s[0] + idle_s for t in self.times_s)
+        elif interval_s:
+            cut = round(idle_s / interval_s)
+        else:
+            return None
+        if not 0 < cut < len(self.input_w):
+            return None
+
+        def part(start: int, stop: int | None) -> PowerTrace:
+            rails = {rail: values[start:stop] for rail, values in self.rails_w.items()}
+            return PowerTrace(self.input_w[start:stop], rails,
+                              self.times_s[start:stop] if self.times_s is not None else None)
+
+        return part(0, cut), part(cut, None)
+
     def metrics(self) -> dict[str, float]:
         """avg_power_w and each rail's mean power (`power_cpu_w`, ...)."""
         return {metric_registry.AVG_POWER: self.avg_power_w(),
