@@ -368,7 +368,7 @@ def assemble_result(
     periods = cpu_delta.get("nr_periods", 0)
     status = _status(timed_out, returncode, oom_kills, stderr_tail, bool(spec.rlimit_as_bytes))
     load_s = reported.pop(LOAD_KEY, None)
-    energy = reported.pop(ENERGY_KEY, None)
+    energy = reported.pop(ENERGY_KEY) if isinstance(reported.get(ENERGY_KEY), dict) else {"absent": NO_ENERGY}
     return dict(
         status=status,
         exit_code=returncode if returncode >= 0 else None,
@@ -376,7 +376,7 @@ def assemble_result(
         stderr_tail=stderr_tail if status != "ok" else "",
         runtime_s=runtime_s,
         load_s=load_s,
-        energy=energy if isinstance(energy, dict) else {"absent": NO_ENERGY},
+        energy=energy,
         latency_stats_ms=summary,
         latency_headline=headline if summary else None,
         shorter_than_quota_window=bool(quota_warning),
