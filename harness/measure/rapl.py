@@ -14,14 +14,13 @@ counter is readable the run's record says why (`energy.absent`) and holds no num
 from __future__ import annotations
 
 import os
-import re
 import time
 from typing import Any
 
-from harness.core.metric_registry import AVG_POWER, ENERGY
+from harness.measure.report_protocol import AVG_POWER_KEY, ENERGY_MJ_KEY
 
 POWERCAP = "/sys/class/powercap"
-PACKAGE = re.compile(r"^intel-rapl:\d+$")
+PACKAGE_PREFIX = "intel-rapl:"
 WHOSE = "RAPL package energy: shared by every core, so other load on the host is in it"
 NO_COUNTER = ("no RAPL package counter under {root} (not an x86 host, the intel_rapl driver not loaded, or a "
               "container without the host's /sys/class/powercap)")
@@ -38,7 +37,8 @@ def packages(root: str = POWERCAP) -> tuple[list[tuple[str, str, int]], str | No
     """(name, energy_uj path, max_energy_range_uj) of each package domain with a readable counter; or none and the
     reason."""
     try:
-        domains = sorted(entry for entry in os.listdir(root) if PACKAGE.match(entry))
+        domains = sorted(entry for entry in os.listdir(root)
+                         if entry.startswith(PACKAGE_PREFIX) and entry[len(PACKAGE_PREFIX):].isdigit())
     except OSError:
         domains = []
     if not domains:
@@ -98,7 +98,7 @@ class EnergyReader:
             return {"absent": f"a RAPL counter stopped being readable ({err})"}
         total_j = sum(delta_uj(before, after, max_range) for before, after, (_, _, max_range)
                       in zip(self.started, ended, self.domains, strict=True)) / 1e6
-        return {ENERGY: total_j * 1000 / inferences if inferences else None,
-                AVG_POWER: total_j / seconds if seconds > 0 else None, "energy_j": total_j,
+        return {ENERGY_MJ_KEY: total_j * 1000 / inferences if inferences else None,
+                AVG_POWER_KEY: total_j / seconds if seconds > 0 else None, "energy_j": total_j,
                 "seconds": seconds, "domains": [name for name, _, _ in self.domains], "whose": WHOSE,
                 "read_s": self.read_s}

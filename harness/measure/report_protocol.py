@@ -23,6 +23,7 @@ LATENCIES_KEY = "latency_ms"  # a list of per-inference latencies in ms, when no
 LOAD_KEY = "load_s"  # seconds the script spent loading the model
 BATCH_SIZE_KEY = "batch_size"  # inputs per inference, when the script chose its own
 ENERGY_KEY = "energy"  # the timed phase's RAPL energy, or why there is none (harness.measure.rapl)
+ENERGY_MJ_KEY, AVG_POWER_KEY = "energy_mj", "avg_power_w"  # in it: the registry's metrics of the same names
 LATENCIES_ENV_VAR = "HARNESS_LATENCIES"
 MAX_LATENCIES = 100_000  # per run: 800 KB binary; longer runs keep a uniform sample of this size
 # With PER_OP=1 the runner names a directory here for the per-op phase's files (see harness.measure.benchloop)
