@@ -25,7 +25,8 @@ milliwatts. Y = Average power consumption in milliwatts."), bare on L4T 32 and w
 The input rail (POM_5V_IN, VDD_IN) is the module's whole draw; the others are parts of it, each kept as its own
 metric (`power_cpu_w`, `power_gpu_w`, `power_soc_w`, `power_cpu_gpu_cv_w`). The running average is not read: the
 mean of the current values is the average over the log. jetson-stats' logger writes `Power <RAIL>` columns and
-their total `Power TOT` in mW (jtop 4), or the total as `power cur` (jtop 3).
+their total `Power TOT` in mW (jtop 4: the POM_5V_IN or VDD_IN rail, taken out of the rails, else the rails' sum;
+jtop/core/power.py total_power), or the total as `power cur` (jtop 3).
 """
 
 from __future__ import annotations
