@@ -200,7 +200,7 @@ test-slow: $(ZOO_STAMP) lint
 # rewritten from them. About 21 minutes on a 2-core host. The Docker rows need an engine and the image
 # (`make image`); without them they are skipped, with a note.
 BENCHMARKS := sampling_overhead peak_fidelity overhead latency cpu_limits fractional_cpus runner_placement noise_floor \
-	median_ci_coverage per_op_overhead
+	median_ci_coverage per_op_overhead energy_overhead
 bench: $(ZOO_STAMP) $(NCNN_STAMP) $(LITERT_STAMP) $(LITERT_TOOL_STAMP)
 	for name in $(BENCHMARKS); do $(VENV)/bin/python benchmarks/$$name.py || exit 1; done
 	$(VENV)/bin/python benchmarks/goals.py $(BENCHMARKS)

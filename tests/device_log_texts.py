@@ -136,24 +136,70 @@ OLD_ORT_PERF_TEST_LOG = (
 )
 
 
-def tegrastats_log(used_mb: list[int], timestamps: bool = False) -> str:
-    """One tegrastats line per interval, as NVIDIA's documentation shows them (Jetson Nano, L4T 32); newer
-    releases put `MM-DD-YYYY HH:MM:SS` first."""
+def _running_average(values: list[int]) -> list[int]:
+    """tegrastats' `/average`: the mean since it started, in whole mW."""
+    return [round(sum(values[:i + 1]) / (i + 1)) for i in range(len(values))]
+
+
+def tegrastats_log(used_mb: list[int], timestamps: bool = False, input_mw: list[int] | None = None,
+                   board: str = "nano") -> str:
+    """One tegrastats line per interval, as NVIDIA's documentation shows them: the Nano's (L4T 32) with bare mW
+    rails `POM_5V_IN 2163/2163`, or the Orin Nano's (L4T 35) with `VDD_IN 5012mW/4980mW`, `VDD_CPU_GPU_CV`,
+    `VDD_SOC`. Newer releases put `MM-DD-YYYY HH:MM:SS` first. Each line's input rail is `input_mw`'s value (the
+    CPU and GPU, or CPU_GPU_CV and SOC, rails a fixed share of it)."""
+    inputs = input_mw or [2163] * len(used_mb)
+    averages = _running_average(inputs)
     lines = []
-    for second, used in enumerate(used_mb):
+    for second, (used, p_in, p_avg) in enumerate(zip(used_mb, inputs, averages, strict=True)):
         stamp = f"04-18-2023 10:23:{second:02d} " if timestamps else ""
-        lines.append(f"{stamp}RAM {used}/3964MB (lfb 29x4MB) SWAP 0/1982MB (cached 0MB) IRAM 0/252kB(lfb 252kB) "
-                     "CPU [6%@1479,4%@1479,1%@1479,0%@1479] EMC_FREQ 0% GR3D_FREQ 0% PLL@18.5C CPU@20.5C PMIC@100C "
-                     "GPU@20C AO@27.5C thermal@20.25C POM_5V_IN 2163/2163 POM_5V_GPU 0/0 POM_5V_CPU 410/410")
+        if board == "nano":
+            cpu, gpu = p_in * 19 // 100, p_in // 10
+            lines.append(f"{stamp}RAM {used}/3964MB (lfb 29x4MB) SWAP 0/1982MB (cached 0MB) IRAM 0/252kB(lfb 252kB) "
+                         "CPU [6%@1479,4%@1479,1%@1479,0%@1479] EMC_FREQ 0% GR3D_FREQ 0% PLL@18.5C CPU@20.5C "
+                         f"PMIC@100C GPU@20C AO@27.5C thermal@20.25C POM_5V_IN {p_in}/{p_avg} POM_5V_GPU {gpu}/{gpu} "
+                         f"POM_5V_CPU {cpu}/{cpu}")
+        else:
+            cpu_gpu_cv, soc = p_in * 13 // 100, p_in * 3 // 10
+            lines.append(f"{stamp}RAM {used}/7620MB (lfb 1109x4MB) SWAP 0/3810MB (cached 0MB) "
+                         "CPU [0%@729,0%@729,0%@729,0%@729,0%@729,0%@729] EMC_FREQ 0%@2133 GR3D_FREQ 0%@[305] "
+                         "NVJPG0 off NVJPG1 off VIC off OFA off APE 200 cpu@47.593C soc2@46.25C soc0@47.093C "
+                         f"gpu@47.187C tj@47.593C soc1@46.718C VDD_IN {p_in}mW/{p_avg}mW "
+                         f"VDD_CPU_GPU_CV {cpu_gpu_cv}mW/{cpu_gpu_cv}mW VDD_SOC {soc}mW/{soc}mW")
     return "\n".join(lines) + "\n"
 
 
 def jtop_csv(ram_values: list[float]) -> str:
-    """jetson-stats' examples/jtop_logger.py: csv.DictWriter over `jetson.stats` (time, uptime, CPUn, RAM, ...)."""
+    """jetson-stats' examples/jtop_logger.py: csv.DictWriter over `jetson.stats` (time, uptime, CPUn, RAM, ...),
+    jtop 3's columns with its total power `power cur`/`power avg` in mW."""
     header = "time,uptime,CPU1,CPU2,CPU3,CPU4,RAM,SWAP,EMC,GPU,Temp CPU,Temp GPU,power cur,power avg,jetson_clocks"
     rows = [f"2023-04-18 10:23:{i:02d}.123456,1 day 2:03:{i:02d},12,8,OFF,OFF,{ram},0,3,0,31.5,30.0,2163,2100,OFF"
             for i, ram in enumerate(ram_values)]
     return "\n".join([header, *rows]) + "\n"
+
+
+def jtop4_csv(total_mw: list[int], times_s: list[float], ram_fraction: float = 0.46) -> str:
+    """jtop 4.2's jtop_logger.py CSV on an Orin Nano: RAM a fraction of the total, each rail `Power <RAIL>` and
+    their total `Power TOT` in mW (jtop/jtop.py `stats`), the CPU_GPU_CV and SOC rails a fixed share of the total."""
+    header = ("time,uptime,CPU1,CPU2,CPU3,CPU4,CPU5,CPU6,RAM,SWAP,EMC,GPU,Temp cpu,Temp gpu,Temp soc0,Temp tj,"
+              "Power VDD_CPU_GPU_CV,Power VDD_SOC,Power TOT,jetson_clocks,nvp model")
+    rows = []
+    for total, at in zip(total_mw, times_s, strict=True):
+        minute, second = divmod(at, 60)
+        rows.append(f"2024-02-07 09:{int(minute):02d}:{second:09.6f},0:12:{int(second):02d},31,8,4,2,0,1,"
+                    f"{ram_fraction},0.0,7,45,46.5,45.8,45.9,46.5,{total * 13 // 100},{total * 3 // 10},{total},"
+                    "OFF,15W")
+    return "\n".join([header, *rows]) + "\n"
+
+
+def meter_csv(times_s: list[float], watts: list[float] | None = None, milliamps: list[float] | None = None,
+              volts: float = 5.08) -> str:
+    """A power meter's CSV log: time and power (`Time (s),Power (W)`), or current and voltage (`Time (s),Current
+    (mA),Voltage (V)`), each unit in its column's name."""
+    if watts is not None:
+        return "Time (s),Power (W)\n" + "".join(f"{t},{w}\n" for t, w in zip(times_s, watts, strict=True))
+    assert milliamps is not None
+    return "Time (s),Current (mA),Voltage (V)\n" + "".join(
+        f"{t},{ma},{volts}\n" for t, ma in zip(times_s, milliamps, strict=True))
 
 
 def dumpsys_meminfo(pss_kb: int, rss_kb: int | None, pid: int = 5865, package: str = "org.example.bench") -> str:

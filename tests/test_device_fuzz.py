@@ -31,7 +31,9 @@ from tests.device_log_texts import (
     OLD_ORT_PERF_TEST_LOG,
     benchmark_model_log,
     dumpsys_meminfo,
+    jtop4_csv,
     jtop_csv,
+    meter_csv,
     ort_perf_test_log,
     tegrastats_log,
 )
@@ -58,6 +60,7 @@ class Importer:
     seeds: tuple[str, ...]
     suffix: str = ".txt"
     model_argument: bool = True
+    power: bool = False  # a power log: cases may ask for energy per inference (--inferences, --interval)
 
 
 IMPORTERS = (
@@ -67,8 +70,14 @@ IMPORTERS = (
         OLD_BENCHMARK_MODEL_LOG)),
     Importer("onnxruntime_perf_test", (ort_perf_test_log(5.123, 0.0051, 35135488), OLD_ORT_PERF_TEST_LOG)),
     Importer("tegrastats", (tegrastats_log([2448, 2460, 2501, 2455]),
-                            tegrastats_log([2957, 3010, 2990], timestamps=True))),
-    Importer("jtop_csv", (jtop_csv([2448.0, 2460.5, 2501.0]), jtop_csv([2506752.0, 2519040.0]))),
+                            tegrastats_log([2957, 3010, 2990], timestamps=True),
+                            tegrastats_log([2957, 3010, 2990], input_mw=[5012, 4980, 5120], board="orin")),
+             power=True),
+    Importer("jtop_csv", (jtop_csv([2448.0, 2460.5, 2501.0]), jtop_csv([2506752.0, 2519040.0]),
+                          jtop4_csv([6100, 6300, 6200], [0.0, 0.5, 1.0])), power=True),
+    Importer("power_csv", (meter_csv([0.0, 0.2, 0.4, 0.6], watts=[3.0, 3.4, 3.2, 3.0]),
+                           meter_csv([0.0, 0.001, 0.002], milliamps=[600.5, 640.25, 620.0])),
+             suffix=".csv", power=True),
     Importer("dumpsys_meminfo", (dumpsys_meminfo(44224, 93520), dumpsys_meminfo(38112, None),
                                  dumpsys_meminfo(44224, 93520) + dumpsys_meminfo(45012, 94100))),
     Importer("csv", tuple(p.read_text(encoding="utf-8") for p in CSV_SEEDS), suffix=".csv", model_argument=False),
@@ -78,15 +87,20 @@ NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 ODD_NUMBERS = ("nan", "NaN", "inf", "-inf", "Infinity", "1e999", "-1e999", "1e308", "-1", "-0.5", "0", "0.0",
                "9" * 400, "9" * 5000, "1.2.3", ".", "e+", "-", "1,,2", ",", "", " ", "0x1F", "１２", "1_000", "+3")
 """What a damaged or hand-edited file puts where a number was."""
-UNIT = re.compile(r"(?<![A-Za-z])(?:_?(?:ms|us|s|sec|mib|kb|mb|gb)|MB|kB|KB|GB|bytes)(?![A-Za-z])")
+UNIT = re.compile(r"(?<![A-Za-z])(?:_?(?:ms|us|s|sec|mib|kb|mb|gb)|MB|kB|KB|GB|bytes|mW|W|mA|A|V)(?![A-Za-z])")
 UNITS = ("ms", "us", "s", "sec", "MB", "kB", "KB", "GB", "bytes", "_ms", "_us", "_s", "_mib", "_kb", "_mb", "_gb",
-         "_kib", "")
+         "_kib", "mW", "W", "mA", "A", "V", "mV", "µs", "")
 ODD_TOKENS = ("\x00", "\ufeff", "\r", "\n", "\t", "\x0c", "\x85", "\u2028", '"', "'", ",", ";", "#", "=", "[", "]",
               "[/]", "[bold]", "[/red]", "%s", "{}", "\\", "model", "harness_model", "threads", "cpus", "repeat",
               "latency_ms", "RAM 12/34MB (lfb 1x2MB)", "** MEMINFO in pid 1 [x] **", "TOTAL PSS:", "TOTAL",
               "Graph: [", "Inference timings in us:", "Average inference time cost:", "Summary by node type",
-              "Operator-wise Profiling Info for Regular Benchmark Runs", "time,RAM\n", "µs", "é", "∞", "\U0001f600")
+              "Operator-wise Profiling Info for Regular Benchmark Runs", "time,RAM\n", "µs", "é", "∞", "\U0001f600",
+              "POM_5V_IN 9/9", "VDD_IN 12mW/12mW", " VDD_SOC 99999mW/1mW", "Power TOT", "power cur", "Time (s)",
+              "Current (mA)", "Power (W)", "2024-02-07 09:00:00.5")
 """Text that other formats, other tools, terminals and markup give a special meaning."""
+ENERGY_FLAGS: list[tuple[str, ...]] = [(), ("--inferences", "40", "--interval", "100"),
+                                       ("--inferences", "40", "--interval", "100", "--idle-s", "0.15")]
+"""A power importer's cases: no energy asked for, energy per inference, and that above each log's idle start."""
 ENCODINGS = ("utf-8-sig", "latin-1", "cp1252", "utf-16", "utf-16-le", "utf-16-be", "utf-32")
 
 
@@ -164,11 +178,13 @@ class FuzzCase:
     format_flag: bool  # --format FORMAT instead of detection
     default_model: bool  # --model NAME for the logs without MODEL=
     json: bool
+    energy: tuple[str, ...] = ()  # --inferences N --interval MS (and --idle-s S): energy from a power log
 
 
 def fuzz_case(importer: Importer) -> st.SearchStrategy[FuzzCase]:
     return st.builds(FuzzCase, st.lists(fuzz_file(importer), min_size=1, max_size=3).map(tuple),
-                     st.booleans(), st.booleans(), st.booleans())
+                     st.booleans(), st.booleans(), st.booleans(),
+                     st.sampled_from(ENERGY_FLAGS if importer.power else [()]))
 
 
 def _arguments(case: FuzzCase, importer: Importer, folder: Path) -> tuple[list[str], list[Path]]:
@@ -182,6 +198,7 @@ def _arguments(case: FuzzCase, importer: Importer, folder: Path) -> tuple[list[s
     argv += ["--format", importer.format] if case.format_flag else []
     argv += ["--model", "given_model"] if case.default_model else []
     argv += ["--json"] if case.json else []
+    argv += case.energy
     return argv, paths
 
 
@@ -270,6 +287,10 @@ REFUSED = [  # (format, file's bytes, what its one line says): a traceback, a nu
     ("tegrastats", _replaced("tegrastats", "RAM 2460/", f"RAM {'9' * 400}/"), ":2: '999"),
     ("tegrastats", _replaced("tegrastats", "RAM 2501/", f"RAM {'9' * 5000}/"), ":3: '999"),
     ("jtop_csv", _replaced("jtop_csv", ",2460.5,", ",nan,"), ":3: 'nan' is not a finite, non-negative number"),
+    ("tegrastats", _replaced("tegrastats", "POM_5V_IN 2163/", f"POM_5V_IN {'9' * 400}/"), ":1: '999"),
+    ("jtop_csv", _replaced("jtop_csv", ",2163,", ",-5,"), ":2: '-5' is not a finite, non-negative number"),
+    ("power_csv", _replaced("power_csv", "0.2,3.4", "0.2,nan"), ":3: 'nan' is not a finite, non-negative number"),
+    ("power_csv", _replaced("power_csv", "0.4,3.2", "0.1,3.2"), ":4: time 0.1 is before the line above's"),
     ("dumpsys_meminfo", _replaced("dumpsys_meminfo", "TOTAL PSS:    44224", "TOTAL PSS:    ,"),
      f":{_line_of('dumpsys_meminfo', 'TOTAL PSS:')}: ',' is not a finite"),
     ("csv", b"model,latency_ms\na,1\nb,inf\n", ":3: column latency_ms holds 'inf', not a non-negative finite number"),

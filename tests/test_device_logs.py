@@ -143,7 +143,8 @@ def test_tegrastats_log_gives_peak_and_average_ram_used(tmp_path: Path, capsys: 
         result = import_json(capsys, tmp_path / f"results{stamped}", f"resnet18={log}")
         assert result["sources"][0]["format"] == "tegrastats"
         assert only_model(result)["values"] == {"peak_memory_mib": 2448.0,
-                                                "avg_memory_mib": pytest.approx(sum(used) / len(used))}
+                                                "avg_memory_mib": pytest.approx(sum(used) / len(used)),
+                                                "avg_power_w": 2.163, "power_cpu_w": 0.41, "power_gpu_w": 0.216}
 
 
 def test_jetson_stats_logger_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,8 +153,10 @@ def test_jetson_stats_logger_csv(tmp_path: Path, capsys: pytest.CaptureFixture[s
     result = import_json(capsys, tmp_path / "results", f"resnet18={write(tmp_path / 'log.csv', jtop_csv(kib))}")
     assert result["sources"][0]["format"] == "jtop_csv"
     assert only_model(result)["values"] == {"peak_memory_mib": 2448.0,
-                                            "avg_memory_mib": pytest.approx(sum(kib) / len(kib) / 1024)}
-    err = import_error(capsys, tmp_path / "results", f"resnet18={write(tmp_path / 'f.csv', jtop_csv([0.46, 0.62]))}")
+                                            "avg_memory_mib": pytest.approx(sum(kib) / len(kib) / 1024),
+                                            "avg_power_w": 2.163}
+    unpowered = jtop_csv([0.46, 0.62]).replace(",power cur,power avg", "").replace(",2163,2100", "")
+    err = import_error(capsys, tmp_path / "results", f"resnet18={write(tmp_path / 'f.csv', unpowered)}")
     assert "f.csv: its RAM column is a fraction of the total" in err and "tegrastats" in err
 
 

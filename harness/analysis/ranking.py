@@ -58,6 +58,7 @@ from harness.analysis.pair_tests import (
 )
 from harness.analysis.run_values import check_metric, metric_table
 from harness.analysis.stats import summarize
+from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.core.records import RunRecord
 
@@ -317,7 +318,8 @@ def rank_runs(runs: Iterable[RunRecord], metric: str, alpha: float = ALPHA) -> d
     runs = list(runs)
     table = metric_table(runs, check_metric(metric))
     if table.empty:
-        raise DataError(f"no ok run reported {metric}; pick another --metric or check the runs' status")
+        why = metric_registry.get(check_metric(metric)).absent_reason(runs)
+        raise DataError(f"no ok run reported {metric}{why}; pick another --metric or check the runs' status")
     counts: dict[float, dict[str, Counter[str]]] = {}
     for run in runs:
         by_model = counts.setdefault(float(run.cpus), {})

@@ -252,8 +252,9 @@ def check_sessions(baseline_runs: list[RunRecord], session_runs: list[RunRecord]
             if runs.verdict == FAIL:
                 checks.append(Check(*key, name, SKIP, "not compared: failed runs (see `runs`)"))
             elif not new or not old:
-                side = "the session" if not new else "the baseline"
-                checks.append(Check(*key, name, SKIP, f"no ok run of {side} reported {name}"))
+                side, side_runs = ("the session", new_runs) if not new else ("the baseline", old_runs)
+                why = metric_registry.get(name).absent_reason(side_runs)
+                checks.append(Check(*key, name, SKIP, f"no ok run of {side} reported {name}{why}"))
             elif name == MEMORY:
                 checks.append(_memory_check(key, new, old, max_memory_growth))
             else:

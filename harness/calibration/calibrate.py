@@ -527,6 +527,8 @@ def calibrate_runs(
     fit: str = AUTO, across: str | None = None, library: Library | None = None,
 ) -> tuple[CalibrationSet, dict[str, pd.DataFrame]]:
     """Calibrate `device` against harness runs; also returns the per-model harness values used (for prediction):
-    each model's repeats summarised as `across` says, by default as the metric's registry entry says."""
-    values = {name: harness_values(runs, name, across) for name in calibrated_metrics(device, metric)}
+    each model's repeats summarised as `across` says, by default as the metric's registry entry says. A device
+    metric is paired with its registry entry's harness side (energy with latency)."""
+    values = {name: harness_values(runs, metric_registry.get(name).harness_side, across)
+              for name in calibrated_metrics(device, metric)}
     return calibrate_device(device, values, group_by, model_facts_table(runs), fit, library), values

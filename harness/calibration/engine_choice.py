@@ -30,6 +30,7 @@ from harness.calibration.choice import (
 )
 from harness.calibration.fits import FIT_NAMES, Design, fit_spec
 from harness.calibration.points import model_facts_table, paired_points
+from harness.core import metric_registry
 from harness.core.records import RunRecord
 from harness.device.data import DeviceData
 
@@ -130,7 +131,8 @@ def compare_engine_runs(device: DeviceData, runs: dict[str, list[RunRecord]], me
     each model's repeats summarised as `across` says."""
     points = {}
     for engine, engine_runs in runs.items():
-        paired = paired_points(device, harness_values(engine_runs, metric, across), metric, "cpus")
+        values = harness_values(engine_runs, metric_registry.get(metric).harness_side, across)
+        paired = paired_points(device, values, metric, "cpus")
         if not paired.empty:
             points[engine] = paired.join(model_facts_table(engine_runs), on="harness_model")
     return compare_engines(metric, points, candidates)

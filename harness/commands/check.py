@@ -32,7 +32,8 @@ from harness.store.results import (
     resolve_session,
 )
 
-TIME_UNITS = ("ms", "s")
+GATED_UNITS = ("ms", "s", "mJ")
+"""What the gate measures a slowdown in: a time, or the energy per inference (its growth, as a time's)."""
 VERDICT_STYLE = {PASS: "green", FAIL: "bold red"}
 
 
@@ -46,8 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--session", default=env_default("HARNESS_SESSION"),
                         help="the session to check: id or path (default: the newest under --results-dir)")
     time_metrics = ", ".join(metric_registry.names(_is_time))
-    parser.add_argument("--metric", default=metric_registry.LATENCY,
-                        help=f"the time a slowdown is measured in (default: latency_ms; one of: {time_metrics})")
+    parser.add_argument("--metric", default=env_default("HARNESS_METRIC") or metric_registry.LATENCY,
+                        help=f"the time (or energy) a slowdown is measured in (default: latency_ms; one of: "
+                             f"{time_metrics})")
     parser.add_argument("--max-slowdown", default="10%", metavar="PCT",
                         help="a slowdown of the median above this fails (5%%, or 0.05); default 10%%, the minimum "
                              "factor below which identical models differ")
@@ -60,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _is_time(metric: metric_registry.Metric) -> bool:
-    return metric.lower_is_better and metric.unit in TIME_UNITS
+    return metric.lower_is_better and metric.unit in GATED_UNITS
 
 
 def threshold(flag: str, text: str) -> float:

@@ -1,14 +1,18 @@
 """`harness import-device FILE... --device NAME`: store on-device measurements, from a device CSV or the text
-output of the device's own tools (benchmark_model, onnxruntime_perf_test, tegrastats, jtop, dumpsys meminfo).
+output of the device's own tools (benchmark_model, onnxruntime_perf_test, tegrastats, jtop, dumpsys meminfo, a
+power meter's CSV).
 
 Every file of a device goes into one import (it replaces what the device held); several files of one model are
 its repeats, whose median the fits use. A log that does not name its model is given one: MODEL=FILE, or
---model NAME for every such file.
+--model NAME for every such file. A power log gives energy per inference with --inferences N (the run's count),
+or beside the same model's benchmark log (its mean latency); --idle FILE, a power log of the idle device, or
+--idle-s SECONDS, each log's idle start, gives the dynamic energy above idle (docs/energy.md).
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -16,7 +20,7 @@ import pandas as pd
 from harness.commands import COMMANDS
 from harness.commands.shared import add_device_option, fmt, print_json, warn
 from harness.core.config import resolve_results_dir
-from harness.device.importer import DeviceFile, ImportResult, import_device
+from harness.device.importer import DeviceFile, EnergyRun, ImportResult, import_device
 from harness.device.log_formats import FORMAT_NAMES
 from harness.report.console import out_console
 from harness.store.results import iter_all_runs
@@ -33,6 +37,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=FORMAT_NAMES,
                         help="read every FILE in this format instead of telling it from the content")
     parser.add_argument("--model", help="the model of the logs that do not name theirs (and have no MODEL=)")
+    parser.add_argument("--inferences", type=int, metavar="N",
+                        help="inferences the power logs' timed phase ran, for energy per inference")
+    parser.add_argument("--interval", type=float, metavar="MS",
+                        help="the --interval tegrastats ran with (its lines carry no finer time)")
+    parser.add_argument("--idle", type=Path, metavar="FILE", help="a power log of the idle device, for the energy "
+                        "above idle (dynamic_energy_mj)")
+    parser.add_argument("--idle-s", type=float, metavar="SECONDS", help="the first SECONDS of each power log are "
+                        "the idle device, before the run (instead of --idle)")
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
     parser.add_argument("--json", action="store_true", help="print what was imported, per model, as JSON")
     parser.set_defaults(func=run)
@@ -100,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
     harness_models = sorted({run["model_name"] for run in iter_all_runs(results_dir) if "model_name" in run})
     files = [DeviceFile.from_argument(argument) for argument in args.files]
-    result = import_device(files, args.device, results_dir, harness_models, args.format, args.model)
+    result = import_device(files, args.device, results_dir, harness_models, args.format, args.model,
+                           EnergyRun(args.inferences, args.interval, args.idle, args.idle_s))
     if args.json:
         print_json({"device": result.device, "status": result.status, "path": str(result.path),
                     "models": _model_rows(result), "sources": result.sources, "conversions": result.conversions,

@@ -80,7 +80,7 @@ def first_picks(args: argparse.Namespace, runs: list[RunRecord], session: str, m
     """Picks before a fit exists: per CPUS value, the profiled models the device lacks, spread over their harness
     values and families (suggest_first, for the few-shot fit's shape)."""
     metric = args.metric or metric_registry.LATENCY
-    values = harness_values(runs, metric, args.across_repeats)
+    values = harness_values(runs, metric_registry.get(metric).harness_side, args.across_repeats)
     facts = model_facts_table(runs)
     results: list[dict[str, Any]] = []
     for cpus, group in values.groupby("cpus"):

@@ -8,7 +8,7 @@ Stdlib only.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,14 @@ class Metric:
     calibrated: bool = False  # device data may hold it, so it can be calibrated and predicted
     across_repeats: str = "median"  # how calibration summarises a model's repeats (ACROSS_REPEATS)
     per_inference: bool = False  # a statistic of the run's inferences: `fastest-inference` applies to it
+    calibrated_from: str | None = None  # the harness metric a device's values are fitted against, when not itself
+
+    @property
+    def harness_side(self) -> str:
+        """The metric whose harness values calibrate this one: energy ≈ power × time, and a device's power varies
+        less between models than its time does, so device energy is fitted against the harness's latency (and a
+        model's work, as every fit may use it), which every run has, where RAPL energy is on few hosts."""
+        return self.calibrated_from or self.name
 
     @property
     def label_with_unit(self) -> str:
@@ -48,6 +56,16 @@ class Metric:
     def value(self, run: Mapping[str, Any]) -> float | None:
         """The run's value, or None when absent or not a finite number (the run's status is not checked)."""
         return _number_at(run, self.path)
+
+    def absent_reason(self, runs: Iterable[Mapping[str, Any]]) -> str:
+        """`: why` the runs hold no value, where one says (`energy.absent`: no readable RAPL counter), else ''."""
+        for run in runs:
+            holder: Any = run
+            for key in self.path[:-1]:
+                holder = holder.get(key) if isinstance(holder, Mapping) else None
+            if isinstance(holder, Mapping) and holder.get("absent"):
+                return f": {holder['absent']}"
+        return ""
 
     def takes_fastest_inference(self, run: Mapping[str, Any], across: str | None) -> bool:
         """Whether `across` takes this run's fastest inference: under `fastest-inference`, for a per-inference
@@ -103,6 +121,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("avg_memory_mib", "MiB", ("avg_memory_mib",), "avg memory", 1,
            "time-weighted mean of the sampled working set over the run", calibrated=True),
     Metric("cpu_s", "s", ("cpu_s",), "CPU time", 3, "user + system CPU time of the bench script's process tree"),
+    Metric("energy_mj", "mJ", ("energy", "energy_mj"), "energy", 3,
+           "energy per inference: on a device, its input rail's or meter's energy over the timed phase per inference "
+           "(docs/energy.md); on the host, RAPL's package energy over the timed phase per inference, where readable "
+           "(`energy.absent` says why not)", calibrated=True, calibrated_from="latency_ms"),
+    Metric("avg_power_w", "W", ("energy", "avg_power_w"), "avg power", 3,
+           "mean power over the timed phase: the device's input rail or meter, or the host's RAPL packages",
+           calibrated=True, calibrated_from="latency_ms"),
+    Metric("dynamic_energy_mj", "mJ", ("energy", "dynamic_energy_mj"), "dynamic energy", 3,
+           "energy per inference above the device's idle power (an idle log given to import-device --idle)",
+           calibrated=True, calibrated_from="latency_ms"),
 )
 
 
@@ -135,6 +163,7 @@ LATENCY, LATENCY_MEAN, RUNTIME, PEAK_MEMORY = "latency_ms", "latency_mean_ms", "
 """The headline metrics, for code that names one (the answer: latency, or runtime without latencies; memory)."""
 LATENCY_P50, LATENCY_P90, LATENCY_P99 = "latency_p50_ms", "latency_p90_ms", "latency_p99_ms"
 LOAD, PEAK_RSS, AVG_MEMORY = "load_s", "peak_rss_mib", "avg_memory_mib"
+ENERGY, AVG_POWER, DYNAMIC_ENERGY = "energy_mj", "avg_power_w", "dynamic_energy_mj"
 """Metrics that device tools report too, for the readers of their logs (harness.device)."""
 DEFAULT_METRIC = LATENCY
 """What `rank` ranks by when no --metric is given."""

@@ -89,6 +89,9 @@ class RunResult:
     """the end of the script's stderr"""
     load_s: float | None = None
     """model load and session creation, as the script reported it"""
+    energy: dict[str, Any] | None = None
+    """the timed phase's RAPL package energy (energy_mj per inference, avg_power_w, energy_j, seconds, domains,
+    whose, read_s), or `absent`: why the host gave none (harness.measure.rapl); None in runs that never reported"""
     latency_stats_ms: dict[str, float] | None = None  # p50, p90, p99, mean, std, min, max, n, headline of one run
     latency_headline: str | None = None  # which statistic `headline` is: p50, or mean under a CFS quota
     shorter_than_quota_window: bool = False  # inferences shorter than the quota's run window (see notes)

@@ -51,6 +51,14 @@ def _across_label(across: str) -> str:
     return "fastest inference" if across == metric_registry.FASTEST_INFERENCE else f"{across} repeat"
 
 
+def _calibrated_label(m: metric_registry.Metric) -> str:
+    """How calibration takes the metric: the repeats rule of the harness values it is fitted against."""
+    if not m.calibrated:
+        return ""
+    against = f", against the harness's `{m.calibrated_from}`" if m.calibrated_from else ""
+    return f"yes, {_across_label(metric_registry.get(m.harness_side).across_repeats)}{against}"
+
+
 def metrics_markdown() -> str:
     lines = [HEADER.format(source="harness/core/metric_registry.py"), "# Metrics", "",
              "One number per run each; summaries take the median over a model's ok runs. `path` is where the value "
@@ -63,7 +71,7 @@ def metrics_markdown() -> str:
     yes = {True: "yes", False: ""}
     for m in metric_registry.METRICS:
         lines.append(f"| `{m.name}` | {m.unit} | {_cell(m.description)} | {yes[m.lower_is_better]} | {yes[m.ranked]} "
-                     f"| {f'yes, {_across_label(m.across_repeats)}' if m.calibrated else ''} | `{'.'.join(m.path)}` |")
+                     f"| {_calibrated_label(m)} | `{'.'.join(m.path)}` |")
     lines += ["", "Families: one metric per key a run brings.", "", "| family | unit | meaning |", "|---|---|---|"]
     for f in metric_registry.FAMILIES:
         lines.append(f"| `{f.name}.<key>` | {f.unit} | {_cell(f.description)} |")

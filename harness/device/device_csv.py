@@ -1,10 +1,10 @@
 """The device CSV: one row per model (or per model and repeat), read and validated into rows in harness units.
 
-Columns: `model` (required); metric columns named with their unit (`latency_ms`, `runtime_s`,
-`peak_memory_mib`, ...; `_kb` is KiB as /proc and dumpsys mean it, `_mb`/`_gb` are decimal, all converted to
-`_mib`; `_us` to `_ms`, see harness.core.metric_registry for the metrics); `threads` or `cpus` (optional);
-`repeat` (optional, one row per repeat); `harness_model` (optional, the harness model name a row stands for);
-`runtime` (optional: the engine the device ran, onnxruntime, ncnn or litert, `tflite` read as litert, so that
+Columns: `model` (required); metric columns named with their unit (`latency_ms`, `runtime_s`, `peak_memory_mib`,
+`energy_mj`, `avg_power_w`, ...; `_kb` is KiB as /proc and dumpsys mean it, `_mb`/`_gb` are decimal, all converted
+to `_mib`; `_us` to `_ms`, `_mw` to `_w`, see harness.core.metric_registry for the metrics); `threads` or `cpus`
+(optional); `repeat` (optional, one row per repeat); `harness_model` (optional, the harness model name a row stands
+for); `runtime` (optional: the engine the device ran, onnxruntime, ncnn or litert, `tflite` read as litert, so that
 `regress`, `predict` and `suggest` pair the rows with the harness runs of that engine); anything else is a free-form
 tag such as `family`. Every bad cell is one error naming the file and line.
 """
@@ -22,13 +22,14 @@ from harness.core.conditions import RUNTIME_ENGINES
 from harness.core.errors import DataError
 from harness.device.readings import MIB_PER_GB, MIB_PER_KIB, MIB_PER_MB, MS_PER_US, csv_cells
 
-METRIC_SUFFIXES = ("_ms", "_s", "_mib")
+METRIC_SUFFIXES = ("_ms", "_s", "_mib", "_w", "_mj")
 """A column whose name ends with a unit is a measurement and must hold numbers."""
 UNIT_CONVERSIONS: dict[str, tuple[str, float, str]] = {
     "_kb": ("_mib", MIB_PER_KIB, "1 kB = 1 KiB = 2¹⁰ bytes, as /proc and dumpsys count"),
     "_mb": ("_mib", MIB_PER_MB, "1 MB = 10⁶ bytes"),
     "_gb": ("_mib", MIB_PER_GB, "1 GB = 10⁹ bytes"),
     "_us": ("_ms", MS_PER_US, "1 µs = 10⁻³ ms"),
+    "_mw": ("_w", 1e-3, "1 mW = 10⁻³ W"),
 }
 """Suffix → (harness suffix, factor, what the factor assumes). kB is binary: the tools that write `_kb` figures
 (/proc's VmHWM "kB", Android dumpsys "KB") count KiB. MB/GB are decimal; name a column `_mib` if your tool

@@ -6,6 +6,10 @@ profiles, when a log had one) and import.json (what was read and done). One impo
 it replaces what the device held, as a whole (a new folder written beside the old one takes its place, so an import
 the disk cuts short leaves the device's earlier data), and only when some content changes, so importing the same
 files again rewrites nothing.
+
+A power log (tegrastats' or jtop's rails, a meter's CSV) gives the average power over it and, with the run's
+inference count (`--inferences`) or the same model's benchmark log in the import (its mean latency), the energy per
+inference; with an idle log of the device (`--idle`), the dynamic energy above idle (harness.device.power).
 """
 
 from __future__ import annotations
@@ -19,13 +23,15 @@ from typing import Any
 
 import pandas as pd
 
+from harness.core import metric_registry
 from harness.core.errors import ConfigError, DataError
 from harness.core.storage import write_dir_atomically
 from harness.device.data import IMPORT_FILE, MEASUREMENTS_FILE, DeviceData, device_dir
 from harness.device.device_csv import FILE, LINE, read_device_csv
+from harness.device.jetson import INPUT_RAILS, JTOP_CSV, JTOP_TOTALS, TEGRASTATS
 from harness.device.log_formats import BY_NAME, CSV, detect, known_formats
 from harness.device.op_profiles import PER_OP_FILE, combine_op_profiles, op_profiles_text
-from harness.device.readings import Reading
+from harness.device.readings import PowerTrace, Reading
 from harness.device.repeats import combine_repeats, source_label
 from harness.store.results import SCHEMA_VERSION
 
@@ -50,6 +56,27 @@ class DeviceFile:
         if sep and model and not Path(argument).exists():
             return cls(Path(path), model)
         return cls(Path(argument))
+
+
+@dataclass(frozen=True)
+class EnergyRun:
+    """What turns an import's power logs into energy per inference: the run's inference count, tegrastats'
+    `--interval` (its lines carry no time fine enough), and the idle device's power: a log of its own (`idle`), or
+    each log's first `idle_s` seconds, before the run."""
+
+    inferences: int | None = None
+    interval_ms: float | None = None
+    idle: Path | None = None
+    idle_s: float | None = None
+
+    def check(self) -> None:
+        for name, value in (("--inferences", self.inferences), ("--interval", self.interval_ms),
+                            ("--idle-s", self.idle_s)):
+            if value is not None and not (0 < value < float("inf")):
+                raise ConfigError(f"{name} {value}: not a positive number; give the run's {name.lstrip('-')}")
+        if self.idle is not None and self.idle_s is not None:
+            raise ConfigError("--idle and --idle-s both given; give the idle device's own log or its seconds at the "
+                              "start of each log, not both")
 
 
 @dataclass
@@ -111,14 +138,104 @@ def _reading(file: DeviceFile, text: str, fmt: str, default_model: str | None) -
     return reading
 
 
+def _benchmark_latency(readings: list[Reading], model: str | None) -> tuple[float, float | None] | None:
+    """The median mean latency (ms) of `model`'s benchmark logs in the import, and their thread count when they
+    agree on one; None without any."""
+    logs = [r for r in readings if r.model == model and r.power is None and metric_registry.LATENCY in r.metrics]
+    if not logs:
+        return None
+    cpus = {r.cpus for r in logs}
+    return float(pd.Series([r.metrics[metric_registry.LATENCY] for r in logs]).median()), (
+        cpus.pop() if len(cpus) == 1 else None)
+
+
+def _energy_per_inference(reading: Reading, trace: PowerTrace, readings: list[Reading], energy: EnergyRun) -> bool:
+    """Put energy_mj in the reading of power log `trace`: its energy over --inferences, else its average power times
+    the benchmark's mean latency (W × ms = mJ; the reading takes the benchmark's thread count, so both are one row).
+    False when neither is at hand."""
+    interval_s = energy.interval_ms / 1000 if energy.interval_ms else None
+    if energy.inferences:
+        total_j = trace.energy_j(interval_s)
+        if total_j is None:
+            raise ConfigError(f"{reading.source}: {reading.format} lines carry no time fine enough to integrate; give "
+                              "--interval MS, the interval tegrastats ran with")
+        reading.metrics[metric_registry.ENERGY] = total_j * 1000 / energy.inferences
+        reading.notes.append(f"{total_j:.6g} J over {trace.duration_s(interval_s):.6g} s and "
+                             f"{energy.inferences} inferences")
+        return True
+    latency = _benchmark_latency(readings, reading.model)
+    if latency is None:
+        reading.notes.append("no energy per inference: give --inferences N, or the model's benchmark log beside it")
+        return False
+    reading.metrics[metric_registry.ENERGY] = reading.metrics[metric_registry.AVG_POWER] * latency[0]
+    reading.cpus = reading.cpus if reading.cpus is not None else latency[1]
+    reading.notes.append(f"energy per inference: average power × the benchmark's mean latency {latency[0]:.6g} ms")
+    return True
+
+
+def _idle_power(path: Path) -> float:
+    """The average input power of an idle log (W)."""
+    text = _text(path)
+    found = detect(text)
+    reading = BY_NAME[found].parse(text, str(path)) if found in BY_NAME else None
+    if reading is None or reading.power is None:
+        raise DataError(f"{path}: no input power in it (a tegrastats or jtop log with {', '.join(INPUT_RAILS)}, or a "
+                        "meter's CSV); --idle takes a power log of the idle device")
+    return reading.metrics[metric_registry.AVG_POWER]
+
+
+def _split_idle(reading: Reading, trace: PowerTrace, idle_s: float, interval_ms: float | None
+                ) -> tuple[PowerTrace, float]:
+    """The log's run after its first `idle_s` seconds (its power metrics now the run's alone), and the idle part's
+    average power (W)."""
+    parts = trace.split(idle_s, interval_ms / 1000 if interval_ms else None)
+    if parts is None:
+        raise DataError(f"{reading.source}: {len(trace.input_w)} power samples do not split into --idle-s "
+                        f"{idle_s:g} s of idle and a run after it (tegrastats logs need --interval MS)")
+    idle, run = parts
+    reading.power = run
+    reading.metrics.update(run.metrics())
+    reading.notes.append(f"the first {idle_s:g} s ({len(idle.input_w)} samples) idle, at "
+                         f"{idle.avg_power_w():.4g} W")
+    return run, idle.avg_power_w()
+
+
+def add_energy(readings: list[Reading], energy: EnergyRun) -> None:
+    """Energy per inference, and above idle, in every power log's reading that the import can give it to."""
+    energy.check()
+    if (energy.inferences or energy.idle or energy.idle_s) and all(r.power is None for r in readings):
+        unpowered = next((r for r in readings if r.format in (TEGRASTATS, JTOP_CSV)), None)
+        where = (f"{unpowered.source}: no line holds an input power rail ({', '.join(INPUT_RAILS)} in tegrastats, "
+                 f"{' or '.join(JTOP_TOTALS)} in jtop's CSV)" if unpowered else "no power log among the files")
+        raise DataError(f"{where}; --inferences, --idle and --idle-s need a power log of the run")
+    shared_idle_w = _idle_power(energy.idle) if energy.idle else None
+    for reading in readings:
+        if reading.power is None:
+            continue
+        trace, idle_w = (reading.power, shared_idle_w) if energy.idle_s is None else _split_idle(
+            reading, reading.power, energy.idle_s, energy.interval_ms)
+        if not _energy_per_inference(reading, trace, readings, energy) or idle_w is None:
+            continue
+        average = reading.metrics[metric_registry.AVG_POWER]
+        if average <= idle_w:
+            idle = f"the idle log's {idle_w:.4g} W ({energy.idle})" if energy.idle else (
+                f"its first {energy.idle_s:g} s' {idle_w:.4g} W")
+            raise DataError(f"{reading.source}: average input power {average:.4g} W is not above {idle}; was the "
+                            "device idle then, and in the same power mode?")
+        dynamic_share = 1 - idle_w / average
+        reading.metrics[metric_registry.DYNAMIC_ENERGY] = reading.metrics[metric_registry.ENERGY] * dynamic_share
+        reading.notes.append(f"dynamic energy above the idle {idle_w:.4g} W")
+
+
 def _reading_row(reading: Reading) -> dict[str, Any]:
     return {"model": reading.model, "cpus": reading.cpus, **reading.metrics, FILE: reading.source, LINE: None}
 
 
-def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_model: str | None = None
-                      ) -> tuple[pd.DataFrame, dict[str, Any], list[Reading]]:
+def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_model: str | None = None,
+                      energy: EnergyRun | None = None) -> tuple[pd.DataFrame, dict[str, Any], list[Reading]]:
     """Every row the files hold (FILE and LINE say where from), what was read, and the logs' readings."""
-    frames, metrics, tags, conversions, comments, readings = [], [], [], [], [], []
+    frames: list[pd.DataFrame | Reading] = []
+    metrics, tags, conversions, comments, readings = [], [], [], [], []
     sources: list[dict[str, Any]] = []
     for file in files:
         text = _text(file.path)
@@ -146,12 +263,17 @@ def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_m
         else:
             reading = _reading(file, text, found, default_model)
             readings.append(reading)
-            frames.append(pd.DataFrame([_reading_row(reading)]))
+            frames.append(reading)
+            source["reading"] = reading
+        sources.append(source)
+    add_energy(readings, energy or EnergyRun())
+    for source in sources:
+        if (reading := source.pop("reading", None)) is not None:
             metrics += [m for m in reading.metrics if m not in metrics]
             source.update(model=reading.model, cpus=reading.cpus, metrics=reading.metrics, op_types=len(reading.ops),
                           notes=reading.notes)
-        sources.append(source)
-    frame = pd.concat(frames, ignore_index=True)
+    frame = pd.concat([pd.DataFrame([_reading_row(f)]) if isinstance(f, Reading) else f for f in frames],
+                      ignore_index=True)
     if "cpus" in frame and frame["cpus"].isna().all():
         frame = frame.drop(columns="cpus")
     info = {"source_name": ", ".join(s["name"] for s in sources), "sources": sources, "metrics": metrics,
@@ -186,16 +308,20 @@ def read_device(files: list[DeviceFile], device: str) -> DeviceData:
 
 
 def import_device(files: list[DeviceFile], device: str, results_dir: Path, harness_models: list[str],
-                  fmt: str | None = None, default_model: str | None = None) -> ImportResult:
+                  fmt: str | None = None, default_model: str | None = None, energy: EnergyRun | None = None
+                  ) -> ImportResult:
     """Read `files` and store them as `device`'s data; only a change in content rewrites the files."""
     target = device_dir(results_dir, device)
     if fmt is not None and fmt != CSV and fmt not in BY_NAME:
         raise ConfigError(f"--format {fmt}: not a format import-device reads; give one of {known_formats()}")
-    frame, info, readings = read_device_files(files, fmt, default_model)
+    frame, info, readings = read_device_files(files, fmt, default_model, energy)
     table, provenance = combine_repeats(frame, info["metrics"], info["tags"])
     profiles = combine_op_profiles(readings)
     record = {"schema_version": SCHEMA_VERSION, "device": device, **info,
               "repeats": [row for row in provenance if row["n"] > 1]}
+    if energy is not None and energy != EnergyRun():
+        record["energy"] = {"inferences": energy.inferences, "interval_ms": energy.interval_ms,
+                            "idle": str(energy.idle) if energy.idle else None, "idle_s": energy.idle_s}
     status = _store(target, {
         MEASUREMENTS_FILE: table.to_csv(index=False, lineterminator="\n"),
         REPEATS_FILE: _repeats_text(frame, info["metrics"]),

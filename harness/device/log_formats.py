@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.device import dumpsys, jetson, ort_perf_test, tflite_benchmark
+from harness.device import dumpsys, jetson, ort_perf_test, power, tflite_benchmark
 from harness.device.readings import Reading, header_cells
 
 CSV = "csv"
@@ -31,6 +31,8 @@ LOG_FORMATS: tuple[LogFormat, ...] = (
     LogFormat(ort_perf_test.NAME, "onnxruntime_perf_test", ort_perf_test.looks_like, ort_perf_test.parse),
     LogFormat(jetson.TEGRASTATS, "Jetson tegrastats", jetson.tegrastats_looks_like, jetson.parse_tegrastats),
     LogFormat(jetson.JTOP_CSV, "jetson-stats jtop logger CSV", jetson.jtop_looks_like, jetson.parse_jtop_csv),
+    LogFormat(power.METER_CSV, "a power meter's CSV: time plus W, or mA and V", power.meter_looks_like,
+              power.parse_meter_csv),
 )
 BY_NAME = {f.name: f for f in LOG_FORMATS}
 FORMAT_NAMES = (CSV, *BY_NAME)

@@ -1,7 +1,7 @@
 """What one device source says about one model: a row of a device CSV or a device tool's log, in harness units.
 
 Every reader turns its tool's wording into Readings; the import combines them (several readings of one model
-and thread count are repeats) and stores them. Units are the harness's: `_ms`, `_s`, `_mib`.
+and thread count are repeats) and stores them. Units are the harness's: `_ms`, `_s`, `_mib`, `_w`, `_mj`.
 """
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from __future__ import annotations
 import csv
 import math
 import re
+import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from harness.core import metric_registry
 from harness.core.errors import DataError
 
 LOG_PREFIX = re.compile(
@@ -29,6 +31,7 @@ MS_PER_US = 1e-3
 MIB_PER_KIB = 2**10 / MIB
 MIB_PER_MB = 1e6 / MIB
 MIB_PER_GB = 1e9 / MIB
+MW_PER_W = 1000.0
 """Unit factors, multiplied by: the device CSV's `_us`, `_kb`, `_mb` and `_gb` columns and the logs' figures are
 converted by the same numbers, so a value reaches the fit identically from either."""
 
@@ -42,10 +45,66 @@ class OpTime:
     mean_ms: float
 
 
+@dataclass(frozen=True)
+class PowerTrace:
+    """Power samples of one log (harness.device.power reads them): the input's (W) and each rail's (metric name →
+    W), with their times (s) when the log has them."""
+
+    input_w: tuple[float, ...]
+    rails_w: dict[str, tuple[float, ...]]
+    times_s: tuple[float, ...] | None = None
+
+    def duration_s(self, interval_s: float | None) -> float | None:
+        """Time the samples span: first to last time, else one interval per sample; None when neither is known."""
+        if self.times_s is not None and len(self.times_s) > 1:
+            return self.times_s[-1] - self.times_s[0]
+        return len(self.input_w) * interval_s if interval_s else None
+
+    def energy_j(self, interval_s: float | None) -> float | None:
+        """The input's energy over the log (J): trapezoids between timed samples, else power × interval per
+        sample."""
+        if self.times_s is not None and len(self.times_s) > 1:
+            return sum((t1 - t0) * (p0 + p1) / 2 for t0, t1, p0, p1 in zip(
+                self.times_s, self.times_s[1:], self.input_w, self.input_w[1:], strict=False))
+        return sum(self.input_w) * interval_s if interval_s else None
+
+    def avg_power_w(self) -> float:
+        """Mean input power: time-weighted where the samples have times, else their mean (equal intervals)."""
+        duration = self.duration_s(None)
+        if duration:
+            return (self.energy_j(None) or 0.0) / duration
+        return statistics.fmean(self.input_w)
+
+    def split(self, idle_s: float, interval_s: float | None) -> tuple[PowerTrace, PowerTrace] | None:
+        """(the first `idle_s` seconds, the rest): by the samples' times, else one interval per sample; None when
+        neither is known or either part would be empty."""
+        if self.times_s is not None and len(self.times_s) > 1:
+            cut = sum(t < self.times_s[0] + idle_s for t in self.times_s)
+        elif interval_s:
+            cut = round(idle_s / interval_s)
+        else:
+            return None
+        if not 0 < cut < len(self.input_w):
+            return None
+
+        def part(start: int, stop: int | None) -> PowerTrace:
+            rails = {rail: values[start:stop] for rail, values in self.rails_w.items()}
+            return PowerTrace(self.input_w[start:stop], rails,
+                              self.times_s[start:stop] if self.times_s is not None else None)
+
+        return part(0, cut), part(cut, None)
+
+    def metrics(self) -> dict[str, float]:
+        """avg_power_w and each rail's mean power (`power_cpu_w`, ...)."""
+        return {metric_registry.AVG_POWER: self.avg_power_w(),
+                **{rail: statistics.fmean(samples) for rail, samples in self.rails_w.items()}}
+
+
 @dataclass
 class Reading:
     """One model's numbers from one source. `model` is None where the source does not name it (a tegrastats log):
-    the import then takes the name given on the command line."""
+    the import then takes the name given on the command line. `power` is a power log's samples, from which the
+    import derives energy per inference."""
 
     source: str
     format: str
@@ -54,6 +113,7 @@ class Reading:
     cpus: float | None = None
     ops: tuple[OpTime, ...] = ()
     notes: list[str] = field(default_factory=list)
+    power: PowerTrace | None = None
 
 
 def tool_lines(text: str) -> list[str]:

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.measure.rapl import EnergyReader
 from harness.measure.report_protocol import (
+    ENERGY_KEY,
     LATENCIES_KEY,
     MAX_LATENCIES,
     PROFILE_DIR_ENV,
@@ -72,7 +74,8 @@ def timed_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> array:
 
     Latencies live in one preallocated array('d') of at most MAX_LATENCIES values, so the script's own memory does
     not grow with ITERATIONS. Beyond that many calls it keeps a uniform random sample (reservoir sampling, seeded)
-    and reports the exact count, mean, min and max of every call as `latency_all`."""
+    and reports the exact count, mean, min and max of every call as `latency_all`. The host's RAPL counters are read
+    right before the first timed call and right after the last (harness.measure.rapl), outside every call's time."""
     phase("warmup")
     for _ in range(warmup):
         infer()
@@ -82,7 +85,9 @@ def timed_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> array:
     total = 0.0
     low, high = math.inf, 0.0
     clock = time.perf_counter_ns
+    energy = EnergyReader()
     phase("steady")
+    energy.start()
     for index in range(iterations):
         start = clock()
         infer()
@@ -92,7 +97,9 @@ def timed_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> array:
         elif (slot := rng.randrange(index + 1)) < kept:
             latencies[slot] = elapsed
         total, low, high = total + elapsed, min(low, elapsed), max(high, elapsed)
+    energy_record = energy.stop(iterations)
     phase("teardown")
+    report(**{ENERGY_KEY: energy_record})
     report_latencies(latencies)
     if iterations > kept:
         report(latency_all={"n": iterations, "mean": total / iterations, "min": low, "max": high})

@@ -33,7 +33,14 @@ from harness.core.errors import HarnessError
 from harness.core.external_data import confine
 from harness.measure.cgroup_probe import MemoryProbe, own_cgroup_dirs
 from harness.measure.process_tree import ProcessTree
-from harness.measure.report_protocol import BATCH_SIZE_KEY, LATENCIES_ENV_VAR, LOAD_KEY, MAX_LATENCIES, PROFILE_DIR_ENV
+from harness.measure.report_protocol import (
+    BATCH_SIZE_KEY,
+    ENERGY_KEY,
+    LATENCIES_ENV_VAR,
+    LOAD_KEY,
+    MAX_LATENCIES,
+    PROFILE_DIR_ENV,
+)
 from harness.measure.report_protocol import ENV_VAR as METRICS_ENV
 from harness.measure.script_output import latency_summary, read_latencies, read_metrics
 
@@ -46,6 +53,7 @@ if TYPE_CHECKING:
 
 MIB = 1024 * 1024
 MAX_CATCH_UP = 10  # samples owed after a stall (a suspended VM, say) beyond which the schedule restarts
+NO_ENERGY = "the script did not report it: only the harness's timed_loop reads the host's RAPL counters"
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
@@ -360,6 +368,7 @@ def assemble_result(
     periods = cpu_delta.get("nr_periods", 0)
     status = _status(timed_out, returncode, oom_kills, stderr_tail, bool(spec.rlimit_as_bytes))
     load_s = reported.pop(LOAD_KEY, None)
+    energy = reported.pop(ENERGY_KEY) if isinstance(reported.get(ENERGY_KEY), dict) else {"absent": NO_ENERGY}
     return dict(
         status=status,
         exit_code=returncode if returncode >= 0 else None,
@@ -367,6 +376,7 @@ def assemble_result(
         stderr_tail=stderr_tail if status != "ok" else "",
         runtime_s=runtime_s,
         load_s=load_s,
+        energy=energy,
         latency_stats_ms=summary,
         latency_headline=headline if summary else None,
         shorter_than_quota_window=bool(quota_warning),

@@ -7,6 +7,7 @@ their 95% prediction intervals. Scripts profiled as a whole have no latency: the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from harness.calibration.calibrate import calibrate_runs, group_label, predict_m
 from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.core.records import RunRecord, SessionInfo
-from harness.device.data import load_device
+from harness.device.data import DeviceData, load_device
 from harness.library.transfer import device_library
 from harness.report.figures import pareto_chart
 from harness.report.format import mib, sig, with_interval
@@ -66,6 +67,24 @@ def pareto_points(runs: list[RunRecord], metric: str, cpus: float) -> pd.DataFra
     points["size_mib"] = points["model"].map(sizes).astype(float)
     criteria = ["x", "y"] + (["size_mib"] if points["size_mib"].notna().all() else [])
     points["non_dominated"] = non_dominated(points[criteria]) if len(points) else []
+    return points.sort_values("x").reset_index(drop=True)
+
+
+def device_energy_points(device: DeviceData) -> pd.DataFrame | None:
+    """The device's own latency (x) against its energy per inference (y), per measured model and thread count,
+    with the non-dominated flag; None when its data lacks either. Measured numbers only: no fit in between."""
+    latency, energy = metric_registry.LATENCY, metric_registry.ENERGY
+    if latency not in device.metrics or energy not in device.metrics:
+        return None
+    rows = device.table.dropna(subset=[latency, energy])
+    if rows.empty:
+        return None
+    several = "cpus" in rows and rows["cpus"].nunique() > 1
+    points = pd.DataFrame({
+        "model": [f"{m} (cpus={c:g})" if several else m for m, c in zip(
+            rows["model"], rows["cpus"] if "cpus" in rows else [math.nan] * len(rows), strict=True)],
+        "x": rows[latency].to_numpy(float), "y": rows[energy].to_numpy(float), "size_mib": math.nan})
+    points["non_dominated"] = non_dominated(points[["x", "y"]])
     return points.sort_values("x").reset_index(drop=True)
 
 

@@ -21,12 +21,13 @@ from harness.core.records import RunRecord, SessionInfo
 from harness.core.storage import write_bytes_atomically
 from harness.device.data import list_devices, load_device
 from harness.library.transfer import device_library
-from harness.report.answer import answer_parts
+from harness.report.answer import answer_parts, device_energy_points
 from harness.report.figures import (
     calibration_residuals,
     calibration_scatter,
     equation,
     learning_curve_chart,
+    pareto_chart,
     ranking_chart,
     scaling_chart,
 )
@@ -166,6 +167,16 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[RunRecor
     device = load_device(results_dir, device_name)
     source = "; ".join(device.info.get("comments") or []) or device.info.get("source_name", "")
     section.paragraphs.append(f"Device data: {source}")
+    energy = device_energy_points(device)
+    key = slug(device_name)
+    if energy is not None:
+        latency, joules = metric_registry.get(metric_registry.LATENCY), metric_registry.get(metric_registry.ENERGY)
+        title = f"{device_name}: {latency.label} against {joules.label} per inference, as measured there"
+        section.figures.append(ReportFigure(f"calibration_{key}_energy_pareto", title + "; non-dominated in green",
+                                            pareto_chart(energy, latency.label_with_unit, joules.label_with_unit,
+                                                         title)))
+        section.tables.append(ReportTable(f"calibration_{key}_energy_pareto", title, energy.rename(
+            columns={"x": latency.name, "y": joules.name}).drop(columns="size_mib")))
     try:
         cset, measured = calibrate_runs(device, runs, group_by=group_by,
                                         library=device_library(results_dir, device_name))
@@ -173,7 +184,6 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[RunRecor
         section.paragraphs.append(f"Not calibrated: {err}")
         return section
     comparison, fits, points = calibration_tables(cset)
-    key = slug(device_name)
     section.tables += [
         ReportTable(f"calibration_{key}_comparison",
                     "Fit comparison: held-out (leave-one-out) figures; `auto` is the nested choice", comparison),
