@@ -260,23 +260,18 @@ def _comparison(reasons: dict[str, str | None], held: dict[str, HeldOut | None],
 
 
 def _add_novel(comparison: list[dict[str, Any]], design: Design, y: np.ndarray, models: list[str],
-               novel: Callable[[str], pd.DataFrame], candidates: Candidates) -> None:
-    """`within_10pct_novel` on every row: a fit that reads no library evidence does not see whether the model is in
-    a library table, so its figure is its own; `library` and the nested choice are refitted with each held-out model
-    removed from every table."""
+               novel: Callable[[str], pd.DataFrame] | None, candidates: Candidates) -> None:
+    """`within_10pct_novel` on every row: a fit that reads no library evidence, or any fit where there is none, does
+    not see whether the model is in a library table, so its figure is its own; with evidence, `library` and the
+    nested choice are refitted with each held-out model removed from every table."""
     from harness.library.transfer import novel_held_out
 
     for row in comparison:
         name = row["fit"]
-        if name not in ("library", AUTO):
+        if name not in ("library", AUTO) or novel is None or not design.library_names:
             row["within_10pct_novel"] = row.get("within_10pct")
             continue
-        held = None
-        if design.library_names:
-            held = novel_held_out(design, y, models, novel, candidates, fit=None if name == AUTO else name)
-        elif name == AUTO:
-            row["within_10pct_novel"] = row.get("within_10pct")
-            continue
+        held = novel_held_out(design, y, models, novel, candidates, fit=None if name == AUTO else name)
         row["within_10pct_novel"] = None if held is None else held.figures(y)["within_10pct"]
 
 
@@ -362,8 +357,9 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
         "cooks_threshold": cooks_threshold(len(x)),
     }
     comparison = _comparison(reasons, held, reported if fit == AUTO else None, chosen, y)
-    if figures and novel is not None:
-        _add_novel(comparison, design, y, points["harness_model"].astype(str).tolist(), novel, candidates)
+    if figures:
+        models = points["harness_model" if "harness_model" in points else "model"].astype(str).tolist()
+        _add_novel(comparison, design, y, models, novel, candidates)
     names = points["model"].astype(str).tolist()
     beyond_name = choice.get("beyond_reach")
     return Calibration(metric, group, line, model, design.fact_names, points, summary, comparison,

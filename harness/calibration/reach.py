@@ -93,7 +93,7 @@ def widen(yhat: np.ndarray, low: np.ndarray, high: np.ndarray, outside: np.ndarr
     z = stats.norm.ppf(0.5 + confidence / 2) * spread
     low, high = np.array(low, dtype=float), np.array(high, dtype=float)
     chosen = np.asarray(outside, dtype=bool) & (yhat > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a tiny lower bound: the log is inf
         down = np.log(yhat / low)
         up = np.log(high / yhat)
     positive = chosen & (low > 0)
