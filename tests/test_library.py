@@ -59,6 +59,18 @@ def test_the_library_lists_the_shipped_tables_with_provenance(tmp_path: Path,
     assert code == 2 and "no library device 'no-such-device'" in err and len(err.strip().splitlines()) == 1
 
 
+def test_the_presets_name_library_tables_that_exist() -> None:
+    names = {table.name for table in shipped_tables()}
+    named = {}
+    for preset in sorted((ROOT / "devices").glob("*.env")):
+        for line in preset.read_text().splitlines():
+            if line.startswith("# Library tables of this device: "):
+                listed = line.removeprefix("# Library tables of this device: ").split(" (")[0]
+                named[preset.name] = [name.strip() for name in listed.split(",")]
+    assert set(named) == {"raspberry-pi-4.env", "jetson-nano.env", "pixel-3.env", "galaxy-s8.env"}
+    assert all(set(tables) <= names for tables in named.values()), named
+
+
 def test_a_targets_rows_never_reach_its_own_library() -> None:
     """Every shipped table as a target: no table of its physical device is in its library, and no evidence column
     equals any of its own device's tables on the models they share (a leak would make a column an exact copy)."""
