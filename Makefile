@@ -232,6 +232,12 @@ bench-library: export HARNESS_BENCH_SESSION := $(SESSION)
 bench-library: $(STAMP)
 	$(VENV)/bin/python benchmarks/library.py
 
+# How fast NAS-Bench-201 cells are predicted from static facts and the device library, none of them run
+# (benchmarks/nas_loop.py; goal: at least 10,000 a second; a few seconds; writes results/bench/nas_loop.json).
+.PHONY: bench-nas-loop
+bench-nas-loop: $(STAMP)
+	$(VENV)/bin/python benchmarks/nas_loop.py
+
 # What else the calibration could do where it misses (averaging fits, other priors and fits for the first picks),
 # scored on the same tables from the sessions of bench-calibration: SESSION="DIR [DIR ...]" (about 20 seconds).
 .PHONY: bench-calibration-alternatives

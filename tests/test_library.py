@@ -17,7 +17,7 @@ import pytest
 from harness.calibration.calibrate import calibrate_points
 from harness.calibration.fits import FIT_NAMES
 from harness.cli import main
-from harness.core.errors import DataError
+from harness.core.errors import ConfigError, DataError
 from harness.library.catalog import all_tables, shipped_tables
 from harness.library.transfer import Library, column
 
@@ -187,3 +187,34 @@ def test_an_imported_device_named_like_a_shipped_table_is_one_line(tmp_path: Pat
         all_tables(tmp_path)
     code, _, err = run_cli(capsys, "devices", "--results-dir", str(tmp_path))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "import it again under another --device name" in err
+
+
+def test_the_nas_loop_predictor_equals_predict_on_the_same_inputs() -> None:
+    """Cells predicted from arrays (a search loop's path) give what `predict` gives model by model, for cells as
+    indices, names and cell strings; a cell's MACs are its graph's, from the closed form."""
+    from harness.calibration.calibrate import predict_models
+    from harness.library.catalog import METRIC
+    from harness.library.nas import CellPredictor, cell_macs
+    from harness.models.facts import onnx_facts
+    from harness.zoo import export
+    from harness.zoo.nb201_cells import cell_ops, cell_string
+
+    latency = pd.read_csv(ROOT / "devices" / "library" / "nb201_latency_ms.csv", comment="#",
+                          index_col="arch_idx")["pixel2"]
+    measured = {int(i): float(latency[i]) for i in (11982, 431, 55, 9, 14451, 8636, 9881, 13479, 6196, 1462, 3, 77,
+                                                    150, 420, 610, 700, 810, 860, 35, 299)}
+    predictor = CellPredictor.fit(measured, device="nb201-pixel2")
+    assert "nb201-pixel2" not in {d["device"] for d in predictor.calibration.library_devices()}
+    cells = list(range(900, 960))
+    fast = predictor.predict(cells)
+    slow = predict_models(predictor.cset, {METRIC: predictor.values}, [f"nb201_{i}" for i in cells])
+    for i, key in enumerate(("predicted", "pi_low", "pi_high")):
+        np.testing.assert_allclose(fast[i], [row[key] for row in slow], rtol=1e-12)
+    as_strings = predictor.predict([cell_string(cell_ops(i)) for i in cells])
+    as_names = predictor.predict([f"nb201_{i}" for i in cells])
+    np.testing.assert_array_equal(as_strings[0], fast[0])
+    np.testing.assert_array_equal(as_names[0], fast[0])
+    for index in (0, 1, 900):
+        assert cell_macs(cell_ops(index)) == onnx_facts(export(f"nb201_{index}"))["macs"]
+    with pytest.raises(ConfigError, match="not a NAS-Bench-201 index"):
+        predictor.predict(["conv"])

@@ -14,7 +14,7 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
@@ -144,7 +144,7 @@ class Calibration:
             return Design(harness, families=families)
         return Design(harness, facts.reindex(columns=list(self.fact_names)).to_numpy(float), self.fact_names, families)
 
-    @property
+    @cached_property  # asked by every predictions() call, and a search loop makes thousands
     def reach(self) -> Reach:
         """What the calibration models span: harness values, op mix, families."""
         return Reach.of(points_design(self.points))
