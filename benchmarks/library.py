@@ -29,7 +29,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import replace
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +132,7 @@ def score_table(table: LibraryTable, summary: pd.DataFrame, library_tables: list
     harness = summary["value"]
     evidence = library.evidence(harness)
     with_library = points.join(evidence, on="harness_model")
-    novel = partial(library.evidence, harness)
+    novel = lru_cache(maxsize=None)(partial(library.evidence, harness))  # the same fold in every draw
     only = calibrate_points(METRIC, {}, points, candidates=HARNESS_ONLY)
     full = calibrate_points(METRIC, {}, with_library, novel=novel)
     samples = _k_draws(points, draws)
