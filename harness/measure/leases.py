@@ -26,7 +26,18 @@ from pathlib import Path
 
 from harness.measure import cgroups
 
-LEASE_DIR = Path(tempfile.gettempdir()) / f"harness-{os.getuid()}-leases"
+
+def _lease_dir() -> Path:
+    """A folder in memory that every harness of this user on this host finds whatever its TMPDIR (a session may give
+    its runs' files a disk of their own, or a full one): the user's runtime folder, else /dev/shm, else the temp
+    folder."""
+    for base in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
+        if base and os.path.isdir(base) and os.access(base, os.W_OK):
+            return Path(base) / f"harness-{os.getuid()}-leases"
+    return Path(tempfile.gettempdir()) / f"harness-{os.getuid()}-leases"
+
+
+LEASE_DIR = _lease_dir()
 """Where the sessions' lease files live: one per session that has made a cgroup on this host and not removed them."""
 LEASE_SUFFIX = ".lease"
 
@@ -56,10 +67,22 @@ class Lease:
 
     def __init__(self, session_id: str, folders: list[Path]) -> None:
         """Take the lease of `session_id`, whose cgroups go under `folders`. When no other live process holds it, the
-        session's cgroups already there are an earlier life's (a harness killed outright): they are removed first."""
+        session's cgroups already there are an earlier life's (a harness killed outright): they are removed first.
+        A lease that cannot be written (no space, no permission) is not held: the session runs all the same, and only
+        a kill outright would leave its cgroups to be removed by hand."""
         self.session_id = session_id
-        LEASE_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = LEASE_DIR / f"{session_id}{LEASE_SUFFIX}"
+        self._fd = -1
+        try:
+            self._take(folders)
+        except OSError:
+            if self._fd >= 0:
+                os.close(self._fd)
+            self._fd = -1
+
+    def _take(self, folders: list[Path]) -> None:
+        LEASE_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+        session_id = self.session_id
         while True:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             alone = _try_lock(self._fd, fcntl.LOCK_EX)
@@ -72,7 +95,8 @@ class Lease:
         known = listed_folders(self.path)
         new = "".join(f"{folder}\n" for folder in dict.fromkeys(folders) if folder not in known)
         if new:
-            os.write(self._fd, new.encode())
+            with contextlib.suppress(OSError):  # a full disk: the lease is held, and sweeps look where they make theirs
+                os.write(self._fd, new.encode())
 
     def release(self) -> None:
         """Give the lease back once this process's cgroups of the session are removed; the last holder removes the
