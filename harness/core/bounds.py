@@ -27,11 +27,24 @@ def too_large(path: str | Path, limit: int, what: str, bound: str) -> str:
     return f"{path}: larger than {byte_bound(limit)}, the bound on {what} ({bound}); give a smaller file"
 
 
+CHUNK_BYTES = 1024 * 1024
+
+
 def read_bounded(path: str | Path, limit: int) -> bytes | None:
     """The file's bytes, or None when it holds more than `limit` (told by its size, else by reading one byte past
-    the bound: a pipe or a file still growing), having read at most limit + 1 bytes. OSError as open() raises it."""
+    the bound: a pipe or a file still growing), having read at most limit + 1 bytes. Memory follows what is read, not
+    the bound: a file of its size is read at once, the rest of a pipe in chunks. OSError as open() raises it."""
     with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size > limit:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
             return None
-        data = handle.read(limit + 1)
-    return data if len(data) <= limit else None
+        asked = size + 1
+        chunks = [handle.read(asked)]
+        total = len(chunks[0])
+        while total <= limit and len(chunks[-1]) == asked:  # a short read is the end of the file
+            asked = min(CHUNK_BYTES, limit + 1 - total)
+            chunks.append(handle.read(asked))
+            total += len(chunks[-1])
+    if total > limit:
+        return None
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
