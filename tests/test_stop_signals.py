@@ -179,3 +179,24 @@ def test_a_killed_sessions_cgroups_are_removed_by_its_id(in_tmp_cwd: Path, live_
         assert done.returncode == 0, done.stderr
     assert not cgroups_named(dead)
     assert all(path.is_dir() for path in live_other_session)  # another session's, alive: untouched
+
+
+def test_the_probe_cgroup_of_a_harness_killed_as_it_started_is_removed(live_other_session: list[Path]) -> None:
+    """A harness killed while its backend probed the isolation left `harness-probe-<pid>`: the next one removes it once
+    that pid has gone, and leaves a live harness's probe alone."""
+    backend = LocalBackend()
+    assert backend.parent is not None  # live_other_session skipped otherwise
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    dead = cgroups.make_run_cgroup(backend.parent, f"{leases.PROBE_PREFIX}{gone}")
+    live = cgroups.make_run_cgroup(backend.parent, f"{leases.PROBE_PREFIX}{os.getppid()}")  # not this process's own
+    try:
+        assert all(path.is_dir() for path in dead.dirs.values())
+        swept = LocalBackend().swept
+        assert swept[f"pid {gone}"] == sorted(set(dead.dirs.values()))
+        assert not any(path.exists() for path in dead.dirs.values())
+        assert all(path.is_dir() for path in live.dirs.values())
+    finally:
+        live.remove()
+        dead.remove()
+        backend.close()

@@ -68,7 +68,7 @@ def probe_isolation(own: cgroups.OwnCgroup) -> Isolation:
         limits = Limits(cpus=0.5, cpu_mode="quota", cpuset=str(min(os.sched_getaffinity(0))),
                         cpu_quota_us=PROBE_PERIOD_US // 2, cpu_period_us=PROBE_PERIOD_US,
                         memory_bytes=PROBE_MEMORY_BYTES, memory_swap_bytes=PROBE_MEMORY_BYTES)
-        probe = cgroups.create_run_cgroup(parent, f"harness-probe-{os.getpid()}", limits)
+        probe = cgroups.create_run_cgroup(parent, f"{leases.PROBE_PREFIX}{os.getpid()}", limits)
     except OSError as err:
         where = f": {err.filename}" if err.filename else ""
         return Isolation("rlimit", f"cannot create a limited cgroup under {own.dirs['memory']} ({err.strerror}"

@@ -44,13 +44,14 @@ def checks(image: str) -> list[tuple[str, bool, str]]:
 
 
 def leftovers(parent: cgroups.OwnCgroup | None) -> str:
-    """Remove the cgroups of sessions whose harness was killed outright (harness.measure.leases) and say whose."""
+    """Remove the cgroups of sessions whose harness was killed outright (harness.measure.leases) and say whose (a
+    session id, or the pid of a harness killed as it probed)."""
     folders = sorted(set(parent.dirs.values())) if parent is not None else []
     removed = leases.sweep(folders)
     if not removed:
         return "none: no dead session left a cgroup"
     count = sum(len(paths) for paths in removed.values())
-    return f"removed {count} cgroups that dead sessions left: {', '.join(sorted(removed))}"
+    return f"removed {count} cgroups that killed harnesses left: {', '.join(sorted(removed))}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -40,6 +40,9 @@ def _lease_dir() -> Path:
 LEASE_DIR = _lease_dir()
 """Where the sessions' lease files live: one per session that has made a cgroup on this host and not removed them."""
 LEASE_SUFFIX = ".lease"
+PROBE_PREFIX = "harness-probe-"
+"""The probe cgroup a local backend makes and removes as it starts (harness.backends.local.probe_isolation) is named
+PROBE_PREFIX + its pid: one left by a harness killed in that instant is removed once that pid has gone."""
 
 
 def session_cgroup(name: str, session_id: str) -> bool:
@@ -120,9 +123,9 @@ def listed_folders(path: Path) -> list[Path]:
 
 def sweep(folders: list[Path]) -> dict[str, list[Path]]:
     """Remove the cgroups of every session whose lease no live process holds, looked for in the folders its lease
-    names and in `folders` (where this harness makes its own); return them by session id. Live sessions' leases are
-    held, so theirs are never touched."""
-    removed: dict[str, list[Path]] = {}
+    names and in `folders` (where this harness makes its own), and the probe cgroups of harnesses gone; return them by
+    owner (a session id, or `pid N` for a probe). Live sessions' leases are held, so theirs are never touched."""
+    removed = dead_probes(folders)
     try:
         leases = sorted(LEASE_DIR.glob(f"*{LEASE_SUFFIX}"))
     except OSError:
@@ -143,6 +146,19 @@ def sweep(folders: list[Path]) -> dict[str, list[Path]]:
                 removed[session_id] = found
         finally:
             os.close(fd)
+    return removed
+
+
+def dead_probes(folders: list[Path]) -> dict[str, list[Path]]:
+    """Remove the probe cgroups under `folders` whose harness (named by the pid in the name) no longer runs."""
+    removed: dict[str, list[Path]] = {}
+    for folder in dict.fromkeys(folders):
+        with contextlib.suppress(OSError):
+            for path in folder.glob(f"{PROBE_PREFIX}*"):
+                pid = path.name.removeprefix(PROBE_PREFIX)
+                if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                    remove_cgroups([path])
+                    removed.setdefault(f"pid {pid}", []).append(path)
     return removed
 
 
