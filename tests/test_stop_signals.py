@@ -171,12 +171,13 @@ def test_a_killed_sessions_cgroups_are_removed_by_its_id(in_tmp_cwd: Path, live_
     if who == "doctor":
         done = subprocess.run([*HARNESS, "doctor"], capture_output=True, text=True, env=ENV, timeout=60,
                               cwd=in_tmp_cwd)
-        assert done.returncode == 0 and dead in done.stdout, done.stdout + done.stderr
+        assert done.returncode == 0 and f"session {dead}" in done.stdout, done.stdout + done.stderr
     else:
         done = subprocess.run([*HARNESS, "profile", str(MODEL), "--backend", "local", "--repeats", "1",
                                "--iterations", "5", "--results-dir", str(in_tmp_cwd / "next")],
                               capture_output=True, text=True, env=ENV, timeout=60)
         assert done.returncode == 0, done.stderr
+        assert f"note: removed {len(left)} cgroups that session {dead} left (its harness was killed)" in done.stderr
     assert not cgroups_named(dead)
     assert all(path.is_dir() for path in live_other_session)  # another session's, alive: untouched
 

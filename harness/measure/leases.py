@@ -124,7 +124,7 @@ def listed_folders(path: Path) -> list[Path]:
 def sweep(folders: list[Path]) -> dict[str, list[Path]]:
     """Remove the cgroups of every session whose lease no live process holds, looked for in the folders its lease
     names and in `folders` (where this harness makes its own), and the probe cgroups of harnesses gone; return them by
-    owner (a session id, or `pid N` for a probe). Live sessions' leases are held, so theirs are never touched."""
+    owner (`session ID`, or `pid N` for a probe). Live sessions' leases are held, so theirs are never touched."""
     removed = dead_probes(folders)
     try:
         leases = sorted(LEASE_DIR.glob(f"*{LEASE_SUFFIX}"))
@@ -143,7 +143,7 @@ def sweep(folders: list[Path]) -> dict[str, list[Path]]:
             remove_cgroups(found)
             path.unlink()
             if found:
-                removed[session_id] = found
+                removed[f"session {session_id}"] = found
         finally:
             os.close(fd)
     return removed
