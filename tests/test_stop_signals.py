@@ -163,7 +163,7 @@ def killed_between_runs(results: Path) -> tuple[str, list[str]]:
     return session.name, cgroups_named(session.name)
 
 
-@pytest.mark.parametrize("who", ["next session", "doctor"])
+@pytest.mark.parametrize("who", ["next session", "its resume", "doctor"])
 def test_a_killed_sessions_cgroups_are_removed_by_its_id(in_tmp_cwd: Path, live_other_session: list[Path],
                                                         who: str) -> None:
     dead, left = killed_between_runs(in_tmp_cwd / "results")
@@ -173,12 +173,15 @@ def test_a_killed_sessions_cgroups_are_removed_by_its_id(in_tmp_cwd: Path, live_
                               cwd=in_tmp_cwd)
         assert done.returncode == 0 and f"session {dead}" in done.stdout, done.stdout + done.stderr
     else:
-        done = subprocess.run([*HARNESS, "profile", str(MODEL), "--backend", "local", "--repeats", "1",
-                               "--iterations", "5", "--results-dir", str(in_tmp_cwd / "next")],
-                              capture_output=True, text=True, env=ENV, timeout=60)
+        argv = (["--resume", dead, "--results-dir", str(in_tmp_cwd / "results")] if who == "its resume" else
+                [str(MODEL), "--backend", "local", "--repeats", "1", "--iterations", "5", "--results-dir",
+                 str(in_tmp_cwd / "next")])
+        done = subprocess.run([*HARNESS, "profile", *argv], capture_output=True, text=True, env=ENV, timeout=60)
         assert done.returncode == 0, done.stderr
         assert f"note: removed {len(left)} cgroups that session {dead} left (its harness was killed)" in done.stderr
     assert not cgroups_named(dead)
+    if who == "its resume":
+        assert load_session_info(in_tmp_cwd / "results" / dead)["state"] == "complete"
     assert all(path.is_dir() for path in live_other_session)  # another session's, alive: untouched
 
 
