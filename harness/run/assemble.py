@@ -113,7 +113,9 @@ def start_session(profile: DeviceProfile, request: SessionRequest,
 
 def leftover_notes(backend: Backend | ClusterClient) -> list[str]:
     """One note per killed harness whose cgroups the local backend removed as it started (harness.measure.leases)."""
-    swept: dict[str, list[Path]] = getattr(backend, "swept", {})
+    from harness.backends.local import LocalBackend
+
+    swept = backend.swept if isinstance(backend, LocalBackend) else {}
     return [f"removed {len(paths)} cgroup{'s' if len(paths) > 1 else ''} that {owner} left (its harness was killed)"
             for owner, paths in sorted(swept.items())]
 
