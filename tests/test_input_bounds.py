@@ -22,7 +22,7 @@ from harness.models.ncnn_param import MAX_PARAM_BYTES, layers, param_text
 from harness.store import results
 from harness.store.results import load_runs
 from tests.analysis_fixtures import write_session
-from tests.device_log_texts import benchmark_model_log
+from tests.device_log_texts import benchmark_model_log, tegrastats_log
 
 SCALE = 100
 RATIO = 300
@@ -104,6 +104,15 @@ def test_device_logs_scale_with_their_op_tables_and_a_huge_file_is_refused(tmp_p
 
     small, large = log(tmp_path / "small.log", 20), log(tmp_path / "large.log", 20 * SCALE)
     assert len(importer.read_device_files([DeviceFile(large, "m")])[2][0].ops) == 20 * SCALE
+    assert_linear(lambda: importer.read_device_files([DeviceFile(small, "m")]),
+                  lambda: importer.read_device_files([DeviceFile(large, "m")]))
+
+    def tegrastats(path: Path, seconds: int) -> Path:  # a log that grows with the time the tool ran
+        path.write_text(tegrastats_log([400 + second % 300 for second in range(seconds)], timestamps=True))
+        return path
+
+    small, large = tegrastats(tmp_path / "small.tegra", 60), tegrastats(tmp_path / "large.tegra", 60 * SCALE)
+    assert importer.read_device_files([DeviceFile(large, "m")])[2][0].metrics["peak_memory_mib"] == 699
     assert_linear(lambda: importer.read_device_files([DeviceFile(small, "m")]),
                   lambda: importer.read_device_files([DeviceFile(large, "m")]))
 
