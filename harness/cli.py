@@ -4,6 +4,7 @@ exposes `register(subparsers)`; library code raises HarnessError and only this m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import signal
 import sys
@@ -58,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             interrupt = user_interrupt(err)
             if interrupt is None:
                 raise
-            print(interrupted_line(interrupt), file=sys.stderr)
+            with contextlib.suppress(OSError):  # SIGHUP: the terminal that would show the line may be gone
+                print(interrupted_line(interrupt), file=sys.stderr)
             return INTERRUPT_EXIT_BASE + signal_number(interrupt)
 
 

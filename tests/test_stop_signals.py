@@ -204,3 +204,18 @@ def test_the_probe_cgroup_of_a_harness_killed_as_it_started_is_removed(live_othe
         live.remove()
         dead.remove()
         backend.close()
+
+
+def test_a_hangup_after_the_terminal_has_gone_still_ends_interrupted(in_tmp_cwd: Path) -> None:
+    """A closed terminal: whatever the harness writes to it fails, yet the session is kept, marked interrupted, leaves
+    no cgroup, and the harness exits as SIGHUP's interruption (129), not with a traceback's 1."""
+    results = in_tmp_cwd / "results"
+    process = start(results, "local")
+    session = session_with_runs(results, process)
+    assert process.stderr is not None
+    process.stderr.close()  # the terminal is gone: every write to stderr now fails
+    time.sleep(0.2)
+    process.send_signal(signal.SIGHUP)
+    assert process.wait(timeout=60) == INTERRUPT_EXIT_BASE + signal.SIGHUP
+    assert load_session_info(session)["state"] == "interrupted" and load_runs(session)
+    assert not cgroups_named(session.name)
