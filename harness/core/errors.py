@@ -102,8 +102,3 @@ def user_interrupt(err: BaseException) -> BaseException | None:
     None: in 3.11 a KeyboardInterrupt in a class body's `__set_name__`, as in an import that Ctrl-C lands in, reaches
     the caller wrapped."""
     return in_chain(err, lambda cause: isinstance(cause, KeyboardInterrupt))
-
-
-def is_user_interrupt(err: BaseException) -> bool:
-    """True when Ctrl-C, SIGTERM or SIGHUP is behind `err` (see user_interrupt)."""
-    return user_interrupt(err) is not None
