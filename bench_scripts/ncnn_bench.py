@@ -37,6 +37,18 @@ from harness import (
     timed_loop,
     write_profile_meta,
 )
+from harness.core.errors import ModelError
+from harness.models import ncnn_param
+
+
+def param_layers(param: Path) -> list[list[str]]:
+    """The .param's layer lines; past its bound (harness.models.ncnn_param.MAX_PARAM_BYTES) the run ends with that one
+    line."""
+    try:
+        return ncnn_param.layers(ncnn_param.param_text(param))
+    except ModelError as err:
+        raise SystemExit(str(err)) from None
+
 
 SHAPE_KEYS = ("2", "11", "1", "0")  # an Input layer's c, d, h, w parameter ids, outermost first
 TRACE = "ncnn_layers.json"
@@ -45,8 +57,7 @@ TRACE = "ncnn_layers.json"
 def input_shapes(param: Path, given: dict[str, str]) -> dict[str, list[int]]:
     """Each Input layer's blob -> its dims (outermost first), from --shape or from the layer's parameters."""
     shapes: dict[str, list[int]] = {}
-    for line in param.read_text().splitlines()[2:]:
-        fields = line.split()
+    for fields in param_layers(param):
         if len(fields) < 5 or fields[0] != "Input":
             continue
         blob = fields[4]
@@ -65,8 +76,7 @@ def depthwise_layers(param: Path) -> dict[str, bool]:
     """Each convolution layer's name -> whether it is depthwise: ncnn runs every grouped convolution as
     ConvolutionDepthWise, depthwise when its groups (7=) equal its output channels (0=)."""
     found = {}
-    for line in param.read_text().splitlines()[2:]:
-        fields = line.split()
+    for fields in param_layers(param):
         if len(fields) > 1 and fields[0].startswith("Convolution"):
             values = dict(field.split("=", 1) for field in fields[4:] if "=" in field)
             found[fields[1]] = fields[0] == "ConvolutionDepthWise" and values.get("7") == values.get("0")

@@ -4,12 +4,15 @@ exposes `register(subparsers)`; library code raises HarnessError and only this m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
 
 from harness import __version__
 from harness.commands import COMMANDS
-from harness.core.errors import HarnessError, is_user_interrupt
+from harness.core.errors import HarnessError, user_interrupt
+from harness.core.interrupts import INTERRUPT_EXIT_BASE, Interrupted, signal_number, stop_signals
 
 COMMAND_MODULES: tuple[str, ...] = tuple(f"harness.commands.{name.replace('-', '_')}" for name in COMMANDS)
 
@@ -46,16 +49,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.extra_args = extra
-    try:
-        return int(args.func(args) or 0)
-    except HarnessError as err:
-        print(f"harness: error: {err}", file=sys.stderr)
-        return err.exit_code
-    except BaseException as err:
-        if not is_user_interrupt(err):
-            raise
-        print("harness: interrupted; completed runs are kept", file=sys.stderr)
-        return 130
+    with stop_signals():  # SIGTERM and SIGHUP take Ctrl-C's path, up to the last line printed
+        try:
+            return int(args.func(args) or 0)
+        except HarnessError as err:
+            print(f"harness: error: {err}", file=sys.stderr)
+            return err.exit_code
+        except BaseException as err:
+            interrupt = user_interrupt(err)
+            if interrupt is None:
+                raise
+            with contextlib.suppress(OSError):  # SIGHUP: the terminal that would show the line may be gone
+                print(interrupted_line(interrupt), file=sys.stderr)
+            return INTERRUPT_EXIT_BASE + signal_number(interrupt)
+
+
+def interrupted_line(interrupt: BaseException) -> str:
+    """One line: the signal when it was not Ctrl-C, and what a session that stopped keeps and how to go on."""
+    signum = signal_number(interrupt)
+    by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+    kept = interrupt.kept if isinstance(interrupt, Interrupted) else None
+    return f"harness: interrupted{by}; completed runs are kept{f' ({kept})' if kept else ''}"
 
 
 if __name__ == "__main__":

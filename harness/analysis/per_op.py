@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from harness.core import metric_registry
+from harness.core.bounds import read_bounded, too_large
 from harness.core.errors import DataError
 from harness.core.records import RunRecord
 from harness.core.storage import writing
@@ -44,6 +45,9 @@ META_FILE = "per_op_meta.json"  # harness.measure.benchloop.PROFILE_META
 TABLE_CSV, TABLE_JSON = "per_op.csv", "per_op.json"
 TORCH_ITERATION_MARK = "harness_iteration"  # bench_scripts/torch_bench.py's record_function label
 BETWEEN_OPS, OUTSIDE_RUN = "(between ops)", "(outside the run)"
+MAX_TRACE_BYTES = 256 * 1024 * 1024
+"""The most bytes of a framework's per-op trace (and of its meta) read: a few MiB per hundred profiled inferences of a
+large model; a larger trace is refused in one line before it is parsed (JSON takes several times its size)."""
 COVERAGE_GOAL = 0.8  # below it the coverage line names the largest gap as the cause
 # Suffixes ORT gives the nodes it rewrites: its layout transformer `_nchwc`, its fusions (QDQ pairs into
 # QLinearConv, for one) `_token_<n>`, from Graph::GenerateNodeName.
@@ -191,10 +195,18 @@ def parse_torch(trace: dict[str, Any], skip: int) -> tuple[list[OpEvent], list[t
     return events, [(float(m["ts"]), float(m["dur"])) for m in marks]
 
 
+def _bounded_text(path: Path) -> str:
+    """A trace file's text, refused in one line past MAX_TRACE_BYTES."""
+    data = read_bounded(path, MAX_TRACE_BYTES)
+    if data is None:
+        raise DataError(too_large(path, MAX_TRACE_BYTES, "a per-op trace", "MAX_TRACE_BYTES"))
+    return data.decode("utf-8")
+
+
 def load_raw(raw_dir: Path) -> tuple[dict[str, Any], RawProfile | None]:
     """The meta the bench script wrote, and the parsed profile (None when the framework offers no profiler)."""
     try:
-        meta = json.loads((raw_dir / META_FILE).read_text(encoding="utf-8"))
+        meta = json.loads(_bounded_text(raw_dir / META_FILE))
     except (OSError, ValueError) as err:
         raise DataError(f"{raw_dir}: no readable {META_FILE} ({type(err).__name__}); the per-op phase did not "
                         "finish (see the run's stderr_tail)") from None
@@ -202,7 +214,7 @@ def load_raw(raw_dir: Path) -> tuple[dict[str, Any], RawProfile | None]:
         return meta, None
     path = raw_dir / str(meta.get("trace", ""))
     try:
-        trace = json.loads(path.read_text(encoding="utf-8"))
+        trace = json.loads(_bounded_text(path))
     except (OSError, ValueError) as err:
         raise DataError(f"{path}: the framework's trace is missing or not JSON ({type(err).__name__})") from None
     skip = int(meta.get("skip_runs", 0))

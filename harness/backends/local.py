@@ -27,7 +27,7 @@ from harness.core import RESULT_NOT_STORED_EXIT
 from harness.core.errors import BackendError, StorageError, free_bytes
 from harness.core.records import Limits, RunnerInput, RunOutcome, RunResult
 from harness.core.storage import writing
-from harness.measure import cgroups
+from harness.measure import cgroups, leases
 from harness.measure.launch import inside, runner_command
 from harness.measure.spec import RunSpec, cpu_list, parse_cpu_list
 from harness.models.resolve import ModelInfo
@@ -68,7 +68,7 @@ def probe_isolation(own: cgroups.OwnCgroup) -> Isolation:
         limits = Limits(cpus=0.5, cpu_mode="quota", cpuset=str(min(os.sched_getaffinity(0))),
                         cpu_quota_us=PROBE_PERIOD_US // 2, cpu_period_us=PROBE_PERIOD_US,
                         memory_bytes=PROBE_MEMORY_BYTES, memory_swap_bytes=PROBE_MEMORY_BYTES)
-        probe = cgroups.create_run_cgroup(parent, f"harness-probe-{os.getpid()}", limits)
+        probe = cgroups.create_run_cgroup(parent, f"{leases.PROBE_PREFIX}{os.getpid()}", limits)
     except OSError as err:
         where = f": {err.filename}" if err.filename else ""
         return Isolation("rlimit", f"cannot create a limited cgroup under {own.dirs['memory']} ({err.strerror}"
@@ -102,8 +102,11 @@ class LocalBackend:
         self._warm_lock = threading.Lock()
         self._warm_count = 0
         self._removals: list[threading.Thread] = []  # cgroups of finished runs being removed (see run)
+        self._leases: dict[str, leases.Lease] = {}  # session id -> its lease, held while its cgroups may exist here
+        # Sessions whose harness was killed outright left their cgroups: removed now (harness.measure.leases).
+        self.swept = leases.sweep(self.cgroup_folders()) if self.parent is not None else {}
         # A backend dropped without close() (a test, a script) still takes its waiting runners down with it.
-        weakref.finalize(self, discard_all, self._warm, self._removals)
+        weakref.finalize(self, discard_all, self._warm, self._removals, self._leases)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "isolation": self.isolation, "isolation_reason": self.reason,
@@ -135,6 +138,7 @@ class LocalBackend:
                     runner_affinity=runner_affinity)
                 applied = rlimit_applied(spec, runner_input)
             else:
+                self._lease(spec.session_id)
                 self._clear_earlier_attempt(f"harness-{spec.run_id}")
                 if ahead is not None and not self._limit(ahead, limits):
                     ahead = None  # a limit below what it already uses: a cold start in a cgroup of its own
@@ -175,6 +179,16 @@ class LocalBackend:
         overhead = max(clock["backend_returned"] - started - (result.runtime_s or 0.0), 0.0)
         return RunOutcome(result, applied, overhead, clock_s=clock)
 
+    def cgroup_folders(self) -> list[Path]:
+        """The folders run cgroups are made in (v1: one per controller; v2: one)."""
+        return sorted(set(self.parent.dirs.values())) if self.parent is not None else []
+
+    def _lease(self, session_id: str) -> None:
+        """Hold `session_id`'s lease before its first cgroup is made here (it tells a sweep this session is alive)."""
+        with self._warm_lock:
+            if session_id not in self._leases:
+                self._leases[session_id] = leases.Lease(session_id, self.cgroup_folders())
+
     def _removed(self) -> None:
         """Wait until the cgroups of the runs before are removed, with whatever was left in them."""
         with self._warm_lock:
@@ -207,6 +221,7 @@ class LocalBackend:
         """Start this thread's next runner now that this run's measurement is over (its script has ended)."""
         if not self.warm_runners or self.parent is None:
             return
+        self._lease(spec.session_id)
         with self._warm_lock:
             self._warm_count += 1
             name = f"harness-{spec.session_id}-next-{os.getpid()}-{self._warm_count}"
@@ -277,9 +292,9 @@ class LocalBackend:
 
     def close(self) -> None:
         """Kill the runners started ahead that no run took, and remove their cgroups: nothing else persists between
-        runs."""
+        runs. Then the sessions' leases go back."""
         with self._warm_lock:
-            discard_all(self._warm, self._removals)
+            discard_all(self._warm, self._removals, self._leases)
 
 
 def ended_within(process: subprocess.Popen[bytes], timeout_s: float,
@@ -312,14 +327,19 @@ def ended_within(process: subprocess.Popen[bytes], timeout_s: float,
     return ended
 
 
-def discard_all(waiting: dict[int, warm.WarmRunner], removals: list[threading.Thread]) -> None:
-    """Kill the runners started ahead in `waiting` and remove their cgroups; wait for the removals under way."""
+def discard_all(waiting: dict[int, warm.WarmRunner], removals: list[threading.Thread],
+                held: dict[str, leases.Lease]) -> None:
+    """Kill the runners started ahead in `waiting` and remove their cgroups; wait for the removals under way; then
+    give back the sessions' leases in `held`."""
     for ahead in list(waiting.values()):
         warm.discard(ahead)
     waiting.clear()
     for removal in list(removals):
         removal.join()
     removals.clear()
+    for lease in held.values():
+        lease.release()
+    held.clear()
 
 
 def clean_up(ahead: warm.WarmRunner | None, run_cgroup: cgroups.RunCgroup | None, workdir: Path | None) -> None:

@@ -10,7 +10,7 @@ from rich.table import Table
 from harness.backends.local import probe_isolation
 from harness.commands import COMMANDS
 from harness.core.config import load_profile
-from harness.measure import cgroups
+from harness.measure import cgroups, leases
 from harness.report.console import out_console
 
 
@@ -38,8 +38,20 @@ def checks(image: str) -> list[tuple[str, bool, str]]:
          else "no memory.peak (kernel before 5.19): peak from sampling, results say peak_source: sampled"),
         ("CPU pinning", allowed > 1, f"{allowed} cores allowed: whole CPUS up to {allowed} pinned to dedicated cores"),
         ("docker backend", docker_ok, docker_why),
+        ("leftover cgroups", True, leftovers(isolation.parent)),
     ]
     return rows
+
+
+def leftovers(parent: cgroups.OwnCgroup | None) -> str:
+    """Remove the cgroups of sessions whose harness was killed outright (harness.measure.leases) and say whose (a
+    session id, or the pid of a harness killed as it probed)."""
+    folders = sorted(set(parent.dirs.values())) if parent is not None else []
+    removed = leases.sweep(folders)
+    if not removed:
+        return "none: no dead session left a cgroup"
+    count = sum(len(paths) for paths in removed.values())
+    return f"removed {count} cgroups that killed harnesses left: {', '.join(sorted(removed))}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -97,7 +97,8 @@ def in_chain(err: BaseException, wanted: Callable[[BaseException], bool]) -> Bas
     return None
 
 
-def is_user_interrupt(err: BaseException) -> bool:
-    """True when Ctrl-C is behind `err` (in 3.11 a KeyboardInterrupt in a class body's `__set_name__`, as in an
-    import that Ctrl-C lands in, reaches the caller wrapped)."""
-    return in_chain(err, lambda cause: isinstance(cause, KeyboardInterrupt)) is not None
+def user_interrupt(err: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt behind `err` (Ctrl-C, or SIGTERM / SIGHUP as harness.core.interrupts raises them), or
+    None: in 3.11 a KeyboardInterrupt in a class body's `__set_name__`, as in an import that Ctrl-C lands in, reaches
+    the caller wrapped."""
+    return in_chain(err, lambda cause: isinstance(cause, KeyboardInterrupt))

@@ -39,6 +39,10 @@ RESERVED = ("model", "harness_model", "repeat", *THREAD_COLUMNS)
 RUNTIME_COLUMN = "runtime"
 RUNTIME_ALIASES = {"tflite": "litert", "tensorflow lite": "litert", "ort": "onnxruntime"}
 """How published tables name the engines RUNTIME runs (the RUNTIME value itself is always accepted)."""
+MAX_DEVICE_CSV_COLUMNS = 1000
+"""The most columns a device CSV may have: a model, its tags and a few dozen metrics with their units are far fewer. A
+tool that writes one column per sample (hundreds of thousands of them) is refused in one line once its header is
+read: give one row per repeat (with a `repeat` column) instead."""
 FILE, LINE = "_file", "_line"
 """Where each row came from, carried through the import for its error lines."""
 
@@ -66,17 +70,23 @@ def _numbered_rows(text: str, name: str) -> tuple[tuple[int, list[str]], list[tu
             numbered.append((number, line))
     if not numbered:
         raise DataError(f"{name}: no header line; the first non-comment line must name the columns (model, ...)")
-    parsed = [(number, csv_cells(line, f"{name}:{number}")) for number, line in numbered]
-    header = [cell.strip() for cell in parsed[0][1]]
-    for number, cells in parsed[1:]:
+    header_number, header_line = numbered[0]
+    header = [cell.strip() for cell in csv_cells(header_line, f"{name}:{header_number}")]
+    if len(header) > MAX_DEVICE_CSV_COLUMNS:
+        raise DataError(f"{name}:{header_number}: {len(header)} columns, more than {MAX_DEVICE_CSV_COLUMNS}, the bound "
+                        "on a device CSV's columns (MAX_DEVICE_CSV_COLUMNS); give one row per repeat with a `repeat` "
+                        "column instead of one column per sample")
+    rows = [(number, csv_cells(line, f"{name}:{number}")) for number, line in numbered[1:]]
+    for number, cells in rows:
         if len(cells) != len(header):
             raise DataError(f"{name}:{number}: {len(cells)} cells but the header has {len(header)}; fix that line")
-    return (parsed[0][0], header), parsed[1:], comments
+    return (header_number, header), rows, comments
 
 
 def _canonical_columns(name: str, header_line: int, header: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
     """Lower-cased column names with units converted to the harness's, and the conversions made."""
-    names, conversions = [], []
+    names: dict[str, None] = {}  # an ordered set
+    conversions = []
     for column in header:
         column_name = column.lower()
         for suffix, (target, factor, note) in UNIT_CONVERSIONS.items():
@@ -90,12 +100,12 @@ def _canonical_columns(name: str, header_line: int, header: list[str]) -> tuple[
             column_name = "cpus"
         if not column_name or column_name in names:
             raise DataError(f"{name}:{header_line}: column {column!r} is empty or repeats another; name each once")
-        names.append(column_name)
+        names[column_name] = None
     if "model" not in names:
         hint = "; the file seems to use ';' or tabs: save it with commas" if any(
             ";" in column or "\t" in column for column in header) else ""
         raise DataError(f"{name}:{header_line}: no `model` column; name the column of model names `model`{hint}")
-    return names, conversions
+    return list(names), conversions
 
 
 def _to_number(name: str, frame: pd.DataFrame, column: str, positive: bool = False, factor: float = 1.0

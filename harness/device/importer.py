@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from harness.core import metric_registry
+from harness.core.bounds import read_bounded, too_large
 from harness.core.errors import ConfigError, DataError
 from harness.core.storage import write_dir_atomically
 from harness.device.data import IMPORT_FILE, MEASUREMENTS_FILE, DeviceData, device_dir
@@ -36,6 +37,9 @@ from harness.device.repeats import combine_repeats, source_label
 from harness.store.results import SCHEMA_VERSION
 
 REPEATS_FILE = "repeats.csv"
+MAX_DEVICE_FILE_BYTES = 64 * 1024 * 1024
+"""The most bytes a device file (a CSV, a tool's log) may hold: a device's measurements of a few thousand models, or
+a tool's output with its per-op table, take a few MiB; a larger file is refused in one line before it is read."""
 BYTE_ORDER_MARKS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
                     (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"), (codecs.BOM_UTF8, "utf-8"))
 """Text saved as UTF-16 or UTF-32 starts with its byte-order mark (Windows PowerShell's `>` writes UTF-16), UTF-8
@@ -111,13 +115,15 @@ def _text(path: Path) -> str:
     """The file's text: UTF-8 (a BOM allowed), or UTF-16 or UTF-32 that start with their byte-order mark. Bytes
     that do not decode are one error naming the line they are on."""
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, MAX_DEVICE_FILE_BYTES)
     except FileNotFoundError as err:
         raise DataError(f"device file {path} not found; check the path") from err
     except IsADirectoryError as err:
         raise DataError(f"device file {path} is a directory; give a CSV or a tool's text output") from err
     except OSError as err:
         raise DataError(f"device file {path} cannot be read ({err.strerror}); check its permissions") from err
+    if data is None:
+        raise DataError(too_large(path, MAX_DEVICE_FILE_BYTES, "a device file", "MAX_DEVICE_FILE_BYTES"))
     mark, encoding = next(((mark, name) for mark, name in BYTE_ORDER_MARKS if data.startswith(mark)), (b"", "utf-8"))
     body = data[len(mark):]
     try:
@@ -235,7 +241,11 @@ def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_m
                       energy: EnergyRun | None = None) -> tuple[pd.DataFrame, dict[str, Any], list[Reading]]:
     """Every row the files hold (FILE and LINE say where from), what was read, and the logs' readings."""
     frames: list[pd.DataFrame | Reading] = []
-    metrics, tags, conversions, comments, readings = [], [], [], [], []
+    comments: list[str] = []
+    readings: list[Reading] = []
+    metrics: dict[str, None] = {}  # dicts as ordered sets: a wide file's thousand columns are each looked up once
+    tags: dict[str, None] = {}
+    conversions: dict[str, dict[str, Any]] = {}
     sources: list[dict[str, Any]] = []
     for file in files:
         text = _text(file.path)
@@ -256,9 +266,9 @@ def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_m
                                   "give the file alone")
             rows = read_device_csv(text, str(file.path))
             frames.append(rows.frame)
-            metrics += [m for m in rows.metrics if m not in metrics]
-            tags += [t for t in rows.tags if t not in tags]
-            conversions += [c for c in rows.conversions if c not in conversions]
+            metrics.update(dict.fromkeys(rows.metrics))
+            tags.update(dict.fromkeys(rows.tags))
+            conversions.update((json.dumps(c, sort_keys=True), c) for c in rows.conversions)
             comments += rows.comments
         else:
             reading = _reading(file, text, found, default_model)
@@ -269,15 +279,15 @@ def read_device_files(files: list[DeviceFile], fmt: str | None = None, default_m
     add_energy(readings, energy or EnergyRun())
     for source in sources:
         if (reading := source.pop("reading", None)) is not None:
-            metrics += [m for m in reading.metrics if m not in metrics]
+            metrics.update(dict.fromkeys(reading.metrics))
             source.update(model=reading.model, cpus=reading.cpus, metrics=reading.metrics, op_types=len(reading.ops),
                           notes=reading.notes)
     frame = pd.concat([pd.DataFrame([_reading_row(f)]) if isinstance(f, Reading) else f for f in frames],
                       ignore_index=True)
     if "cpus" in frame and frame["cpus"].isna().all():
         frame = frame.drop(columns="cpus")
-    info = {"source_name": ", ".join(s["name"] for s in sources), "sources": sources, "metrics": metrics,
-            "tags": tags, "conversions": conversions, "comments": comments}
+    info = {"source_name": ", ".join(s["name"] for s in sources), "sources": sources, "metrics": list(metrics),
+            "tags": list(tags), "conversions": list(conversions.values()), "comments": comments}
     return frame, info, readings
 
 

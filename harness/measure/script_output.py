@@ -20,18 +20,30 @@ if TYPE_CHECKING:
 
 MIB = 1024 * 1024
 MAX_METRICS_LINE_CHARS = 8 * MIB  # a longer line (a huge JSON latency list) is skipped, not parsed into memory
+MAX_METRICS_CHARS = 64 * MIB
+"""The most of a script's report file (HARNESS_METRICS, its channel to the runner in place of its stdout) the runner
+reads: phase marks and a few values take a few KiB, a JSON latency list a few MiB. What comes after is left unread and
+the run's notes say so in one line, so a script that reports in a loop cannot grow the runner inside the measured
+memory."""
 
 
 def read_metrics(path: str) -> tuple[list[tuple[str, float]], dict[str, Any], list[str]]:
     """Phase marks, reported values and notes. A torn or foreign line is skipped, never fatal; a line longer than
-    MAX_METRICS_LINE_CHARS is skipped unread, so a script cannot make the runner grow inside the measured memory."""
+    MAX_METRICS_LINE_CHARS is skipped unread, and nothing past MAX_METRICS_CHARS is read, so a script cannot make the
+    runner grow inside the measured memory."""
     phases: list[tuple[str, float]] = []
     values: dict[str, Any] = {}
     notes: list[str] = []
     if not os.path.exists(path):
         return phases, values, notes
+    read = 0
     with open(path, encoding="utf-8", errors="replace") as handle:
         while line := handle.readline(MAX_METRICS_LINE_CHARS):
+            read += len(line)
+            if read > MAX_METRICS_CHARS:
+                notes.append(f"the script's HARNESS_METRICS file was read up to {MAX_METRICS_CHARS // MIB} MiB, the "
+                             "bound on it (MAX_METRICS_CHARS); report fewer lines")
+                break
             if not line.endswith("\n") and len(line) == MAX_METRICS_LINE_CHARS:
                 while (rest := handle.readline(MAX_METRICS_LINE_CHARS)) and not rest.endswith("\n"):
                     pass

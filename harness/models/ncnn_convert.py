@@ -27,6 +27,7 @@ import onnx
 from harness.core.cache import cache_dir
 from harness.core.errors import ModelError
 from harness.measure.provenance import installed_versions
+from harness.models.ncnn_param import layers, param_text
 from harness.zoo.cache import keyed_path, write_model_atomically
 
 CONVERTER = "pnnx"
@@ -93,7 +94,7 @@ def convert(onnx_path: Path, sha256: str, name: str, inputs: list[dict[str, Any]
             _run_pnnx(onnx.load(str(onnx_path)), shapes, Path(tmp), name, version)
             write_model_atomically(weights, lambda out: shutil.copyfile(Path(tmp) / "model.bin", out))
             write_model_atomically(param, lambda out: out.write_text(
-                with_input_shapes((Path(tmp) / "model.param").read_text(), shapes)))
+                with_input_shapes(param_text(Path(tmp) / "model.param"), shapes)))
     return Converted(param=param, weights=weights, tool=f"{CONVERTER} {version}")
 
 
@@ -117,7 +118,7 @@ def _run_pnnx(model: onnx.ModelProto, shapes: list[list[int]], folder: Path, nam
     said = done.stdout + done.stderr
     missing = sorted(set(re.findall(r"^todo (\S+)", said, re.MULTILINE)))
     if done.returncode == 0 and (folder / "model.param").is_file():
-        missing = sorted({*missing, *unknown_layers((folder / "model.param").read_text())})
+        missing = sorted({*missing, *unknown_layers(param_text(folder / "model.param"))})
         if not missing:
             return
     if missing:
@@ -126,11 +127,6 @@ def _run_pnnx(model: onnx.ModelProto, shapes: list[list[int]], folder: Path, nam
     how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit code {done.returncode}"
     last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "no output")
     raise ConversionError(f"model {name}: pnnx {version} could not convert it for ncnn ({how}: {last[-200:]})")
-
-
-def layers(param_text: str) -> list[list[str]]:
-    """The layer lines of an ncnn .param, split on whitespace (after the magic number and the counts line)."""
-    return [line.split() for line in param_text.splitlines()[2:] if line.strip()]
 
 
 def unknown_layers(param_text: str) -> set[str]:

@@ -106,8 +106,18 @@ def start_session(profile: DeviceProfile, request: SessionRequest,
             profile = example_profile(profile)
         plan = plan_session(profile, models, cpus_values, request.script_args, new_session_id(), request.seed,
                             request.keep_samples)
+        plan.notes += leftover_notes(backend)
         session = build_session(profile, plan, backend, reason, request)
     return SessionStart(session, examples, list(plan.notes))
+
+
+def leftover_notes(backend: Backend | ClusterClient) -> list[str]:
+    """One note per killed harness whose cgroups the local backend removed as it started (harness.measure.leases)."""
+    from harness.backends.local import LocalBackend
+
+    swept = backend.swept if isinstance(backend, LocalBackend) else {}
+    return [f"removed {len(paths)} cgroup{'s' if len(paths) > 1 else ''} that {owner} left (its harness was killed)"
+            for owner, paths in sorted(swept.items())]
 
 
 def user_script(specs: list[RunSpec], model_name: str) -> Path | None:
@@ -129,7 +139,8 @@ def resume_session(results_dir: Path, session_ref: str, request: SessionRequest)
                   replace(resolve_model(m["model_path"], user_script(specs, m["model_name"]),
                                         check_runtime=backend.name == "local",
                                         runtime=profile.runtime), name=m["model_name"]) for m in info["models"]]
-        plan = Plan(info["session_id"], info["seed"], specs, models, info["cpus_values"], info.get("notes", []))
+        plan = Plan(info["session_id"], info["seed"], specs, models, info["cpus_values"],
+                    info.get("notes", []) + leftover_notes(backend))
         session = build_session(profile, plan, backend, reason, request)
     return SessionStart(session, new_notes=plan.notes[len(info.get("notes", [])):])
 

@@ -25,7 +25,8 @@ from harness.analysis.stats import group_key, ordered_entries, summarize_group, 
 from harness.backends import Backend
 from harness.core.conditions import run_conditions, run_packages
 from harness.core.config import DeviceProfile, host_cpu_count
-from harness.core.errors import BackendError, DataError, StorageError
+from harness.core.errors import BackendError, DataError, StorageError, user_interrupt
+from harness.core.interrupts import Interrupted, signal_number
 from harness.core.records import Limits, RunOutcome, RunRecord, RunResult, SessionInfo
 from harness.measure.provenance import collect_metadata
 from harness.measure.spec import RunSpec, plan_cpu_limits
@@ -266,9 +267,10 @@ class BaseSession(ABC):
         return f"harness profile --resume {self.plan.session_id} --results-dir {results_dir}"
 
     def _interrupted(self, err: BaseException) -> None:
-        """Mark the session interrupted, with the summary of every run kept; a backend fault or a full disk becomes one
-        line saying what is kept and how to go on. Neither write may hide why the session stopped: on a full disk the
-        summary may not fit (runs.jsonl holds every run it would show), and session.json has space held for it."""
+        """Mark the session interrupted, with the summary of every run kept; a backend fault, a full disk, Ctrl-C,
+        SIGTERM or SIGHUP becomes one line saying what is kept and how to go on. Neither write may hide why the session
+        stopped: on a full disk the summary may not fit (runs.jsonl holds every run it would show), and session.json
+        has space held for it."""
         with contextlib.suppress(OSError, StorageError):
             self.store.write_session(self._session_info("interrupted"))
         with contextlib.suppress(OSError, StorageError):
@@ -278,6 +280,9 @@ class BaseSession(ABC):
             raise err.with_fix(f"{kept}; once space is freed, continue with `{self.resume_command()}`") from None
         if isinstance(err, BackendError):
             raise BackendError(f"{err} ({kept}; continue with `{self.resume_command()}`)") from None
+        interrupt = user_interrupt(err)
+        if interrupt is not None:
+            raise Interrupted(signal_number(interrupt), f"{kept}; continue with `{self.resume_command()}`") from None
 
 
 class Session(BaseSession):

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.core.bounds import byte_bound
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord, SessionInfo
 from harness.core.storage import append_bytes, hold_space, write_bytes_atomically
@@ -37,6 +38,9 @@ from harness.store.migrations import RUN_MIGRATIONS, SESSION_MIGRATIONS, Migrati
 
 SCHEMA_VERSION = 4
 RUNS_FILE = "runs.jsonl"
+MAX_RUN_LINE_BYTES = 64 * 1024 * 1024
+"""The longest runs.jsonl line read: a run's record is a few KiB, tens of MiB with KEEP_SAMPLES over a long run; a
+longer line is no run this harness wrote, and is refused in one line without being read whole."""
 SESSION_FILE = "session.json"
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -162,29 +166,43 @@ def _first_provenance(path: Path) -> dict[str, Any] | None:
 
 
 def load_runs(session_dir: Path) -> list[RunRecord]:
-    """All complete runs of a session. A torn last line (power cut mid-write) is skipped, not fatal. A line without
+    """All complete runs of a session, read line by line. A torn last line (power cut mid-write) is skipped, not
+    fatal; a line longer than MAX_RUN_LINE_BYTES is refused in one line before it is read whole. A line without
     provenance has the first line's (SessionStore.append_run)."""
     path = Path(session_dir) / RUNS_FILE
     if not path.exists():
         return []
     runs: list[RunRecord] = []
     shared = None
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            run = json.loads(line)
-        except json.JSONDecodeError as err:
-            if number == len(lines):
+    with open(path, "rb") as handle:
+        lines = iter(lambda: handle.readline(MAX_RUN_LINE_BYTES + 1), b"")
+        for number, raw in enumerate(lines, start=1):
+            if len(raw) > MAX_RUN_LINE_BYTES:
+                raise DataError(f"{path}:{number}: a line longer than {byte_bound(MAX_RUN_LINE_BYTES)}, the bound on a "
+                                f"{RUNS_FILE} line (MAX_RUN_LINE_BYTES); remove that line")
+            run = _run_line(raw, path, number, last=not handle.peek(1))
+            if run is None:
                 continue
-            raise DataError(f"{path}:{number}: not valid JSON ({err.msg}); remove or repair that line") from err
-        if not runs:
-            shared = run.get("provenance")
-        elif "provenance" not in run and shared is not None:
-            run["provenance"] = shared
-        runs.append(RunRecord.from_dict(migrate(run, RUN_MIGRATIONS, f"{path}:{number}")))
+            if not runs:
+                shared = run.get("provenance")
+            elif "provenance" not in run and shared is not None:
+                run["provenance"] = shared
+            runs.append(RunRecord.from_dict(migrate(run, RUN_MIGRATIONS, f"{path}:{number}")))
     return runs
+
+
+def _run_line(raw: bytes, path: Path, number: int, last: bool) -> dict[str, Any] | None:
+    """One runs.jsonl line's run; None for a blank line, or a torn last one."""
+    if not raw.strip():
+        return None
+    try:
+        run: dict[str, Any] = json.loads(raw.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        if last:
+            return None
+        reason = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8"
+        raise DataError(f"{path}:{number}: not valid JSON ({reason}); remove or repair that line") from err
+    return run
 
 
 def load_session_info(session_dir: Path) -> SessionInfo:
