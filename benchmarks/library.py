@@ -11,7 +11,7 @@ on a 2-core host).
 
 Each scored table (devices/library.csv's device CSVs, or every CSV of --devices DIR in the examples/ format) is a
 target never seen: its library is every other shipped table, never one of the same device at any thread count
-(harness.library.transfer.Library.for_target). Three figures, each the share of the table's models within ±10%:
+(harness.calibration.transfer.Library.for_target). Three figures, each the share of the table's models within ±10%:
 - `harness_only`: the calibration without the library (every fit but `library`), as before the library;
 - `in_library`: with the library; a held-out model may appear in other tables;
 - `novel`: with the library, the held-out model removed from every library table too (what a user's own model
@@ -42,11 +42,11 @@ from harness.calibration.calibrate import AUTO_CANDIDATES, Calibration, calibrat
 from harness.calibration.choice import AUTO, error_stats
 from harness.calibration.fits import FIT_FACTS, FIT_NAMES
 from harness.calibration.points import model_facts_table, paired_points
+from harness.calibration.transfer import Library
 from harness.core.errors import HarnessError
 from harness.device.data import DeviceData
 from harness.device.importer import DeviceFile, read_device
-from harness.library.catalog import METRIC, LibraryTable, shipped_tables
-from harness.library.transfer import Library
+from harness.device.library import METRIC, LibraryTable, shipped_tables
 from harness.store.results import load_runs
 
 SUMMARY_CSV = ROOT / "benchmarks" / "data" / "library_harness.csv"

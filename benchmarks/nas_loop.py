@@ -1,4 +1,4 @@
-"""How fast the NAS-loop predictor answers (harness.library.nas.CellPredictor): NAS-Bench-201 cells predicted from
+"""How fast the NAS-loop predictor answers (harness.calibration.nas.CellPredictor): NAS-Bench-201 cells predicted from
 static facts and the device library, none of them run.
 
     .venv/bin/python benchmarks/nas_loop.py [--device raspi4] [--seconds 2]
@@ -21,7 +21,7 @@ import pandas as pd
 from _common import OUT_DIR, ROOT, print_table, write_json
 from scipy import stats
 
-from harness.library.nas import CellPredictor
+from harness.calibration.nas import CellPredictor
 from harness.zoo.nb201_cells import ARCHITECTURES, cell_ops, cell_string
 
 LATENCY_CSV = ROOT / "devices" / "library" / "nb201_latency_ms.csv"

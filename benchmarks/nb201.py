@@ -48,9 +48,9 @@ from harness.calibration.few_shot import FIRST_PICKS_FIT
 from harness.calibration.fits import FACT_NAMES, FIT_NAMES, WORK_FACTS
 from harness.calibration.nb201 import op_counts, read_devices, score, split
 from harness.calibration.suggest import suggest_first
+from harness.calibration.transfer import Library
 from harness.core.errors import DataError, HarnessError
-from harness.library.catalog import all_tables
-from harness.library.transfer import Library
+from harness.device.library import all_tables
 
 DATA = ROOT / "benchmarks" / "data"
 DEVICES_CSV = ROOT / "devices" / "library" / "nb201_latency_ms.csv"

@@ -16,10 +16,10 @@ import pytest
 
 from harness.calibration.calibrate import calibrate_points
 from harness.calibration.fits import FIT_NAMES
+from harness.calibration.transfer import Library, column
 from harness.cli import main
 from harness.core.errors import ConfigError, DataError
-from harness.library.catalog import all_tables, shipped_tables
-from harness.library.transfer import Library, column
+from harness.device.library import all_tables, shipped_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 NCNN_DEVICES = ("rpi4b", "jetson-nano-cpu", "sd835-big", "kirin970-big", "rk3588-big", "celeron-n5105")
@@ -192,9 +192,9 @@ def test_an_imported_device_named_like_a_shipped_table_is_one_line(tmp_path: Pat
 def test_the_nas_loop_predictor_equals_predict_on_the_same_inputs() -> None:
     """Cells predicted from arrays (a search loop's path) give what `predict` gives model by model, for cells as
     indices, names and cell strings; a cell's MACs are its graph's, from the closed form."""
-    from harness.calibration.calibrate import predict_models
-    from harness.library.catalog import METRIC
-    from harness.library.nas import CellPredictor, cell_macs
+    from harness.calibration.nas import CellPredictor, cell_macs
+    from harness.calibration.predictions import predict_models
+    from harness.device.library import METRIC
     from harness.models.facts import onnx_facts
     from harness.zoo import export
     from harness.zoo.nb201_cells import cell_ops, cell_string

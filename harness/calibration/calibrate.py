@@ -39,16 +39,15 @@ from harness.calibration.fits import (
     FACT_NAMES,
     FIT_FACTS,
     FIT_NAMES,
-    LIBRARY_PREFIX,
     OP_SPLIT,
     WORK_FACTS,
     Design,
     FittedModel,
     fit_spec,
 )
+from harness.calibration.least_squares import LIBRARY_PREFIX
 from harness.calibration.line import MIN_POINTS, LineFit, cooks_distance, cooks_threshold, discordant_pairs, fit_line
 from harness.calibration.points import (
-    counts_note,
     model_facts_table,
     no_match_reason,
     paired_points,
@@ -56,21 +55,21 @@ from harness.calibration.points import (
     threads_note,
 )
 from harness.calibration.reach import Reach, widen
+from harness.calibration.transfer import Library
 from harness.core import metric_registry
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.device.data import DeviceData
-from harness.library.catalog import METRIC as LIBRARY_METRIC
-from harness.library.transfer import Library
+from harness.device.library import METRIC as LIBRARY_METRIC
 from harness.models.families import model_family
 
 
-def _clean(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """JSON-safe: numpy scalars to Python, NaN/inf to None (JSON has no NaN)."""
     if isinstance(value, dict):
-        return {key: _clean(item) for key, item in value.items()}
+        return {key: json_safe(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(item) for item in value]
+        return [json_safe(item) for item in value]
     if isinstance(value, (np.floating, float)):
         return float(value) if math.isfinite(value) else None
     if isinstance(value, np.integer):
@@ -124,7 +123,7 @@ class Calibration:
     held_out: HeldOut | None = None
     """The held-out predictions reported (nested for `auto`), in the order of `points`."""
     evidence: pd.DataFrame | None = None
-    """The device library's latencies of every profiled model at this group (harness.library.transfer), by harness
+    """The device library's latencies of every profiled model at this group (harness.calibration.transfer), by harness
     model: the `library` fit's facts for models to predict."""
 
     @property
@@ -205,7 +204,7 @@ class Calibration:
                 "on the calibration models")
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean(
+        return json_safe(
             {
                 "metric": self.metric,
                 "group": self.group,
@@ -264,7 +263,7 @@ def _add_novel(comparison: list[dict[str, Any]], design: Design, y: np.ndarray, 
     """`within_10pct_novel` on every row: a fit that reads no library evidence, or any fit where there is none, does
     not see whether the model is in a library table, so its figure is its own; with evidence, `library` and the
     nested choice are refitted with each held-out model removed from every table."""
-    from harness.library.transfer import novel_held_out
+    from harness.calibration.transfer import novel_held_out
 
     for row in comparison:
         name = row["fit"]
@@ -310,7 +309,7 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
     held-out intervals and the rank statistics (the fit is chosen the same way), for callers that only predict.
     `novel(harness_model)` gives the library's evidence without that model in any table: with it, every fit's
     held-out figures gain `within_10pct_novel`, the share within ±10% when the held-out model is in no library table
-    (harness.library.transfer.novel_held_out)."""
+    (harness.calibration.transfer.novel_held_out)."""
     points = points.sort_values("harness").reset_index(drop=True)
     x, y = points["harness"].to_numpy(float), points["device"].to_numpy(float)
     line = fit_line(x, y)
@@ -381,7 +380,7 @@ class CalibrationSet:
     facts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(FIT_FACTS)))
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean(
+        return json_safe(
             {
                 "device": self.device,
                 "group_by": self.group_by,
@@ -446,57 +445,6 @@ def calibrate_device(
             "with a harness_model column"
         )
     return result
-
-
-def predict_models(cset: CalibrationSet, values_by_metric: dict[str, pd.DataFrame], models: list[str]) -> list[dict]:
-    """Device predictions with 95% prediction intervals for `models`, from every fitted cpus group's chosen fit.
-
-    `out_of_range` marks a harness value outside the calibrated range: the fit is extrapolated there. `outside`
-    says why a model lies outside the calibration models' reach (harness value, op mix, family; empty inside it),
-    and its interval is widened for it (harness.calibration.reach). A model without a fact the group's chosen fit
-    reads (static facts, the per-op split) gets no prediction, and a `note` saying so.
-    """
-    out = []
-    for calibration in cset.calibrations:
-        measured = values_by_metric[calibration.metric]
-        at_cpus = measured[(measured["cpus"] == calibration.group["cpus"]) & measured["model_name"].isin(models)]
-        on_device = dict(zip(calibration.points["harness_model"], calibration.points["device"], strict=True))
-        used = list(calibration.model.fact_names)
-        facts = calibration.facts_for(cset.facts)
-        known = at_cpus["model_name"].isin(facts.dropna(subset=used).index) | (not used)
-        x_min, x_max = calibration.fit.x_min, calibration.fit.x_max
-        base = [{"model": name, "metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
-                 "harness": value, "confidence": CONFIDENCE, "out_of_range": not x_min <= value <= x_max,
-                 "calibrated_range": [x_min, x_max], "measured_on_device": on_device.get(name),
-                 "counts_note": counts_note(over, calibration.points["harness_over"], across)}
-                for name, value, over, across in zip(at_cpus["model_name"], at_cpus["value"], at_cpus["over"],
-                                                     at_cpus["across"], strict=True)]
-        ready = at_cpus[known.to_numpy()]
-        design = calibration.design(ready["value"], facts.reindex(ready["model_name"]), ready["model_name"])
-        predicted = dict(zip(ready["model_name"], calibration.predictions(design), strict=True))
-        unpredicted: tuple[str, float, float, float, list[str]] = (calibration.model.name, math.nan, 0.0, 0.0, [])
-        for row in base:
-            fit, yhat, low, high, outside = predicted.get(row["model"], unpredicted)
-            if math.isfinite(yhat):
-                row.update(predicted=yhat, pi_low=low, pi_high=high, fit=fit, outside=outside)
-                if fit == "library":
-                    row["library_devices"] = [d["device"] for d in calibration.library_devices()]
-                if fit != calibration.model.name:
-                    row["note"] = (f"{BEYOND_REACH}: predicted by {fit}, not by {calibration.model.name}, which was "
-                                   "tuned among them")
-            else:
-                row.update(predicted=None, pi_low=None, pi_high=None, fit=fit,
-                           note=missing_facts_note(calibration.beyond if fit != calibration.model.name
-                                                   and calibration.beyond is not None else calibration.model))
-            out.append(_clean(row))
-    return out
-
-
-def missing_facts_note(model: FittedModel) -> str:
-    """Why a model gets no prediction from `model`: it lacks a fact the fit reads, and how to get it."""
-    if OP_SPLIT in model.fact_names:
-        return f"no per-op profile for the {model.name} fit: profile it with PER_OP=1 (--per-op)"
-    return f"no static facts ({', '.join(model.fact_names)}) for the {model.name} fit"
 
 
 def calibrated_metrics(device: DeviceData, metric: str | None = None) -> list[str]:

@@ -10,7 +10,7 @@ from harness.commands import COMMANDS
 from harness.commands.shared import fmt, print_json
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError
-from harness.library.catalog import all_tables, find_table
+from harness.device.library import all_tables, find_table
 from harness.report.console import out_console
 
 SHOWN_MODELS = 40

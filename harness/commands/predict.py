@@ -11,9 +11,11 @@ import pandas as pd
 from rich.table import Table
 
 from harness.analysis.run_values import select_runs
-from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label, predict_models
+from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label
 from harness.calibration.fits import FIT_NAMES
+from harness.calibration.predictions import predict_models
 from harness.calibration.reach import EXTRAPOLATION_SPREAD
+from harness.calibration.transfer import Library
 from harness.commands import COMMANDS
 from harness.commands.shared import (
     add_across_repeats_option,
@@ -30,11 +32,10 @@ from harness.commands.shared import (
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.device.data import list_devices, load_device
-from harness.library.catalog import METRIC, LibraryTable, all_tables
-from harness.library.transfer import Library
-from harness.library.zero_shot import ZERO_SHOT_DIR, device_data, profile_missing, shipped_table, zoo_models
+from harness.device.library import METRIC, LibraryTable, all_tables
 from harness.models.resolve import resolve_model
 from harness.report.console import out_console
+from harness.run.zero_shot import ZERO_SHOT_DIR, device_data, profile_missing, shipped_table, zoo_models
 from harness.store.results import ALL_SESSIONS, iter_all_runs
 
 

@@ -27,7 +27,7 @@ from harness.run.session import BaseSession
 from harness.store.results import ALL_SESSIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from harness.library.transfer import Library
+    from harness.calibration.transfer import Library
 
 
 def env_default(name: str) -> str | None:
@@ -84,7 +84,7 @@ def add_library_option(parser: argparse.ArgumentParser) -> None:
 def library_option(args: argparse.Namespace, results_dir: Path, device: str) -> Library | None:
     """The device library a calibration of `device` learns from (every table but the device's own), unless
     --no-library."""
-    from harness.library.transfer import device_library  # pandas and scipy: only for the commands that calibrate
+    from harness.calibration.transfer import device_library  # pandas and scipy: only for the commands that calibrate
 
     return None if args.no_library else device_library(results_dir, device)
 

@@ -17,12 +17,13 @@ import pandas as pd
 
 from harness.analysis.ranking import MIN_RELATIVE_GAP, RankEntry, rank_runs
 from harness.analysis.run_values import harness_values
-from harness.calibration.calibrate import calibrate_runs, group_label, predict_models
+from harness.calibration.calibrate import calibrate_runs, group_label
+from harness.calibration.predictions import predict_models
+from harness.calibration.transfer import device_library
 from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.core.records import RunRecord, SessionInfo
 from harness.device.data import DeviceData, load_device
-from harness.library.transfer import device_library
 from harness.report.figures import pareto_chart
 from harness.report.format import mib, sig, with_interval
 

@@ -13,14 +13,15 @@ import pandas as pd
 
 from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, rank_runs, ranking_rows
 from harness.analysis.stats import NO_VALUES, UNSTABLE_RULE, summarize_runs
-from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label, predict_models
+from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label
 from harness.calibration.few_shot import curve_table, learning_curve
+from harness.calibration.predictions import predict_models
+from harness.calibration.transfer import device_library
 from harness.core import metric_registry
 from harness.core.errors import DataError, StorageError
 from harness.core.records import RunRecord, SessionInfo
 from harness.core.storage import write_bytes_atomically
 from harness.device.data import list_devices, load_device
-from harness.library.transfer import device_library
 from harness.report.answer import answer_parts, device_energy_points
 from harness.report.figures import (
     calibration_residuals,

@@ -7,8 +7,8 @@ cells, with the MACs standing where a profile's harness value stands, predicts a
     predictor = CellPredictor.fit({"|nor_conv_3x3~0|+|...": 8.0, 431: 11.0, ...}, device="my-phone")
     predicted, low, high = predictor.predict(cells)
 
-It is the calibration `harness predict` makes (harness.calibration.calibrate: calibrate_device, predict_models), on the
-same inputs: `predict` gives the same numbers, one model at a time (tests/test_library.py checks it).
+It is the calibration `harness predict` makes (calibrate_device, then predict_models), on the same inputs:
+`predict` gives the same numbers, one model at a time (tests/test_library.py checks it).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import pandas as pd
 
 from harness.calibration.calibrate import Calibration, CalibrationSet, calibrate_device
 from harness.calibration.fits import Design
+from harness.calibration.transfer import Library
 from harness.core.errors import ConfigError
 from harness.device.data import DeviceData
-from harness.library.catalog import METRIC, NB201_PREFIX, shipped_tables
-from harness.library.transfer import Library
+from harness.device.library import METRIC, NB201_PREFIX, shipped_tables
 from harness.zoo.nb201_cells import ARCHITECTURES, OPS, cell_ops, index_of, parse_cell
 
 STAGES = ((32, 16), (16, 32), (8, 64))

@@ -8,7 +8,7 @@ Two kinds of table:
 - imported: every device under RESULTS_DIR/devices/ that has latency_ms (`harness import-device`).
 
 A table's `device` names the physical device: a target never learns from a table of its own device, at any thread
-count or batch size (harness.library.transfer.Library.for_target).
+count or batch size (harness.calibration.transfer.Library.for_target).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.core.errors import ConfigError, DataError, ModelError
 from harness.device.data import DeviceData, normalise_model_name
-from harness.library.catalog import LibraryTable
+from harness.device.library import LibraryTable
 from harness.zoo import registry as zoo_registry
 
 ZERO_SHOT_DIR = "zero-shot"
@@ -49,7 +49,7 @@ def device_data(table: LibraryTable) -> DeviceData:
     """The table as imported device data (what `regress` would read after import-device)."""
     if table.column:
         raise ConfigError(f"--device {table.name}: a NAS-Bench-201 table; its cells are predicted from Python "
-                          "(harness.library.nas) or scored with make bench-nb201, not profiled one by one")
+                          "(harness.calibration.nas) or scored with make bench-nb201, not profiled one by one")
     from harness.device.importer import DeviceFile, read_device
 
     return read_device([DeviceFile(table.path)], table.name)

@@ -23,9 +23,10 @@ import numpy as np
 import pandas as pd
 
 from harness.calibration.choice import AUTO, Candidates, HeldOut, folds, held_out_interval, select
-from harness.calibration.fits import LIBRARY_PREFIX, Design, fit_spec
+from harness.calibration.fits import Design, fit_spec
+from harness.calibration.least_squares import LIBRARY_PREFIX
 from harness.device.data import match_models
-from harness.library.catalog import LibraryTable, all_tables
+from harness.device.library import LibraryTable, all_tables
 
 MIN_SHARED = 3
 """A library table predicts a model it lacks from a power law fitted on at least this many models it shares with the
