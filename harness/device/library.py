@@ -51,15 +51,17 @@ class LibraryTable:
     origin: str
     path: Path
     column: str = ""
+    stamp: int = 0
+    """Its file's modification time (ns) when listed: a table imported again is read again, not from the cache."""
 
     @property
     def values(self) -> pd.Series:
-        return _read(self.path, self.column, self.name, self.origin)[0]
+        return _read(self.path, self.column, self.name, self.origin, self.stamp)[0]
 
     @property
     def harness_names(self) -> dict[str, str]:
         """Model → harness model, where the table says so in a harness_model column."""
-        return _read(self.path, self.column, self.name, self.origin)[1]
+        return _read(self.path, self.column, self.name, self.origin, self.stamp)[1]
 
     @property
     def scored(self) -> bool:
@@ -73,10 +75,10 @@ class LibraryTable:
 
 
 @cache
-def _read(path: Path, column: str, name: str, origin: str) -> tuple[pd.Series, dict[str, str]]:
-    """Latency by model, and the harness_model cells: a NAS-Bench-201 column by `nb201_<arch_idx>`, a device CSV's
-    latency_ms by its model name (repeats combined as import-device combines them), an imported device's stored
-    measurements."""
+def _read(path: Path, column: str, name: str, origin: str, stamp: int) -> tuple[pd.Series, dict[str, str]]:
+    """Latency by model (read once per file version, `stamp`), and the harness_model cells: a NAS-Bench-201 column
+    by `nb201_<arch_idx>`, a device CSV's latency_ms by its model name (repeats combined as import-device combines
+    them), an imported device's stored measurements."""
     if column:
         frame = pd.read_csv(path, comment="#", index_col="arch_idx")
         if column not in frame:
@@ -100,6 +102,13 @@ def _read(path: Path, column: str, name: str, origin: str) -> tuple[pd.Series, d
 def _shown(path: Path) -> str:
     """A shipped file relative to the checkout, as devices/library.csv names it."""
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _stamp(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:  # a missing file is refused where it is read, naming it
+        return 0
 
 
 def _threads(text: str) -> int | None:
@@ -135,9 +144,10 @@ def shipped_tables(catalog: Path | None = None) -> list[LibraryTable]:
             threads = _threads(row["threads"])
         except ValueError:
             raise DataError(f"{catalog}:{number}: threads {row['threads']!r} is not a whole number") from None
+        path = ROOT / row["file"]
         tables.append(LibraryTable(row["name"], row["device"], row["source"], row["engine"], threads,
-                                   row["precision"], row["date"], row["role"], "shipped", ROOT / row["file"],
-                                   row["column"]))
+                                   row["precision"], row["date"], row["role"], "shipped", path, row["column"],
+                                   _stamp(path)))
     return tables
 
 
@@ -154,7 +164,7 @@ def imported_tables(results_dir: Path) -> list[LibraryTable]:
         cpus = sorted({float(c) for c in data.table["cpus"].dropna()}) if "cpus" in data.table else []
         threads = int(cpus[0]) if len(cpus) == 1 and math.isfinite(cpus[0]) else None
         tables.append(LibraryTable(name, name, f"imported from {files}", data.runtime or "", threads, "", "",
-                                   "score", "imported", folder))
+                                   "score", "imported", folder, stamp=_stamp(folder / IMPORT_FILE)))
     return tables
 
 
