@@ -158,7 +158,8 @@ regress: $(STAMP)
 	$(HARNESS) regress
 
 # Device predictions for MODEL (names as profiled; with a library device, files or zoo names: zero-shot, which
-# profiles the library table's models once). DEVICE, METRIC, FIT, SESSION and LIBRARY=0 as for regress.
+# profiles the library table's models once, installing the zoo extra first when it is missing). DEVICE, METRIC, FIT,
+# SESSION and LIBRARY=0 as for regress.
 .PHONY: predict
 predict: export HARNESS_DEVICE := $(DEVICE)
 predict: export HARNESS_METRIC := $(METRIC)
@@ -166,6 +167,7 @@ predict: export HARNESS_FIT := $(FIT)
 predict: export HARNESS_SESSION := $(SESSION)
 predict: export HARNESS_LIBRARY := $(LIBRARY)
 predict: $(STAMP)
+	@if $(HARNESS) zoo needs-extra; then $(MAKE) --no-print-directory setup-zoo; fi
 	$(HARNESS) predict
 
 report: $(STAMP)

@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--format", choices=zoo.FORMATS, default="onnx", help="onnx (default) or torchscript")
     export.add_argument("--json", action="store_true", help="print JSON on stdout")
     export.add_argument("--out", type=Path, help="copy each file to DIR/<name>.<ext> (how examples/models is made)")
-    needs = actions.add_parser("needs-extra", help="exit 0 when MODEL names zoo models and the zoo extra is missing, "
+    needs = actions.add_parser("needs-extra", help="exit 0 when MODEL names zoo models, or DEVICE a library table "
+                                                   "(zero-shot), and the zoo extra is missing, "
                                                    "or with --extra ncnn (litert) when the profile's RUNTIME is ncnn "
                                                    "(litert) or MODEL names a .param (.tflite) and that engine's extra "
                                                    "is missing (make profile installs it then)")
@@ -121,8 +122,18 @@ def needs_extra(args: argparse.Namespace) -> int:
         return 0 if needs_ncnn(names) and any(importlib.util.find_spec(m) is None for m in NCNN_EXTRA_MODULES) else 1
     if args.extra == "litert":
         return 0 if litert_missing(names) else 1
-    wanted = any(not Path(n).expanduser().exists() and zoo.needs_torch(n) for n in names)
+    wanted = any(not Path(n).expanduser().exists() and zoo.needs_torch(n) for n in names) or zero_shot_device()
     return 0 if wanted and any(importlib.util.find_spec(m) is None for m in zoo.ZOO_EXTRA_MODULES) else 1
+
+
+def zero_shot_device() -> bool:
+    """Whether DEVICE (make predict) names a shipped library table, whose models the zoo builds for zero-shot."""
+    name = os.environ.get("HARNESS_DEVICE", "")
+    if not name:
+        return False
+    from harness.device.library import shipped_tables  # pandas: only when a device is named
+
+    return name in {table.name for table in shipped_tables()}
 
 
 def needs_ncnn(names: list[str]) -> bool:
