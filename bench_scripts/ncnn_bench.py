@@ -27,6 +27,7 @@ import ncnn
 import numpy as np
 
 from harness import (
+    param_layers,
     parse_args,
     parse_pairs,
     profile_dir,
@@ -37,18 +38,6 @@ from harness import (
     timed_loop,
     write_profile_meta,
 )
-from harness.core.errors import ModelError
-from harness.models import ncnn_param
-
-
-def param_layers(param: Path) -> list[list[str]]:
-    """The .param's layer lines; past its bound (harness.models.ncnn_param.MAX_PARAM_BYTES) the run ends with that one
-    line."""
-    try:
-        return ncnn_param.layers(ncnn_param.param_text(param))
-    except ModelError as err:
-        raise SystemExit(str(err)) from None
-
 
 SHAPE_KEYS = ("2", "11", "1", "0")  # an Input layer's c, d, h, w parameter ids, outermost first
 TRACE = "ncnn_layers.json"

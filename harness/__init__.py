@@ -27,6 +27,7 @@ FACE = {
     **{name: (_LOOP, name) for name in ("parse_args", "parse_pairs", "resolve_shape", "timed_load", "timed_loop",
                                         "profile_dir", "profiled_loop", "write_profile_meta")},
     "random_input": ("harness.measure.bench_inputs", "random_input"),
+    "param_layers": ("harness.measure.ncnn_param", "param_layers"),
 }
 """Public name -> (the module that defines it, its name there), all on the bench-script side (harness/measure/).
 The protocol's report() is report_metrics here: harness.report is the package of reports."""

@@ -18,7 +18,7 @@ from harness.device import importer
 from harness.device.device_csv import MAX_DEVICE_CSV_COLUMNS
 from harness.device.importer import DeviceFile, read_device
 from harness.measure import script_output
-from harness.models.ncnn_param import MAX_PARAM_BYTES, layers, param_text
+from harness.measure.ncnn_param import MAX_PARAM_BYTES, layers, param_text
 from harness.store import results
 from harness.store.results import load_runs
 from tests.analysis_fixtures import write_session

@@ -10,7 +10,7 @@ from harness.commands import COMMANDS
 from harness.commands.shared import fmt, print_json
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError
-from harness.device.library import all_tables, find_table
+from harness.device.library import METRIC, all_tables, find_table
 from harness.report.console import out_console
 
 SHOWN_MODELS = 40
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         table = find_table(args.name, tables)
         values = table.values.sort_values()
         if args.json:
-            print_json({**table.provenance(), "latency_ms": {str(k): float(v) for k, v in values.items()}})
+            print_json({**table.provenance(), METRIC: {str(k): float(v) for k, v in values.items()}})
             return 0
         for key, value in table.provenance().items():
             out_console.print(f"{key:>9}: {value if value not in (None, '') else '-'}", highlight=False)

@@ -23,12 +23,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.device.data import IMPORT_FILE, list_devices, load_device
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "devices" / "library.csv"
-METRIC = "latency_ms"
+METRIC = metric_registry.LATENCY
 """The metric every library table gives: the per-inference latency in milliseconds."""
 NB201_PREFIX = "nb201_"
 """NAS-Bench-201 architecture i is the zoo's model `nb201_<i>`."""

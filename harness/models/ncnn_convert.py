@@ -26,8 +26,8 @@ import onnx
 
 from harness.core.cache import cache_dir
 from harness.core.errors import ModelError
+from harness.measure.ncnn_param import layers, param_text
 from harness.measure.provenance import installed_versions
-from harness.models.ncnn_param import layers, param_text
 from harness.zoo.cache import keyed_path, write_model_atomically
 
 CONVERTER = "pnnx"

@@ -1,6 +1,7 @@
 """Reading an ncnn .param (a model given as MODEL, or one pnnx wrote): its text, bounded, and its layer lines.
 
-Standard library only: bench_scripts/ncnn_bench.py reads the .param with it inside the run's limits.
+Standard library only: bench_scripts/ncnn_bench.py reads the .param with it inside the run's limits (param_layers,
+through the package's face).
 """
 
 from __future__ import annotations
@@ -26,3 +27,11 @@ def param_text(path: Path) -> str:
 def layers(text: str) -> list[list[str]]:
     """The layer lines of an ncnn .param, split on whitespace (after the magic number and the counts line)."""
     return [line.split() for line in text.splitlines()[2:] if line.strip()]
+
+
+def param_layers(path: Path) -> list[list[str]]:
+    """A bench script's read of its .param's layer lines: past MAX_PARAM_BYTES the run ends with that one line."""
+    try:
+        return layers(param_text(path))
+    except ModelError as err:
+        raise SystemExit(str(err)) from None
