@@ -198,7 +198,9 @@ def test_cpu_limit_holds(capsys, in_tmp_cwd: Path, tiny_onnx: Path, workloads: P
     times, parallel = {}, {}
     for cpus in ("2", "1", "0.5"):
         results = in_tmp_cwd / f"results-{cpus}"
-        docker_profile(capsys, results, engine, tiny_onnx, "--cpus", cpus, "--repeats", "3",
+        # Five repeats: the fastest of three was still slowed by the host's other load now and then (a CPUS=1
+        # minimum 5% over its share of the CPUS=2 work), which is what the minimum is there to leave out.
+        docker_profile(capsys, results, engine, tiny_onnx, "--cpus", cpus, "--repeats", "5",
                        "--script", str(workloads / "cpu_burn.py"), "--", "2", BURN_WORK)
         runs = session_runs(results)
         assert all(r["limits_requested"]["cpu_mode"] == ("quota" if cpus == "0.5" else "pinned") for r in runs)

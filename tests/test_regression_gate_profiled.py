@@ -24,9 +24,11 @@ PROFILE = ("--backend", "local", "--cpus", "1", "--memory", "1g", "--repeats", "
            "--warmup", "3")
 
 
-def make_mlp(path: Path, passes: int, size: int = 512, batch: int = 64, layers: int = 3) -> Path:
+def make_mlp(path: Path, passes: int, size: int = 1024, batch: int = 64, layers: int = 3) -> Path:
     """MatMul+Relu layers over a [batch, size] input, applied `passes` times with the same weights: twice the
-    passes is twice the arithmetic with the same parameters, so the same memory for weights."""
+    passes is twice the arithmetic with the same parameters, so the same memory for weights. At size 1024 one pass
+    takes milliseconds, so the host's fixed cost per inference (a few tenths of a millisecond, more when another
+    process wakes on the core) cannot pull twice the work under 1.5 times the time, as it did at size 512."""
     rng = np.random.default_rng(0)
     weights = [numpy_helper.from_array((rng.standard_normal((size, size)) / size).astype(np.float32), f"w{i}")
                for i in range(layers)]
