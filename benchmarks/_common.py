@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -155,6 +155,16 @@ def print_table(title: str, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         table.add_row(*(f"{value:.4g}" if isinstance(value, float) else str(value) for value in row.values()))
     Console(width=200).print(table)
+
+
+def rescore(out: Path, score: Callable[[], dict[str, Any]], show: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """A benchmark's scoring from its committed summary: timed (`rescore_s`), shown, written to `out`."""
+    started = time.monotonic()
+    result = score()
+    result["rescore_s"] = round(time.monotonic() - started, 1)
+    show(result)
+    write_json(out, result)
+    return result
 
 
 def write_json(path: Path, rows: Any) -> None:

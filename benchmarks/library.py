@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections import Counter
 from dataclasses import replace
 from functools import lru_cache, partial
@@ -35,7 +34,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import OUT_DIR, ROOT, print_table, write_json
+from _common import OUT_DIR, ROOT, print_table, rescore
 
 from harness.analysis.run_values import harness_values
 from harness.calibration.calibrate import AUTO_CANDIDATES, Calibration, calibrate_points
@@ -213,11 +212,7 @@ def main() -> None:
             summarise(args.session).to_csv(args.summary, float_format="%.6g")
             print(f"summary: {args.summary}")
         summary = pd.read_csv(args.summary, index_col="model_name")
-        started = time.monotonic()
-        result = run(args.devices, summary, args.draws)
-        result["rescore_s"] = round(time.monotonic() - started, 1)
-        show(result)
-        write_json(args.out, result)
+        result = rescore(args.out, lambda: run(args.devices, summary, args.draws), show)
         print(f"written: {args.out} ({result['rescore_s']} s)")
     except HarnessError as err:
         raise SystemExit(f"bench-library: {err}") from None

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import OUT_DIR, ROOT, print_table, write_json
+from _common import OUT_DIR, ROOT, print_table, rescore
 
 from harness.calibration.calibrate import AUTO_CANDIDATES, calibrate_points, points_design
 from harness.calibration.choice import Candidates
@@ -376,11 +376,7 @@ def main() -> None:
             summary.to_csv(args.summary, float_format="%.6g")
             print(f"summary of {len(summary)} architectures: {args.summary}")
         summary = pd.read_csv(args.summary, index_col="arch_idx")
-        started = time.monotonic()
-        result = run(args.devices, summary, args.draws)
-        result["rescore_s"] = round(time.monotonic() - started, 1)
-        show(result)
-        write_json(args.out, result)
+        result = rescore(args.out, lambda: run(args.devices, summary, args.draws), show)
         print(json.dumps({"written": str(args.out), "rescore_s": result["rescore_s"]}))
         if args.device:
             if args.device not in result["devices"]:

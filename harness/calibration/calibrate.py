@@ -179,17 +179,15 @@ class Calibration:
 
     def library_devices(self) -> list[dict[str, Any]]:
         """The library devices the chosen fit reads, most weight first: each one's exponent, how alike it is to the
-        device on the calibration models (Pearson r of the log latencies) and how many of them its table measured."""
+        device on the calibration models (Pearson r of the log latencies)."""
         if self.model.name != "library" or not self.model.fact_names:
             return []
         log_device = np.log(self.points["device"].to_numpy(float))
         rows = []
         for name, exponent in zip(self.model.fact_names, self.model.exponents, strict=True):
             log_library = np.log(self.points[name].to_numpy(float))
-            measured = self.points.get(f"measured.{name}")
             rows.append({"device": name.removeprefix(LIBRARY_PREFIX), "exponent": float(exponent),
-                         "r": float(np.corrcoef(log_device, log_library)[0, 1]),
-                         "measured_models": int(measured.sum()) if measured is not None else None})
+                         "r": float(np.corrcoef(log_device, log_library)[0, 1])})
         return sorted(rows, key=lambda row: -abs(row["exponent"]))
 
     def library_note(self) -> str:
