@@ -1,7 +1,9 @@
 """Profile ML models under an edge device's CPU and memory limits.
 
-The face for bench scripts: `from harness import phase, report_metrics, timed_loop, random_input, ...` (FACE lists
-them).
+Two faces. For notebooks and search loops, the harness as a library (API lists it): `harness.profile(models,
+device="raspberry-pi-4")` returns a Session; `harness.predict`, `harness.rank` and `harness.compare` return typed
+results; errors are harness.HarnessError and its kinds. For bench scripts: `from harness import phase,
+report_metrics, timed_loop, random_input, ...` (FACE lists them).
 Each name is imported when a script first asks for it (PEP 562), so `import harness`, which the runner and every
 bench script pay for inside the run's limits, loads nothing more; random_input alone brings numpy.
 
@@ -31,25 +33,35 @@ FACE = {
 }
 """Public name -> (the module that defines it, its name there), all on the bench-script side (harness/measure/).
 The protocol's report() is report_metrics here: harness.report is the package of reports."""
+_ERRORS = "harness.core.errors"
+API = {
+    **{name: ("harness.api.profiling", name) for name in ("profile", "open_session")},
+    **{name: ("harness.api.queries", name) for name in ("rank", "compare")},
+    "predict": ("harness.api.predicting", "predict"), "Session": ("harness.api.session", "Session"),
+    **{name: (_ERRORS, name) for name in ("HarnessError", "ConfigError", "ModelError", "BackendError", "DataError",
+                                          "StorageError")},
+}
+"""Public name -> its module, for Python users (harness/api/): what the CLI's commands call and print."""
 FORMER_NAMES = {"harness.benchloop": _LOOP, "harness.metrics": _PROTOCOL, "harness.report_protocol": _PROTOCOL}
 """A module's earlier name -> its module now."""
-__all__ = ["__version__", *FACE]
+__all__ = ["__version__", *FACE, *API]
 
 
 def __getattr__(name: str) -> object:
     """A face name, imported from its module on first use and kept here."""
-    if name not in FACE:
+    found = FACE.get(name) or API.get(name)
+    if found is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")
     from importlib import import_module
 
-    module, attribute = FACE[name]
+    module, attribute = found
     value = getattr(import_module(module), attribute)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *FACE})
+    return sorted({*globals(), *FACE, *API})
 
 
 class FormerNameFinder:

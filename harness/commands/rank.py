@@ -6,9 +6,9 @@ import argparse
 
 from rich.table import Table
 
-from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, RANKED, RankEntry, rank_runs, ranking_rows
-from harness.analysis.run_values import check_metric, select_runs
+from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, RANKED, RankEntry, ranking_rows
 from harness.analysis.stats import UNSTABLE_RULE
+from harness.api.queries import rank
 from harness.commands import COMMANDS
 from harness.commands.shared import add_metric_option, add_results_options, fmt, print_json, warn
 from harness.core import metric_registry
@@ -51,10 +51,8 @@ def explanations(entries: list[RankEntry]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    results_dir = resolve_results_dir(args.results_dir)
-    runs, session = select_runs(results_dir, args.session, args.runtime)
-    args.metric = check_metric(args.metric)
-    rankings = rank_runs(runs, args.metric)
+    ranking = rank(args.session, args.metric, runtime=args.runtime, results_dir=resolve_results_dir(args.results_dir))
+    rankings, session, args.metric = ranking.entries, ranking.session, ranking.metric
     for cpus, entries in rankings.items():
         for entry in entries:
             if entry.unstable and entry.status == RANKED:

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from harness.api.profiling import run_session
 from harness.core import metric_registry
 from harness.core.config import DeviceProfile, environment_values, load_profile
 from harness.models.resolve import ModelInfo
-from harness.report.console import err_console, print_summary, run_progress
+from harness.report.console import err_console, print_summary
 from harness.run.assemble import SessionRequest, SessionStart
 from harness.run.session import BaseSession
 from harness.store.results import ALL_SESSIONS, SCHEMA_VERSION
@@ -210,10 +211,8 @@ def print_refusals(models: list[ModelInfo]) -> None:
 
 def run_and_print(session: BaseSession, as_json: bool) -> int:
     """Run the session under a progress bar, then say what happened during it and print its summary."""
-    pending = len(session.plan.specs) - len(session.runs)
     known_notes = len(session.plan.notes)
-    with run_progress(pending) as (on_start, on_done):
-        summary = session.run(on_start, on_done)
+    summary = run_session(session).records["summary"]
     print_notes(session.plan.notes[known_notes:])  # what happened during the session (a cluster node lost)
     if session.not_run:
         err_console.print(f"[yellow]warning[/]: {len(session.not_run)} runs not run "

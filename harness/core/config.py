@@ -160,11 +160,18 @@ def environment_values(environ: Mapping[str, str] | None = None) -> dict[str, st
     return {name: environ[SET_PREFIX + name] for name in VARIABLES if environ.get(SET_PREFIX + name)}
 
 
+def flag_source(name: str) -> str:
+    """Where an override came from, as a message names it: the CLI flag that sets `name`."""
+    return f"--{name.lower().replace('_', '-')}"
+
+
 def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any] | None = None,
-                 environment: Mapping[str, str] | None = None) -> DeviceProfile:
+                 environment: Mapping[str, str] | None = None,
+                 override_source: Callable[[str], str] = flag_source) -> DeviceProfile:
     """Merge the layers and validate every value once; errors name the variable, value, source and form.
 
-    `environment` is the HARNESS_SET_* layer (default: read from os.environ)."""
+    `environment` is the HARNESS_SET_* layer (default: read from os.environ); `override_source` names where an
+    override came from (a CLI flag, or a keyword of harness.profile)."""
     raw: dict[str, tuple[str, str]] = {name: (spec[3], "default") for name, spec in VARIABLES.items()}
     warnings: list[str] = []
     root = project_root()
@@ -179,7 +186,7 @@ def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any
     raw.update({name: (value, f"make {name}=... ({SET_PREFIX}{name})") for name, value in given.items()})
     for name, value in (overrides or {}).items():
         if value is not None:
-            raw[name] = (str(value), f"--{name.lower().replace('_', '-')}")
+            raw[name] = (str(value), override_source(name))
     fields: dict[str, Any] = {}
     for name, (text, source) in raw.items():
         attr, parse, form, _ = VARIABLES[name]

@@ -1,0 +1,152 @@
+"""harness.predict: a device's values for models, with 95% prediction intervals, from what calibrates them.
+
+Three sources, picked by what is asked:
+- NAS-Bench-201 cells (indices, `nb201_<i>` or cell strings) with a device's measured cells, or a library
+  NAS-Bench-201 table: predicted from static facts and the library, none of them run (harness.calibration.nas);
+- a shipped library table with no data of the user's (zero-shot): its zoo models and the user's profiled on this host
+  once, under RESULTS_DIR/zero-shot;
+- an imported device: the session's runs calibrated against its data, as `harness predict` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis.run_values import select_runs
+from harness.api.results import Predictions
+from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label
+from harness.calibration.nas import CellPredictor, cell_index
+from harness.calibration.predictions import predict_models
+from harness.calibration.transfer import Library, device_library
+from harness.core.config import resolve_results_dir
+from harness.core.errors import ConfigError, DataError
+from harness.device.data import list_devices, load_device
+from harness.device.library import METRIC, NB201_PREFIX, LibraryTable, all_tables
+from harness.models.resolve import resolve_model
+from harness.run.zero_shot import ZERO_SHOT_DIR, device_data, profile_missing, shipped_table, zoo_models
+from harness.store.results import ALL_SESSIONS, iter_all_runs
+from harness.zoo.registry import NB201_REFERENCE
+
+Cell = int | str
+
+
+def is_cell(model: object) -> bool:
+    """A NAS-Bench-201 architecture: an index, `nb201_<i>` or a cell string (|op~0|+|...|)."""
+    text = str(model)
+    return isinstance(model, int) or text.startswith("|") or (text.startswith(NB201_PREFIX) and
+                                                                text.removeprefix(NB201_PREFIX).isdigit())
+
+
+@lru_cache(maxsize=32)
+def _cell_predictor(device: str, measured: tuple[tuple[Hashable, float], ...]) -> CellPredictor:
+    """Fitted once per device and measured cells: a search loop asks again and again."""
+    return CellPredictor.fit(dict(measured), device=device)  # type: ignore[arg-type]
+
+
+def reference_cells(table: LibraryTable) -> dict[Cell, float]:
+    """HELP's budget on a NAS-Bench-201 table: its latency of the ten reference architectures, as a user would
+    measure them on the device."""
+    values = table.values
+    return {index: float(values[f"{NB201_PREFIX}{index}"]) for index in NB201_REFERENCE}
+
+
+def predict_cells(cells: Iterable[Cell], device: str, measured: Mapping[Cell, float] | None = None) -> Predictions:
+    """Cells predicted from their closed-form MACs and the library's NAS-Bench-201 tables: `measured` (ms per
+    cell) calibrates `device`; without it, `device` must be a library NAS-Bench-201 table, whose ten reference
+    cells stand for the measurements (the table's own device is never learned from)."""
+    if measured is None:
+        table = next((t for t in all_tables() if t.name == device and t.column), None)
+        if table is None:
+            raise ConfigError(f"device={device!r}: cells need measured={{cell: ms}} of a few cells on it, or a "
+                              "NAS-Bench-201 library table (harness devices) as the device")
+        measured = reference_cells(table)
+    predictor = _cell_predictor(device, tuple((cell_index(c), float(v)) for c, v in measured.items()))
+    cells = list(cells)
+    predicted, low, high = predictor.predict(cells)
+    fit = predictor.calibration.model.name
+    rows = [{"model": f"{NB201_PREFIX}{cell_index(c)}", "metric": METRIC, "fit": fit, "predicted": float(p),
+             "pi_low": float(lo), "pi_high": float(hi)} for c, p, lo, hi in zip(cells, predicted, low, high,
+                                                                             strict=True)]
+    return Predictions(device, rows, [f"calibrated on {len(measured)} measured cells"])
+
+
+def calibration_notes(cset: CalibrationSet) -> list[str]:
+    """The library devices that carried each calibration, and how alike they are."""
+    return [f"{c.metric} {group_label(c.group)}: {note}" for c in cset.calibrations if (note := c.library_note())]
+
+
+def predict_profiled(models: list[str], device: str, *, session: str | None = None, metric: str | None = None,
+                     fit: str = "auto", across_repeats: str | None = None, library: bool = True,
+                     runtime: str | None = None, results_dir: str | Path | None = None) -> Predictions:
+    """Profiled models (names as `harness rank` lists them) predicted on an imported device; with a shipped library
+    table as the device, zero-shot (profiled first where they are not yet)."""
+    if not models:
+        raise ConfigError("predict: name the models to predict (make predict MODEL=\"a.onnx b.onnx\" DEVICE=...)")
+    directory = resolve_results_dir(None if results_dir is None else str(results_dir))
+    if device not in list_devices(directory):
+        table = shipped_table(device, all_tables(directory))
+        if table is not None:
+            return zero_shot(models, directory, table, fit=fit, across_repeats=across_repeats, library=library,
+                             runtime=runtime)
+    data = load_device(directory, device)
+    runs, name = select_runs(directory, session, runtime, data)
+    profiled = {run.get("model_name") for run in runs}
+    missing = [model for model in models if model not in profiled]
+    if missing:
+        raise DataError(f"no runs of {', '.join(missing)} in session {name}; profile them first "
+                        "(make profile MODEL=...) or pass --session all")
+    cset, measured = calibrate_runs(data, runs, metric, fit=fit, across=across_repeats,
+                                    library=device_library(directory, data.name) if library else None)
+    return _predictions(cset, measured, models, data.name, name, calibration_notes(cset))
+
+
+def zero_shot(models: list[str], results_dir: Path, table: LibraryTable, *, fit: str, across_repeats: str | None,
+              library: bool, runtime: str | None) -> Predictions:
+    """A library table as the device: its zoo models and the user's profiled under ZERO_SHOT_DIR (once; later calls
+    reuse those sessions, pooled), the table calibrated as imported data, the other tables its library."""
+    data = device_data(table)
+    names = {arg: resolve_model(arg).name for arg in models}
+    wanted = list(dict.fromkeys([*zoo_models(table), *models]))
+    directory = results_dir / ZERO_SHOT_DIR
+    profiled = {run.model_name for run in iter_all_runs(directory)} if directory.is_dir() else set()
+    missing = [model for model in wanted if names.get(model, model) not in profiled]
+    if missing:
+        profile_missing(missing, directory)
+    runs, session = select_runs(directory, ALL_SESSIONS, runtime)
+    learned = Library.for_target(all_tables(results_dir), table.name) if library else None
+    cset, measured = calibrate_runs(data, runs, METRIC, fit=fit, across=across_repeats, library=learned)
+    notes = [f"held out on {table.name} (each of its {len(c.points)} models predicted from the others, the fit "
+             f"chosen again each time): {c.stats['loo_within_10pct']:.0%} within ±10%, "
+             f"{c.stats['loo_within_20pct']:.0%} within ±20%, MAPE {c.stats['loo_mape_pct']:.1f}%"
+             for c in cset.calibrations]
+    return _predictions(cset, measured, [names[m] for m in models], table.name, session,
+                        notes + calibration_notes(cset))
+
+
+def _predictions(cset: CalibrationSet, measured: dict[str, pd.DataFrame], models: list[str], device: str, session: str,
+                 notes: list[str]) -> Predictions:
+    rows = predict_models(cset, measured, models)
+    if not any(row["predicted"] is not None for row in rows):
+        raise DataError(f"none of {', '.join(models)} has ok runs at a calibrated CPU count; see `harness regress`")
+    return Predictions(device, rows, notes, session)
+
+
+def predict(models: Iterable[Cell] | Cell, device: str, *, measured: Mapping[Cell, float] | None = None,
+            session: str | None = None, metric: str | None = None, fit: str = "auto",
+            across_repeats: str | None = None, library: bool = True, runtime: str | None = None,
+            results_dir: str | Path | None = None) -> Predictions:
+    """`device`'s values for `models`: NAS-Bench-201 cells from static facts (none run; `measured` or a library
+    table calibrates them), else profiled models or model files (zero-shot on a library table)."""
+    wanted = [models] if isinstance(models, (int, str)) else list(models)
+    if wanted and all(is_cell(m) for m in wanted) and (measured is not None or _is_cell_table(device)):
+        return predict_cells(wanted, device, measured)
+    return predict_profiled([str(m) for m in wanted], device, session=session, metric=metric, fit=fit,
+                            across_repeats=across_repeats, library=library, runtime=runtime, results_dir=results_dir)
+
+
+def _is_cell_table(device: str) -> bool:
+    return any(table.name == device and table.column for table in all_tables())

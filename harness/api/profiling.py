@@ -1,0 +1,112 @@
+"""The harness from Python: profile, predict, rank and compare, each returning typed results, never printed text.
+This module profiles (light: the CLI's profile command runs its sessions here); harness.api.queries ranks and
+compares, harness.api.predicting predicts.
+
+    import harness
+    session = harness.profile(["a.onnx", "b.onnx"], device="raspberry-pi-4", repeats=5)
+    session.summary                    # a DataFrame, a row per model
+    harness.rank(session).best()       # the models that share rank 1
+    harness.compare("a", "b").table
+    harness.predict(cells, device="nb201-raspi4")   # NAS-Bench-201 cells, none of them run
+
+The CLI's commands call these functions and print what they return. Errors are the harness's typed exceptions
+(harness.HarnessError and its kinds), with the one-line messages the CLI prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from harness.api.session import Session
+from harness.core.config import VARIABLES, load_profile, project_root, resolve_results_dir
+from harness.core.errors import ConfigError
+from harness.run.assemble import SessionRequest, SessionStart, start_session
+from harness.run.session import BaseSession
+
+PRESETS_DIR = "devices"
+"""The device presets (`device="raspberry-pi-4"` is devices/raspberry-pi-4.env of the checkout)."""
+KEYWORDS = {"device_name": "DEVICE_NAME", "cpus": "CPUS", "memory": "MEMORY", "swap": "SWAP", "repeats": "REPEATS",
+            "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE", "backend": "BACKEND",
+            "runtime": "RUNTIME", "per_op": "PER_OP", "results_dir": "RESULTS_DIR", "timeout_s": "TIMEOUT_S"}
+"""profile()'s keyword -> the env.template variable it sets; any other variable goes by its own name (SWAP=...).
+The layers are those of the CLI: env.template < .env < the device's env file < HARNESS_SET_* < these keywords."""
+KEYWORD_OF = {variable: keyword for keyword, variable in KEYWORDS.items()}
+
+
+def device_env(device: str | Path | None) -> Path | None:
+    """A preset's name (devices/<name>.env) or an env file's path -> the file; one line naming the presets else."""
+    if device is None:
+        return None
+    path = Path(device)
+    if path.is_file():
+        return path
+    preset = project_root() / PRESETS_DIR / f"{device}.env"
+    if preset.is_file():
+        return preset
+    names = sorted(p.stem for p in (project_root() / PRESETS_DIR).glob("*.env"))
+    raise ConfigError(f"device={str(device)!r}: neither an env file nor a preset; name one of {', '.join(names)} "
+                      "or give an env file's path")
+
+
+def profile_settings(**settings: Any) -> dict[str, str]:
+    """Keywords and env.template variables -> variable: value (None dropped; True/False as 1/0, as env files say)."""
+    found: dict[str, str] = {}
+    for key, value in settings.items():
+        name = KEYWORDS.get(key, key)
+        if name not in VARIABLES:
+            raise ConfigError(f"{key}={value!r}: not a profile setting; use one of {', '.join(sorted(KEYWORDS))} "
+                              "or an env.template variable (docs/variables.md)")
+        if value is not None:
+            found[name] = str(int(value)) if isinstance(value, bool) else str(value)
+    return found
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[tuple[Callable[..., None] | None, Callable[..., None] | None]]:
+    """rich's progress bar (a notebook shows it live), imported only when shown."""
+    from harness.report.console import run_progress
+
+    with run_progress(total) as callbacks:
+        yield callbacks
+
+
+def run_session(session: BaseSession, progress: bool = True) -> Session:
+    """Run every planned run a session has not kept, under a progress bar or silently, and return it as a Session.
+    The CLI's profile, sweep and resume run their sessions here too."""
+    pending = len(session.plan.specs) - len(session.runs)
+    with _progress(pending) if progress else nullcontext((None, None)) as (on_start, on_done):
+        session.run(on_start, on_done)
+    return Session(session.store.path)
+
+
+def start_profile(models: Iterable[str | Path] | str | Path, *, device: str | Path | None = None,
+                  seed: int | None = None, parallel: int | str | None = None, **settings: Any) -> SessionStart:
+    """The session profile() runs, planned and checked (every model resolved, every value validated), not run."""
+    names = tuple(str(model) for model in ([models] if isinstance(models, (str, Path)) else models))
+    if not names:
+        raise ConfigError("profile: give at least one model (a file or a zoo name)")
+    profile = load_profile(device_env(device), profile_settings(**settings),
+                           override_source=lambda name: f"harness.profile({KEYWORD_OF.get(name, name)}=...)")
+    request = SessionRequest(models=names, seed=seed, parallel=None if parallel is None else str(parallel))
+    return start_session(profile, request)
+
+
+def profile(models: Iterable[str | Path] | str | Path, *, device: str | Path | None = None,
+            runtime: str | None = None, repeats: int | None = None, per_op: bool | None = None,
+            cpus: float | str | None = None, memory: str | None = None, results_dir: str | Path | None = None,
+            seed: int | None = None, parallel: int | str | None = None, progress: bool = True,
+            **settings: Any) -> Session:
+    """Profile `models` (files or zoo names) under `device`'s limits (a preset such as "raspberry-pi-4", or an env
+    file), as `harness profile` does, and return the stored session. Keywords override the device's variables;
+    others are env.template's by name (ITERATIONS=50, SWAP="0")."""
+    start = start_profile(models, device=device, seed=seed, parallel=parallel, runtime=runtime, repeats=repeats,
+                          per_op=per_op, cpus=cpus, memory=memory, results_dir=results_dir, **settings)
+    return run_session(start.session, progress)
+
+
+def open_session(session: str | Path | None = None, results_dir: str | Path | None = None) -> Session:
+    """A stored session: its folder, or its id under `results_dir` (default: RESULTS_DIR; the newest there)."""
+    return Session.open(session, resolve_results_dir(None if results_dir is None else str(results_dir)))
