@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.api.session import Session
-from harness.core.config import VARIABLES, load_profile, project_root, resolve_results_dir
+from harness.core.config import VARIABLES, load_profile, resolve_results_dir
 from harness.core.errors import ConfigError
 from harness.run.assemble import SessionRequest, SessionStart, start_session
 from harness.run.session import BaseSession
 
-PRESETS_DIR = "devices"
-"""The device presets (`device="raspberry-pi-4"` is devices/raspberry-pi-4.env of the checkout)."""
+PRESETS_DIR = Path(__file__).resolve().parents[2] / "devices"
+"""The device presets (`device="raspberry-pi-4"` is devices/raspberry-pi-4.env of the checkout, wherever a notebook
+runs from)."""
 KEYWORDS = {"device_name": "DEVICE_NAME", "cpus": "CPUS", "memory": "MEMORY", "swap": "SWAP", "repeats": "REPEATS",
             "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE", "backend": "BACKEND",
             "runtime": "RUNTIME", "per_op": "PER_OP", "results_dir": "RESULTS_DIR", "timeout_s": "TIMEOUT_S"}
@@ -43,10 +44,10 @@ def device_env(device: str | Path | None) -> Path | None:
     path = Path(device)
     if path.is_file():
         return path
-    preset = project_root() / PRESETS_DIR / f"{device}.env"
+    preset = PRESETS_DIR / f"{device}.env"
     if preset.is_file():
         return preset
-    names = sorted(p.stem for p in (project_root() / PRESETS_DIR).glob("*.env"))
+    names = sorted(p.stem for p in PRESETS_DIR.glob("*.env"))
     raise ConfigError(f"device={str(device)!r}: neither an env file nor a preset; name one of {', '.join(names)} "
                       "or give an env file's path")
 
