@@ -10,7 +10,7 @@ Three sources, picked by what is asked:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from harness.calibration.transfer import Library, device_library
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.device.data import list_devices, load_device
-from harness.device.library import METRIC, NB201_PREFIX, LibraryTable, all_tables
+from harness.device.library import METRIC, NB201_PREFIX, LibraryTable, all_tables, catalog_path, shipped_tables
 from harness.models.resolve import resolve_model
 from harness.run.zero_shot import ZERO_SHOT_DIR, device_data, profile_missing, shipped_table, zoo_models
 from harness.store.results import ALL_SESSIONS, iter_all_runs
@@ -42,36 +42,40 @@ def is_cell(model: object) -> bool:
 
 
 @lru_cache(maxsize=32)
-def _cell_predictor(device: str, measured: tuple[tuple[Hashable, float], ...]) -> CellPredictor:
+def _cell_predictor(device: str, measured: tuple[tuple[int, float], ...]) -> CellPredictor:
     """Fitted once per device and measured cells: a search loop asks again and again."""
-    return CellPredictor.fit(dict(measured), device=device)  # type: ignore[arg-type]
+    return CellPredictor.fit(dict(measured), device=device)
 
 
-def reference_cells(table: LibraryTable) -> dict[Cell, float]:
-    """HELP's budget on a NAS-Bench-201 table: its latency of the ten reference architectures, as a user would
-    measure them on the device."""
+@lru_cache(maxsize=32)
+def reference_cells(device: str, catalog: Path) -> tuple[tuple[int, float], ...] | None:
+    """HELP's budget on a shipped NAS-Bench-201 table named `device`: its latency of the ten reference
+    architectures, as a user would measure them on the device; None when `device` names no such table. Read once
+    per catalog: a search loop asks for every batch."""
+    table = next((t for t in shipped_tables(catalog) if t.name == device and t.column), None)
+    if table is None:
+        return None
     values = table.values
-    return {index: float(values[f"{NB201_PREFIX}{index}"]) for index in NB201_REFERENCE}
+    return tuple((index, float(values[f"{NB201_PREFIX}{index}"])) for index in NB201_REFERENCE)
 
 
 def predict_cells(cells: Iterable[Cell], device: str, measured: Mapping[Cell, float] | None = None) -> Predictions:
     """Cells predicted from their closed-form MACs and the library's NAS-Bench-201 tables: `measured` (ms per
     cell) calibrates `device`; without it, `device` must be a library NAS-Bench-201 table, whose ten reference
     cells stand for the measurements (the table's own device is never learned from)."""
-    if measured is None:
-        table = next((t for t in all_tables() if t.name == device and t.column), None)
-        if table is None:
-            raise ConfigError(f"device={device!r}: cells need measured={{cell: ms}} of a few cells on it, or a "
-                              "NAS-Bench-201 library table (harness devices) as the device")
-        measured = reference_cells(table)
-    predictor = _cell_predictor(device, tuple((cell_index(c), float(v)) for c, v in measured.items()))
+    pairs = reference_cells(device, catalog_path()) if measured is None else \
+        tuple((cell_index(c), float(v)) for c, v in measured.items())
+    if pairs is None:
+        raise ConfigError(f"device={device!r}: cells need measured={{cell: ms}} of a few cells on it, or a "
+                          "NAS-Bench-201 library table (harness devices) as the device")
+    predictor = _cell_predictor(device, pairs)
     cells = list(cells)
     predicted, low, high = predictor.predict(cells)
     fit = predictor.calibration.model.name
     rows = [{"model": f"{NB201_PREFIX}{cell_index(c)}", "metric": METRIC, "fit": fit, "predicted": float(p),
              "pi_low": float(lo), "pi_high": float(hi)} for c, p, lo, hi in zip(cells, predicted, low, high,
                                                                              strict=True)]
-    return Predictions(device, rows, [f"calibrated on {len(measured)} measured cells"])
+    return Predictions(device, rows, [f"calibrated on {len(pairs)} measured cells"])
 
 
 def calibration_notes(cset: CalibrationSet) -> list[str]:
@@ -142,11 +146,8 @@ def predict(models: Iterable[Cell] | Cell, device: str, *, measured: Mapping[Cel
     """`device`'s values for `models`: NAS-Bench-201 cells from static facts (none run; `measured` or a library
     table calibrates them), else profiled models or model files (zero-shot on a library table)."""
     wanted = [models] if isinstance(models, (int, str)) else list(models)
-    if wanted and all(is_cell(m) for m in wanted) and (measured is not None or _is_cell_table(device)):
+    if wanted and all(is_cell(m) for m in wanted) and (measured is not None or
+                                                       reference_cells(device, catalog_path()) is not None):
         return predict_cells(wanted, device, measured)
     return predict_profiled([str(m) for m in wanted], device, session=session, metric=metric, fit=fit,
                             across_repeats=across_repeats, library=library, runtime=runtime, results_dir=results_dir)
-
-
-def _is_cell_table(device: str) -> bool:
-    return any(table.name == device and table.column for table in all_tables())
