@@ -32,6 +32,8 @@ def make_encoder(path: Path, vocab: int = 7, seq: str | int = "seq") -> Path:
              helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
              helper.make_node("MatMul", ["p", "q"], ["context"]),
              helper.make_node("LayerNormalization", ["context", "gamma", "beta"], ["y"], axis=-1)]
+    for index, node in enumerate(nodes):
+        node.name = f"{node.op_type.lower()}_{index}"  # named, so the per-op table joins the graph's facts
     inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", seq])
               for name in ("input_ids", "attention_mask")]
     graph = helper.make_graph(nodes, "encoder", inputs,

@@ -205,7 +205,7 @@ class BaseSession(ABC):
 
         name = result["model_name"]
         if name not in self._graph_facts:
-            self._graph_facts[name] = model_facts_for(result["model_path"])
+            self._graph_facts[name] = model_facts_for(result["model_path"], result.get("model_dims"))
         try:
             keep_run_profile(self.store.path, result, self._graph_facts[name])
         except StorageError:
