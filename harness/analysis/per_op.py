@@ -464,4 +464,5 @@ def pooled(session_dir: Path, runs: list[RunRecord]) -> PerOp:
         medians += run_medians
     if not profiles:
         raise DataError(f"no per-op profile among {len(runs)} runs in {session_dir}")
-    return build(profiles, means, medians, model_facts_for(runs[0].model.get("model_path", ""), runs[0].model.get("model_dims")))
+    model = runs[0].model
+    return build(profiles, means, medians, model_facts_for(model.get("model_path", ""), model.get("model_dims")))
