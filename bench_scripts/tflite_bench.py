@@ -31,6 +31,12 @@ NO_OP_PROFILER = ("ai_edge_litert's Python Interpreter has no op profiler (TFLit
                   "--enable_op_profiling); no per-op table for .tflite models")
 
 
+def onnx_name(detail: dict) -> str:
+    """The ONNX input a converted model's input was: onnx2tf names it `serving_default_<name>:0`."""
+    name = str(detail["name"]).removeprefix("serving_default_")
+    return name.rsplit(":", 1)[0] if name.rsplit(":", 1)[-1].isdigit() else name
+
+
 def main() -> None:
     args = parse_args(__doc__)
 
@@ -51,7 +57,8 @@ def main() -> None:
     shapes = []
     for detail in interpreter.get_input_details():
         shape = [int(dim) for dim in detail["shape"]]
-        interpreter.set_tensor(detail["index"], random_input(detail["dtype"], shape, rng, values.get(detail["name"])))
+        data = random_input(detail["dtype"], shape, rng, values.get(onnx_name(detail)))
+        interpreter.set_tensor(detail["index"], data)
         shapes.append(f"{detail['name']}={'x'.join(map(str, shape))}")
     # the shapes the interpreter really runs, in --shape's form, so a result shows the batch took effect
     report_metrics(batch_size=args.batch_size, threads=args.threads, input_shapes=",".join(shapes), engine="litert",

@@ -48,3 +48,19 @@ def make_encoder(path: Path, vocab: int = 7, seq: str | int = "seq") -> Path:
 def encoder_macs(seq: int) -> int:
     """make_encoder's MACs by hand: the projection, then scores and context of the attention."""
     return seq * HIDDEN * HIDDEN + 2 * seq * seq * HIDDEN
+
+
+def make_sequence_projection(path: Path) -> Path:
+    """x float [batch, seq, HIDDEN] -> MatMul -> Softmax: a float model with a dynamic sequence length, which the
+    engines that need fixed shapes (ncnn, LiteRT) run at the size DIMS gives it."""
+    weight = numpy_helper.from_array(np.random.default_rng(0).standard_normal((HIDDEN, HIDDEN)).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul"),
+                               helper.make_node("Softmax", ["m"], ["y"], axis=-1, name="softmax")], "projection",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", HIDDEN])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", HIDDEN])],
+                              [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.conditions import runtime_of
+from harness.core.config import dim_sizes
 from harness.core.errors import ConfigError, ModelError
 from harness.core.external_data import ExternalData, confine, data_files
 from harness.models.facts_cache import model_facts
@@ -213,7 +214,8 @@ def _on_litert(model: ModelInfo, quant: str | None) -> ModelInfo:
         source = zoo.export(zoo.parse(model.name).base_name)
         sha256 = sha256_of(source)
     try:
-        converted = convert(source, sha256, model.name, (model.facts or {}).get("inputs", []), quant)
+        converted = convert(source, sha256, model.name, (model.facts or {}).get("inputs", []), quant,
+                            dim_sizes(model.dims))
     except ConversionError as err:
         return replace(on_litert, refused=str(err))
     return replace(on_litert, converted=converted)
