@@ -33,9 +33,11 @@ def dims_text(sizes: Mapping[str, int]) -> str:
     return " ".join(f"{name}={size}" for name, size in sorted(sizes.items()))
 
 
-def dynamic_sizes(model: str, inputs: list[dict[str, Any]], dims: Mapping[str, int]) -> dict[str, int]:
+def dynamic_sizes(model: str, inputs: list[dict[str, Any]], dims: Mapping[str, int],
+                  strict: bool = True) -> dict[str, int]:
     """The sizes DIMS gives the model's dynamic dimensions after the first (the batch, which BATCH_SIZE sizes); a
-    dimension DIMS leaves without a size is a ModelError naming it and the setting that fixes it."""
+    dimension DIMS leaves without a size is a ModelError naming it and the setting that fixes it, unless not
+    `strict` (a user's bench script, which may size it from its own arguments)."""
     sizes: dict[str, int] = {}
     for item in inputs:
         for index, dim in enumerate(item["shape"][1:], start=1):
@@ -43,6 +45,8 @@ def dynamic_sizes(model: str, inputs: list[dict[str, Any]], dims: Mapping[str, i
                 continue
             if isinstance(dim, str) and dim in dims:
                 sizes[dim] = dims[dim]
+                continue
+            if not strict:
                 continue
             if not isinstance(dim, str):
                 raise ModelError(f"{model}: input {item['name']!r} has an unnamed dynamic dimension (index {index}), "

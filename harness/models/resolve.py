@@ -150,7 +150,7 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
                       size_mib=sum(file.stat().st_size for file in files) / 1024**2, facts=facts,
                       external_data=external)
     if feeds is not None and kind == "onnx":
-        model = _fed(model, feeds)
+        model = _fed(model, feeds, strict=script is None)
     if feeds is not None and feeds.inputs_file and script is None and (kind != "onnx" or runtime != "onnxruntime"):
         raise ConfigError(f"INPUTS={feeds.inputs_file} is fed by onnxruntime only, and {path.name} runs on "
                           f"{'RUNTIME=' + runtime if kind == 'onnx' else 'its ' + kind + ' engine'}; drop INPUTS "
@@ -160,16 +160,17 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
     return _on_ncnn(model) if runtime == "ncnn" else _on_litert(model, quant) if runtime == "litert" else model
 
 
-def _fed(model: ModelInfo, feeds: FeedRequest) -> ModelInfo:
+def _fed(model: ModelInfo, feeds: FeedRequest, strict: bool) -> ModelInfo:
     """The model with what its runs are fed: its dynamic dimensions sized (by INPUTS' arrays, else by DIMS; one
-    error line before any run where a size is missing or a file does not fit) and its facts at those sizes."""
+    error line before any run where a size is missing, when `strict`, or a file does not fit) and its facts at those
+    sizes."""
     inputs = (model.facts or {}).get("inputs", [])
     sha256 = None
     if feeds.inputs_file:
         arrays, sha256 = load_inputs(feeds.inputs_file)
         sizes = fed_sizes(model.path.name, inputs, arrays, feeds)
     else:
-        sizes = dynamic_sizes(model.path.name, inputs, feeds.dims)
+        sizes = dynamic_sizes(model.path.name, inputs, feeds.dims, strict)
     facts = model_facts(model.path, model.sha256, sizes) if sizes else model.facts
     return replace(model, facts=facts, dims=dims_text(sizes), inputs_sha256=sha256,
                    inputs_file=feeds.inputs_file and str(Path(feeds.inputs_file).expanduser().resolve()),
