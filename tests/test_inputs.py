@@ -132,3 +132,35 @@ def test_facts_count_attention_at_the_dims_sizes(encoder: Path) -> None:
     assert [item["shape"] for item in sized["inputs"]] == [["batch", 32]] * 2
     assert {item["name"]: item["values"] for item in sized["inputs"]} == {"input_ids": {"high": 7},
                                                                           "attention_mask": {"fill": 1}}
+
+
+def make_conv(path: Path, height: str | int | None = "h", width: str | int | None = "w") -> Path:
+    """A detector's first layer: x [batch, 3, h, w] -> Conv 3->4, 3x3, padded: its output has the input's size."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "weight")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, height, width])
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "weight"], ["y"], pads=[1, 1, 1, 1], name="conv")],
+                              "conv", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_a_detector_with_dynamic_height_and_width_runs_at_the_dims_size(capsys, in_tmp_cwd: Path) -> None:
+    model = make_conv(in_tmp_cwd / "detector.onnx")
+    results = in_tmp_cwd / "results"
+    assert "dynamic dimension 'h' (index 2)" in refused(capsys, str(model), *QUICK, "--dim", "w=16")
+    profile_json(capsys, results, str(model), *QUICK, "--dim", "h=16", "--dim", "w=20")
+    run = session_runs(results)[0]
+    assert run["status"] == "ok", run["stderr_tail"]
+    assert run["conditions"]["dims"] == "h=16 w=20"
+    assert run["model_facts"]["macs"] == 16 * 20 * 4 * 3 * 3 * 3  # output elements x input channels x kernel
+
+
+def test_an_unnamed_dynamic_dimension_is_refused_naming_the_fix(capsys, in_tmp_cwd: Path) -> None:
+    model = make_conv(in_tmp_cwd / "unnamed.onnx", height=None, width=8)
+    err = refused(capsys, str(model), *QUICK, "--dim", "h=8")
+    assert "input 'x' has an unnamed dynamic dimension (index 2)" in err and "INPUTS=file.npz" in err
