@@ -164,3 +164,16 @@ def test_an_unnamed_dynamic_dimension_is_refused_naming_the_fix(capsys, in_tmp_c
     model = make_conv(in_tmp_cwd / "unnamed.onnx", height=None, width=8)
     err = refused(capsys, str(model), *QUICK, "--dim", "h=8")
     assert "input 'x' has an unnamed dynamic dimension (index 2)" in err and "INPUTS=file.npz" in err
+
+
+def test_the_per_op_table_of_a_dims_model_counts_its_matmuls_at_the_size(capsys, encoder: Path,
+                                                                         in_tmp_cwd: Path) -> None:
+    results = in_tmp_cwd / "results"
+    profile_json(capsys, results, str(encoder), *QUICK, "--dim", "seq=32", "--per-op")
+    assert session_runs(results)[0]["status"] == "ok"
+    capsys.readouterr()
+    assert main(["ops", "encoder", "--json", "--results-dir", str(results)]) == 0
+    (table,) = json.loads(capsys.readouterr().out)["tables"]
+    macs = {op["onnx_node"]: op["macs"] for op in table["ops"] if op["onnx_node"]}
+    assert macs["matmul_1"] == 32 * 8 * 8 and macs["matmul_8"] == 32 * 32 * 8  # projection; attention's context
+    assert macs["softmax_7"] == macs["layernormalization_9"] == 0
