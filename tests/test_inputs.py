@@ -177,3 +177,17 @@ def test_the_per_op_table_of_a_dims_model_counts_its_matmuls_at_the_size(capsys,
     macs = {op["onnx_node"]: op["macs"] for op in table["ops"] if op["onnx_node"]}
     assert macs["matmul_1"] == 32 * 8 * 8 and macs["matmul_8"] == 32 * 32 * 8  # projection; attention's context
     assert macs["softmax_7"] == macs["layernormalization_9"] == 0
+
+
+@pytest.mark.parametrize("sized", [("--dim", "seq=8"), ("--", "--dim", "seq=8")])
+def test_a_resumed_session_runs_at_the_sizes_it_was_planned_with(capsys, encoder: Path, in_tmp_cwd: Path,
+                                                                  sized: tuple[str, ...]) -> None:
+    results = in_tmp_cwd / "results"
+    profile_json(capsys, results, str(encoder), "--backend", "local", "--repeats", "2", "--iterations", "5",
+                 "--warmup", "1", *sized)
+    runs_file = next(results.glob("*/runs.jsonl"))
+    runs_file.write_text(runs_file.read_text().splitlines(keepends=True)[0])  # the second run lost
+    capsys.readouterr()
+    assert main(["profile", "--resume", runs_file.parent.name, "--results-dir", str(results), "--json"]) == 0
+    runs = session_runs(results)
+    assert len(runs) == 2 and all(run["status"] == "ok" and run["conditions"]["dims"] == "seq=8" for run in runs)

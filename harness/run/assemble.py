@@ -150,10 +150,11 @@ def resume_session(results_dir: Path, session_ref: str, request: SessionRequest)
     profile = load_profile(None, {**info["profile"], "RESULTS_DIR": str(session_dir.parent)})
     backend, reason = pick_backend(profile, request)
     with closed_on_error(backend):
+        feeds = feed_request(profile, specs[0].script_args if specs else ())  # with a `-- --dim`, as first planned
         models = [resolve_script(Path(m["model_path"]), m["model_name"]) if m["model_kind"] == SCRIPT_KIND else
                   replace(resolve_model(m["model_path"], user_script(specs, m["model_name"]),
                                         check_runtime=backend.name == "local",
-                                        runtime=profile.runtime, feeds=feed_request(profile)),
+                                        runtime=profile.runtime, feeds=feeds),
                           name=m["model_name"]) for m in info["models"]]
         plan = Plan(info["session_id"], info["seed"], specs, models, info["cpus_values"],
                     info.get("notes", []) + leftover_notes(backend))
