@@ -3,8 +3,10 @@
 Under a CFS quota (HARNESS_CPU_MODE=quota) the intra-op threads do not spin while waiting for work: spinning would
 burn the quota that the inferences need, and inflate cpu_s.
 
-Inputs are random, built from the model's input signature outside the timed region. With PER_OP=1 the runner
-names a profile directory: after the timed phase a fresh session with ORT's profiler runs the per-op phase.
+Inputs are built from the model's input signature outside the timed region: random data, with the dynamic dimensions
+DIMS sizes (HARNESS_DIMS, or --dim) and the values the harness read from the graph for token ids and masks
+(HARNESS_INPUT_VALUES), or the arrays of the INPUTS file (HARNESS_INPUTS). With PER_OP=1 the runner names a profile
+directory: after the timed phase a fresh session with ORT's profiler runs the per-op phase.
 Usage: python onnx_bench.py MODEL [--iterations N] [--warmup N] [--batch-size N] [--dim NAME=SIZE]
 """
 
@@ -18,6 +20,8 @@ import numpy as np
 import onnxruntime as ort
 
 from harness import (
+    given_inputs,
+    input_values,
     parse_args,
     parse_pairs,
     profile_dir,
@@ -65,17 +69,24 @@ def profile_ops(args: argparse.Namespace, feeds: dict[str, np.ndarray], director
     write_profile_meta(directory, framework="onnxruntime", trace=trace.name, **meta)
 
 
-def main() -> None:
-    args = parse_args(__doc__)
-    session = timed_load(lambda: new_session(args.model, args.threads))
+def random_feeds(session: ort.InferenceSession, args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """Random data for every input, of the shape the sizes give it and the values the graph accepts."""
     sizes = parse_pairs(args.dim, "--dim")
+    values = input_values()
     rng = np.random.default_rng(0)
     feeds = {}
     for item in session.get_inputs():
         if item.type not in DTYPES:
             raise SystemExit(f"input {item.name!r} has type {item.type}, which this script cannot generate")
         shape = resolve_shape(item.name, list(item.shape), args.batch_size, sizes)
-        feeds[item.name] = random_input(DTYPES[item.type], shape, rng)
+        feeds[item.name] = random_input(DTYPES[item.type], shape, rng, values.get(item.name))
+    return feeds
+
+
+def main() -> None:
+    args = parse_args(__doc__)
+    session = timed_load(lambda: new_session(args.model, args.threads))
+    feeds = given_inputs() or random_feeds(session, args)
     applied = session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
     # intra_op_spinning as ORT holds it
     report_metrics(batch_size=args.batch_size, threads=args.threads, intra_op_spinning=applied != "0")

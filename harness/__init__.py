@@ -28,7 +28,7 @@ FACE = {
     "report_latencies": (_PROTOCOL, "report_latencies"),
     **{name: (_LOOP, name) for name in ("parse_args", "parse_pairs", "resolve_shape", "timed_load", "timed_loop",
                                         "profile_dir", "profiled_loop", "write_profile_meta")},
-    "random_input": ("harness.measure.bench_inputs", "random_input"),
+    **{name: ("harness.measure.bench_inputs", name) for name in ("random_input", "input_values", "given_inputs")},
     "param_layers": ("harness.measure.ncnn_param", "param_layers"),
 }
 """Public name -> (the module that defines it, its name there), all on the bench-script side (harness/measure/).

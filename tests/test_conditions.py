@@ -56,3 +56,36 @@ def test_a_summary_in_one_session_and_one_condition_names_no_difference(capsys: 
                            "--iterations", "5", "--warmup", "1")
     (entry,) = summary["models"]
     assert entry["differs_in"] == [] and entry["conditions"]["memory_bytes"] == 2048 * MIB
+
+
+def test_runs_stored_before_dims_and_inputs_pool_with_todays(tmp_path: Path, tiny_onnx: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A session written before DIMS and INPUTS were conditions (its runs lack both keys) pools with a new session
+    of the same static model: both read as None."""
+    import json
+
+    results = tmp_path / "results"
+    for _ in range(2):
+        capsys_free_profile(results, str(tiny_onnx))
+    older = sorted(results.glob("*/runs.jsonl"))[0]
+    runs = [json.loads(line) for line in older.read_text().splitlines()]
+    for run in runs:
+        assert run["conditions"].pop("dims") is None and run["conditions"].pop("inputs") is None
+    older.write_text("".join(json.dumps(run) + "\n" for run in runs))
+    (entry,) = summarize_runs(iter_all_runs(results))
+    assert entry.n_runs == 6 and entry.differs_in == []
+    capsys.readouterr()
+    assert main(["rank", "--session", "all", "--results-dir", str(results)]) == 0
+
+
+def test_runs_at_other_dims_are_not_pooled(in_tmp_cwd: Path) -> None:
+    from tests.token_models import make_encoder
+
+    encoder = make_encoder(in_tmp_cwd / "encoder.onnx")
+    results = in_tmp_cwd / "results"
+    for seq in ("8", "16"):
+        capsys_free_profile(results, str(encoder), "--dim", f"seq={seq}")
+    entries = summarize_runs(iter_all_runs(results))
+    assert sorted(e.conditions["dims"] for e in entries) == ["seq=16", "seq=8"]
+    assert all(e.differs_in == ["DIMS (the sizes of the model's dynamic dimensions)"] for e in entries)
+    assert sorted(e.condition_label for e in entries) == ["DIMS seq=16", "DIMS seq=8"]

@@ -59,3 +59,20 @@ def test_a_bad_value_given_to_make_is_refused_with_one_line(tmp_path: Path, tiny
     assert done.returncode != 0
     assert "harness: error: MEMORY='lots' (from make MEMORY=... (HARNESS_SET_MEMORY)) is not valid" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_make_profile_passes_dims(tmp_path: Path) -> None:
+    """`make profile DIMS="seq=12"` sizes a dynamic sequence (HARNESS_SET_DIMS); without it make stops in one line."""
+    from tests.token_models import make_encoder
+
+    model = make_encoder(tmp_path / "encoder.onnx")
+    results = tmp_path / "results"
+    refused = make("profile", f"MODEL={model}", *FAST, f"RESULTS_DIR={results}")
+    assert refused.returncode != 0 and 'set DIMS="seq=N"' in refused.stderr and not results.exists()
+    done = make("profile", f"MODEL={model}", "DIMS=seq=12 unused=3", *FAST, f"RESULTS_DIR={results}")
+    assert done.returncode == 0, done.stderr
+    (session,) = list_sessions(results)
+    (run,) = load_runs(session)
+    assert run["status"] == "ok" and run["conditions"]["dims"] == "seq=12", run["stderr_tail"]
+    info = load_session_info(session)
+    assert info["profile"]["DIMS"] == "seq=12 unused=3" and any("DIMS sets unused" in n for n in info["notes"])

@@ -436,15 +436,17 @@ def write_tables(per_op: PerOp, directory: Path) -> None:
     atomic_write_json(directory / TABLE_JSON, {"schema_version": 1, **per_op.to_json()})
 
 
-def model_facts_for(model_path: str) -> list[dict[str, Any]] | None:
-    """Graph facts of an ONNX model for the join; None for other formats or a graph onnx cannot read."""
+def model_facts_for(model_path: str, dims: str | None = None) -> list[dict[str, Any]] | None:
+    """Graph facts of an ONNX model for the join, at the sizes its runs gave its dynamic dimensions (`dims`, as a
+    run's model_dims holds them); None for other formats or a graph onnx cannot read."""
     if not model_path.lower().endswith(".onnx"):
         return None
+    from harness.core.config import dim_sizes
     from harness.core.errors import ModelError
     from harness.models.facts import node_facts
 
     try:
-        return node_facts(model_path)
+        return node_facts(model_path, dim_sizes(dims or ""))
     except ModelError:
         return None
 
@@ -462,4 +464,5 @@ def pooled(session_dir: Path, runs: list[RunRecord]) -> PerOp:
         medians += run_medians
     if not profiles:
         raise DataError(f"no per-op profile among {len(runs)} runs in {session_dir}")
-    return build(profiles, means, medians, model_facts_for(runs[0].model.get("model_path", "")))
+    model = runs[0].model
+    return build(profiles, means, medians, model_facts_for(model.get("model_path", ""), model.get("model_dims")))

@@ -61,6 +61,7 @@ GRACE_S = 15  # seconds beyond TIMEOUT_S before the container is killed from out
 PIDS_LIMIT = 1024  # ample for thread pools and multiprocessing, bounded against fork bombs
 PING_TIMEOUT_S = 5
 SPEC_PATH, MODEL_DIR, SCRIPT_DIR = "/harness/spec.json", "/harness/model", "/harness/script"
+INPUTS_PATH = "/harness/inputs.npz"  # INPUTS, mounted read-only where the script finds it (HARNESS_INPUTS)
 RUNNER_COMMAND = ["python", "-m", "harness.measure.runner", "--spec", SPEC_PATH]
 # Every container, runs and probes alike: no network, read-only root, no capabilities, no new privileges,
 # bounded process count, tini as PID 1 (reaps orphans, and the container ends when the runner does).
@@ -309,13 +310,18 @@ class DockerBackend:
             mounts += model_mounts(spec)
             self._check_framework(model, script)
             inside_model = f"{MODEL_DIR}/{model.name}"
+        if spec.inputs_file:
+            _check_readable(Path(spec.inputs_file), "INPUTS file")
+            mounts.append(Mount(INPUTS_PATH, os.path.realpath(spec.inputs_file), type="bind", read_only=True))
         started = time.monotonic()
         clock = {"backend_called": started}
         for path in spec.model_files:
             cache_model_file(path)
         with tempfile.TemporaryDirectory(prefix="harness-docker-") as workdir:
             spec_path = Path(workdir) / "spec.json"
-            spec_text = json.dumps(spec.runner_input(model=inside_model, script=inside_script).to_dict())
+            inside_inputs = INPUTS_PATH if spec.inputs_file else ""
+            spec_text = json.dumps(spec.runner_input(model=inside_model, script=inside_script,
+                                                     inputs_file=inside_inputs).to_dict())
             with writing(spec_path, len(spec_text)):
                 spec_path.write_text(spec_text)
             spec_path.chmod(0o644)

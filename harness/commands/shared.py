@@ -122,7 +122,7 @@ FLAG_VARIABLES = {
     "device_name": "DEVICE_NAME", "cpus": "CPUS", "cpu_pinning": "CPU_PINNING", "memory": "MEMORY", "swap": "SWAP",
     "repeats": "REPEATS", "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE",
     "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout": "TIMEOUT_S", "backend": "BACKEND", "image": "IMAGE",
-    "results_dir": "RESULTS_DIR", "per_op": "PER_OP", "runtime": "RUNTIME",
+    "results_dir": "RESULTS_DIR", "per_op": "PER_OP", "runtime": "RUNTIME", "dim": "DIMS", "inputs": "INPUTS",
 }
 
 
@@ -138,6 +138,10 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
         parser.add_argument(f"--{flag}", help=f"overrides {FLAG_VARIABLES[flag.replace('-', '_')]}")
     parser.add_argument("--backend", help="auto, docker or local")
     parser.add_argument("--runtime", help="RUNTIME: the engine for ONNX models, onnxruntime, ncnn or litert")
+    parser.add_argument("--dim", action="append", metavar="NAME=SIZE",
+                        help="size of a dynamic input dimension, e.g. --dim seq=128 (repeatable; overrides DIMS)")
+    parser.add_argument("--inputs", metavar="FILE", help="INPUTS: an .npz of the models' inputs, fed instead of "
+                                                        "random ones (see docs/inputs.md)")
     parser.add_argument("--script", type=Path, action="append",
                         help="your own script (arguments for it go after --): with MODELs it is their bench script; "
                              "without, it is profiled as a whole (repeat --script for several; default: $SCRIPT)")
@@ -160,7 +164,8 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
 
 def profile_from_args(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> DeviceProfile:
     """The profile from every layer; `skip` names flags (and their variables) that the command reads itself."""
-    overrides = {var: getattr(args, dest) for dest, var in FLAG_VARIABLES.items() if dest not in skip}
+    overrides = {var: " ".join(value) if isinstance(value := getattr(args, dest), list) else value
+                 for dest, var in FLAG_VARIABLES.items() if dest not in skip}
     skipped = {FLAG_VARIABLES[dest] for dest in skip}
     environment = {name: value for name, value in environment_values().items() if name not in skipped}
     return load_profile(args.env, overrides, environment)

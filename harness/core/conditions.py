@@ -28,6 +28,8 @@ CONDITIONS: dict[str, str] = {
     "host_cpu_model": "host CPU model",
     "runtime": "RUNTIME (the engine that ran the model, with its version)",
     "conversion": "the model's conversion for its engine (tool and version)",
+    "dims": "DIMS (the sizes of the model's dynamic dimensions)",
+    "inputs": "INPUTS (the inputs file's sha256)",
 }
 """Condition -> how to name it to a user (the env.template variable where there is one)."""
 
@@ -35,14 +37,16 @@ CONDITIONS: dict[str, str] = {
 def run_conditions(*, model_sha256: str, cpus: float, cpu_mode: str, memory_bytes: int, swap_bytes: int,
                    iterations: int | None, warmup: int | None, batch_size: int | None, threads: int | None,
                    backend_info: dict[str, Any], host_cpu_model: str | None, runtime: str | None,
-                   conversion: str | None) -> dict[str, Any]:
-    """The conditions of one run, in CONDITIONS order (None for a size a run stored before it was recorded lacks)."""
+                   conversion: str | None, dims: str | None = None, inputs: str | None = None) -> dict[str, Any]:
+    """The conditions of one run, in CONDITIONS order (None for a size a run stored before it was recorded lacks).
+    `dims` and `inputs` are None for a model with no dynamic dimension after the batch and fed random inputs, as
+    every run stored before they were recorded reads, so those runs pool with today's."""
     return {
         "model_sha256": model_sha256, "cpus": float(cpus), "cpu_mode": cpu_mode, "memory_bytes": int(memory_bytes),
         "swap_bytes": int(swap_bytes), "iterations": iterations, "warmup": warmup, "batch_size": batch_size,
         "threads": threads, "backend": backend_info.get("backend"), "isolation": backend_info.get("isolation"),
         "image_id": backend_info.get("image_id"), "host_cpu_model": host_cpu_model, "runtime": runtime,
-        "conversion": conversion,
+        "conversion": conversion, "dims": dims or None, "inputs": inputs,
     }
 
 

@@ -66,6 +66,31 @@ def _flag(text: str) -> bool:
     return value in ("1", "true")
 
 
+_DIM_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)=([1-9][0-9]{0,6})$")
+
+
+def parse_dims(text: str) -> str:
+    """'seq=128, h=320 w=320' -> 'seq=128 h=320 w=320': sizes of named dynamic input dimensions, canonical (one
+    space between pairs, a name given twice keeps its last size), so equal settings record equal conditions."""
+    sizes: dict[str, str] = {}
+    for item in text.replace(",", " ").split():
+        match = _DIM_RE.match(item)
+        if not match:
+            raise ValueError(text)
+        sizes.pop(match.group(1), None)
+        sizes[match.group(1)] = match.group(2)
+    return " ".join(f"{name}={size}" for name, size in sizes.items())
+
+
+def dim_sizes(text: str) -> dict[str, int]:
+    """A canonical DIMS value as {name: size}."""
+    return {name: int(size) for name, _, size in (item.partition("=") for item in text.split())}
+
+
+def _optional_text(text: str) -> str:
+    return text.strip()
+
+
 def _text(text: str) -> str:
     if not text.strip():
         raise ValueError(text)
@@ -90,6 +115,9 @@ VARIABLES: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "RESULTS_DIR": ("results_dir", _text, "a directory path", "results"),
     "PER_OP": ("per_op", _flag, "0 or 1", "0"),
     "RUNTIME": ("runtime", _choice("onnxruntime", "ncnn", "litert"), "onnxruntime, ncnn or litert", "onnxruntime"),
+    "DIMS": ("dims", parse_dims, 'sizes of named dynamic dimensions such as "seq=128 h=320 w=320" (NAME=SIZE, '
+             "SIZE a whole number >= 1, pairs separated by spaces)", ""),
+    "INPUTS": ("inputs", _optional_text, "the path of an .npz file of arrays named after the model's inputs", ""),
 }
 _MIN_MEMORY_BYTES = 16 * 1024**2
 SET_PREFIX = "HARNESS_SET_"
@@ -116,12 +144,19 @@ class DeviceProfile:
     results_dir: str
     per_op: bool
     runtime: str
+    dims: str = ""
+    inputs: str = ""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def memory_mib(self) -> float:
         return self.memory_bytes / 1024**2
+
+    @property
+    def dim_sizes(self) -> dict[str, int]:
+        """DIMS as {dimension name: size}."""
+        return dim_sizes(self.dims)
 
     @property
     def threads(self) -> int:

@@ -57,6 +57,8 @@ class RunnerInput:
     runner_affinity: tuple[int, ...] | None = None  # cores for the runner, off a pinned workload's
     workload_cgroup_procs: tuple[str, ...] = ()  # cgroups only the script joins (v1 cpu and cpuset)
     external_data: tuple[tuple[str, str], ...] = ()  # (tensor, location) of the model's external-data files
+    script_env: tuple[tuple[str, str], ...] = ()  # variables the script builds its inputs from (DIMS, token ids)
+    inputs_file: str = ""  # INPUTS: the .npz the script feeds, as the runner sees it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,7 +70,8 @@ class RunnerInput:
         values = dict(data)
         for name in ("script_args", "workload_cgroup_procs"):
             values[name] = tuple(values.get(name, ()))
-        values["external_data"] = tuple(map(tuple, values.get("external_data", ())))
+        for name in ("external_data", "script_env"):
+            values[name] = tuple(map(tuple, values.get(name, ())))
         for name in ("affinity", "runner_affinity"):
             if values.get(name) is not None:
                 values[name] = tuple(values[name])

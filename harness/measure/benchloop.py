@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.measure.rapl import EnergyReader
 from harness.measure.report_protocol import (
+    DIMS_ENV,
     ENERGY_KEY,
     LATENCIES_KEY,
     MAX_LATENCIES,
@@ -35,8 +36,9 @@ def parse_args(description: str, argv: list[str] | None = None) -> argparse.Name
     parser.add_argument("--batch-size", type=int, default=int(env("HARNESS_BATCH_SIZE", "1")))
     parser.add_argument("--threads", type=int, default=int(env("HARNESS_THREADS", "1")),
                         help="intra-op threads (default: ceil(CPUS), from the runner)")
-    parser.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
-                        help="size of a dynamic input dimension, e.g. --dim seq_len=128 (repeatable)")
+    parser.add_argument("--dim", action="append", default=env(DIMS_ENV, "").split(), metavar="NAME=SIZE",
+                        help="size of a dynamic input dimension, e.g. --dim seq_len=128 (repeatable; adds to and "
+                             "overrides DIMS, which the runner passes as HARNESS_DIMS)")
     parser.add_argument("--shape", action="append", default=[], metavar="INPUT=1x3x224x224",
                         help="full input shape, for formats that carry none (TorchScript)")
     return parser.parse_args(argv)
@@ -65,7 +67,7 @@ def resolve_shape(name: str, dims: list[Any], batch: int, sizes: dict[str, str])
         else:
             label = dim if isinstance(dim, str) else f"#{index}"
             raise SystemExit(f"input {name!r} has dynamic dimension {label!r} (index {index}); "
-                             f"give its size with --dim {label}=N (pass script arguments after --)")
+                             f'set DIMS="{label}=N" (make profile ... DIMS="{label}=128", or --dim {label}=128)')
     return shape
 
 

@@ -28,6 +28,10 @@ LATENCIES_ENV_VAR = "HARNESS_LATENCIES"
 MAX_LATENCIES = 100_000  # per run: 800 KB binary; longer runs keep a uniform sample of this size
 # With PER_OP=1 the runner names a directory here for the per-op phase's files (see harness.measure.benchloop)
 PROFILE_DIR_ENV = "HARNESS_PROFILE_DIR"
+# What a bench script builds its inputs from (harness.models.input_feeds settles them before the session): the sizes
+# of the model's dynamic dimensions (`seq=128 h=320`, as --dim gives them), the values its integer inputs accept
+# (JSON: {input: {"high": n} for ids in [0, n), or {"fill": v}}) and the INPUTS .npz to feed instead of random data.
+DIMS_ENV, VALUES_ENV, INPUTS_ENV = "HARNESS_DIMS", "HARNESS_INPUT_VALUES", "HARNESS_INPUTS"
 
 
 def report(**values: object) -> None:

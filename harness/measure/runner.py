@@ -36,6 +36,7 @@ from harness.measure.process_tree import ProcessTree
 from harness.measure.report_protocol import (
     BATCH_SIZE_KEY,
     ENERGY_KEY,
+    INPUTS_ENV,
     LATENCIES_ENV_VAR,
     LOAD_KEY,
     MAX_LATENCIES,
@@ -74,8 +75,10 @@ def child_env(spec: RunnerInput, metrics_path: str, latencies_path: str,
         METRICS_ENV: metrics_path, LATENCIES_ENV_VAR: latencies_path, "HARNESS_MODEL": spec.model,
         "HARNESS_THREADS": threads, "HARNESS_CPUS": str(spec.cpus), "HARNESS_CPU_MODE": spec.cpu_mode,
         "HARNESS_ITERATIONS": str(spec.iterations), "HARNESS_WARMUP": str(spec.warmup),
-        "HARNESS_BATCH_SIZE": str(spec.batch_size),
+        "HARNESS_BATCH_SIZE": str(spec.batch_size), **dict(spec.script_env),
     })
+    if spec.inputs_file:
+        env[INPUTS_ENV] = spec.inputs_file
     if spec.cpu_mode == "quota":
         # OpenMP threads (torch's intra-op pool) sleep at once instead of spinning through the quota.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")

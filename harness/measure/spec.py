@@ -88,6 +88,8 @@ class RunSpec:
     keep_samples: bool = False  # store the raw memory time series in the result (for fidelity benchmarks)
     per_op: bool = False  # PER_OP: a per-op profiling phase after the timed one (harness.analysis.per_op)
     external_data: ExternalData = ()  # (tensor, location) per file beside the model holding its tensors' data
+    script_env: tuple[tuple[str, str], ...] = ()  # variables the bench script builds its inputs from (input_feeds)
+    inputs_file: str = ""  # INPUTS: the .npz fed to the model instead of random inputs (absolute path on the host)
 
     @property
     def model_files(self) -> list[str]:
@@ -99,7 +101,8 @@ class RunSpec:
     def threads(self) -> int:
         return max(1, math.ceil(self.cpu.cpus))
 
-    def runner_input(self, model: str | None = None, script: str | None = None, **fallback: Any) -> RunnerInput:
+    def runner_input(self, model: str | None = None, script: str | None = None, inputs_file: str | None = None,
+                     **fallback: Any) -> RunnerInput:
         """What the runner reads; backends pass the paths as the runner will see them, and what only they
         decide (the rlimit fallback's `rlimit_as_bytes` and `affinity`, the runner's own cores)."""
         return RunnerInput(
@@ -107,7 +110,8 @@ class RunSpec:
             threads=self.threads, cpus=self.cpu.cpus, cpu_mode=self.cpu.mode, cpu_period_us=self.cpu.period_us,
             iterations=self.iterations, warmup=self.warmup, batch_size=self.batch_size,
             sample_interval_ms=self.sample_interval_ms, timeout_s=self.timeout_s, keep_samples=self.keep_samples,
-            per_op=self.per_op, external_data=self.external_data, **fallback,
+            per_op=self.per_op, external_data=self.external_data, script_env=self.script_env,
+            inputs_file=self.inputs_file if inputs_file is None else inputs_file, **fallback,
         )
 
     def limits_requested(self) -> Limits:
@@ -125,4 +129,5 @@ class RunSpec:
         values["cpu"] = CpuLimits(**values["cpu"])
         values["script_args"] = tuple(values["script_args"])
         values["external_data"] = tuple(map(tuple, values.get("external_data", ())))
+        values["script_env"] = tuple(map(tuple, values.get("script_env", ())))
         return cls(**values)

@@ -1,14 +1,17 @@
 """Static facts about an ONNX model, read from its graph after shape inference (onnx only, no runtime).
 
 MACs are multiply-accumulates of one sample (symbolic dimensions such as the batch count as 1), counted
-for the layers that dominate CNN and transformer cost; elementwise ops, pooling and normalisation are
-left out, as in the published counts (MobileNetV1 1.0/224: 569M; ResNet-18: 1.82G). FLOPs = 2 x MACs.
+for the layers that dominate CNN and transformer cost: convolutions, Gemm and MatMul (attention's batched
+MatMuls of two activations included); elementwise ops, Softmax, pooling and normalisation (LayerNormalization
+too) are left out, as in the published counts (MobileNetV1 1.0/224: 569M; ResNet-18: 1.82G). FLOPs = 2 x MACs.
+A model with named dynamic dimensions (a sequence length, an image size) is counted at the sizes DIMS gives them:
+they are fixed in the graph's inputs before shape inference, so every later shape follows.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from onnx import external_data_helper, helper, shape_inference
 
 from harness.core.errors import ModelError
 from harness.core.external_data import ExternalData, confine, data_files
+from harness.models.token_inputs import input_values
 from harness.models.work_kinds import WORK_FACTS, work_kind
 
 Shape = list[int]
@@ -101,9 +105,18 @@ def external_data(model: onnx.ModelProto) -> list[tuple[str, str]]:
             if external_data_helper.uses_external_data(tensor)]
 
 
-def _load(path: Path) -> tuple[onnx.ModelProto, ExternalData]:
-    """The graph, shapes inferred, without the external data, and the (tensor, location) of each external-data file,
-    every one checked to be a file in the model's folder (harness.core.external_data)."""
+def fix_dims(graph: onnx.GraphProto, dims: Mapping[str, int]) -> None:
+    """Every input dimension named in `dims` (a dim_param such as `seq`) set to its size, in place."""
+    for info in graph.input:
+        for dim in info.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param") and dim.dim_param in dims:
+                dim.dim_value = dims[dim.dim_param]
+
+
+def _load(path: Path, dims: Mapping[str, int] | None = None) -> tuple[onnx.ModelProto, ExternalData]:
+    """The graph, shapes inferred (with the named dimensions of `dims` fixed to their sizes first), without the
+    external data, and the (tensor, location) of each external-data file, every one checked to be a file in the
+    model's folder (harness.core.external_data)."""
     if not path.is_file():
         raise ModelError(f"model file {path} does not exist; give the path of an .onnx file or a zoo name")
     try:
@@ -112,6 +125,8 @@ def _load(path: Path) -> tuple[onnx.ModelProto, ExternalData]:
     except Exception as err:  # onnx raises DecodeError, ValueError, ... for a file that is not ONNX
         raise ModelError(f"{path} is not a readable ONNX model ({type(err).__name__}); re-export it") from err
     external = confine(str(path), locations)
+    if dims:
+        fix_dims(model.graph, dims)
     try:
         return shape_inference.infer_shapes(model, data_prop=True), external
     except Exception as err:
@@ -145,8 +160,10 @@ def _file_size(path: Path, external: ExternalData) -> int:
 
 
 def _inputs(graph: onnx.GraphProto) -> list[dict[str, Any]]:
-    """Graph inputs that are not initializers: the data a caller feeds."""
+    """Graph inputs that are not initializers: the data a caller feeds, each with the values it accepts where the
+    graph tells them (harness.models.token_inputs)."""
     weights = {init.name for init in graph.initializer}
+    values = input_values(graph)
     inputs = []
     for info in graph.input:
         if info.name in weights:
@@ -154,7 +171,8 @@ def _inputs(graph: onnx.GraphProto) -> list[dict[str, Any]]:
         tensor_type = info.type.tensor_type
         shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim]
         dtype = helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name if tensor_type.elem_type else None
-        inputs.append({"name": info.name, "shape": shape, "dtype": dtype})
+        inputs.append({"name": info.name, "shape": shape, "dtype": dtype,
+                       **({"values": values[info.name]} if info.name in values else {})})
     return inputs
 
 
@@ -175,16 +193,16 @@ def _work(graph: onnx.GraphProto, shapes: dict[str, Shape]) -> dict[str, int]:
     return work
 
 
-def onnx_facts(path: str | Path) -> dict[str, Any]:
+def onnx_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> dict[str, Any]:
     """size_mib, params, macs, flops (= 2 x macs), activation_mib, layers, nodes, inputs, opset and the work per
     operator kind (WORK_FACTS) of an ONNX model, and its external_data: [tensor, location] per file its tensors'
     data is kept in (harness.core.external_data).
 
     params counts the elements of every initializer (weights and biases as exported, BatchNorm usually
     folded in); activation_mib the tensors the nodes write (see _written_bytes); layers counts the weighted
-    nodes (WEIGHTED_OPS)."""
+    nodes (WEIGHTED_OPS). `dims` sizes named dynamic dimensions (DIMS) before shapes are inferred."""
     path = Path(path)
-    model, external = _load(path)
+    model, external = _load(path, dims)
     graph = model.graph
     shapes = _shapes(graph)
     weighted = [node for node in graph.node if node.op_type in WEIGHTED_OPS]
@@ -205,11 +223,11 @@ def onnx_facts(path: str | Path) -> dict[str, Any]:
     }
 
 
-def node_facts(path: str | Path) -> list[dict[str, Any]]:
+def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """One entry per graph node: index, name, op type, input/output names and shapes, MACs (as onnx_facts
     counts them, 0 for unweighted ops), the bytes of the initializers it reads (its parameters) and whether it
-    is a depthwise convolution."""
-    model, _ = _load(Path(path))
+    is a depthwise convolution, with the named dimensions of `dims` at their sizes."""
+    model, _ = _load(Path(path), dims)
     graph = model.graph
     shapes = _shapes(graph)
     weight_bytes = {init.name: math.prod(init.dims) * helper.tensor_dtype_to_np_dtype(init.data_type).itemsize

@@ -9,6 +9,7 @@ once is whole, so a cache hit also stands for the check that the model is not co
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,16 @@ def recipe() -> str:
     return hashlib.sha256(FACTS_CODE.read_bytes() + onnx_version.encode()).hexdigest()[:12]
 
 
-def model_facts(path: Path, sha256: str) -> dict[str, Any]:
+def model_facts(path: Path, sha256: str, dims: Mapping[str, int] | None = None) -> dict[str, Any]:
     """harness.models.facts.onnx_facts of the file whose content hashes to `sha256`, from the cache when it holds
-    them; a model that is not readable ONNX raises ModelError, as onnx_facts does."""
+    them; a model that is not readable ONNX raises ModelError, as onnx_facts does. `dims`: the sizes of the model's
+    named dynamic dimensions (those it has of DIMS), which join the key; without them the key is the model's alone."""
 
     def read_graph() -> dict[str, Any]:
         from harness.models.facts import onnx_facts  # onnx: only for a model (or recipe) not seen before
 
-        return onnx_facts(path)
+        return onnx_facts(path, dims)
 
-    return cached("facts", f"{sha256}-{recipe()}", read_graph)
+    sized = " ".join(f"{name}={size}" for name, size in sorted((dims or {}).items()))
+    sized = sized and "-" + hashlib.sha256(sized.encode()).hexdigest()[:12]
+    return cached("facts", f"{sha256}-{recipe()}{sized}", read_graph)

@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ import onnx
 from harness.core.cache import cache_dir
 from harness.core.errors import ModelError
 from harness.measure.provenance import installed_versions
+from harness.models.facts import fix_dims
 from harness.models.ncnn_convert import ConversionError
 from harness.zoo.cache import keyed_path, write_model_atomically
 
@@ -98,10 +100,11 @@ def conversion_tool(quant: str | None = None) -> str:
     return f"{tool} (int8 {quant} quantization)" if quant else tool
 
 
-def convert(onnx_path: Path, sha256: str, name: str, inputs: list[dict[str, Any]], quant: str | None = None) -> Path:
+def convert(onnx_path: Path, sha256: str, name: str, inputs: list[dict[str, Any]], quant: str | None = None,
+            dims: Mapping[str, int] | None = None) -> Path:
     """The .tflite of `onnx_path` (its content `sha256`, its facts' `inputs`), converted now or found in the cache:
     the graph is read only to convert it. With `quant` (static or dynamic) `onnx_path` is the float model and LiteRT's
-    converter quantizes it."""
+    converter quantizes it. `dims` sizes its named dynamic dimensions (DIMS) in the graph onnx2tf converts."""
     versions = converter_versions()
     shapes = input_shapes(inputs, name)
     key = {"onnx_sha256": sha256, **versions, "shapes": shapes, **({"quant": quant} if quant else {})}
@@ -109,6 +112,7 @@ def convert(onnx_path: Path, sha256: str, name: str, inputs: list[dict[str, Any]
     if not tflite.is_file():
         with tempfile.TemporaryDirectory(prefix="harness-onnx2tf-") as tmp:
             graph = onnx.load(str(onnx_path))
+            fix_dims(graph.graph, dims or {})  # the sizes DIMS gave: the .tflite holds them, as tflite_bench feeds
             if quant is None:
                 _refuse_quantized(graph, name)
             made = _run_onnx2tf(graph, Path(tmp), name, versions[CONVERTER], quant)

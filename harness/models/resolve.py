@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.conditions import runtime_of
-from harness.core.errors import ModelError
+from harness.core.config import dim_sizes
+from harness.core.errors import ConfigError, ModelError
 from harness.core.external_data import ExternalData, confine, data_files
 from harness.models.facts_cache import model_facts
+from harness.models.input_feeds import FeedRequest, dims_text, dynamic_sizes, fed_sizes, load_inputs, script_env
 
 BENCH_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "bench_scripts"
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
@@ -57,6 +59,10 @@ class ModelInfo:
     converted: Path | None = None  # RUNTIME=ncnn|litert: the .param or .tflite converted from the ONNX at `path`
     conversion: str | None = None  # the tool that converted it, with its version (`pnnx 20261020`, `onnx2tf 1.29.24`)
     refused: str = ""  # why the model cannot run on its engine (a failed conversion): its runs are kept as errors
+    dims: str = ""  # the sizes its runs give its named dynamic dimensions (`seq=128`), from DIMS or INPUTS
+    inputs_file: str = ""  # INPUTS: the .npz its runs are fed instead of random inputs
+    inputs_sha256: str | None = None  # that file's sha256
+    script_env: tuple[tuple[str, str], ...] = ()  # what its bench script reads to build inputs (input_feeds)
 
     @property
     def run_model(self) -> str:
@@ -71,7 +77,8 @@ class ModelInfo:
     def provenance(self) -> dict[str, Any]:
         return {"model_name": self.name, "model_path": str(self.path), "model_kind": self.kind,
                 "model_sha256": self.sha256, "model_size_mib": self.size_mib, "model_facts": self.facts,
-                "model_converted": self.converted and str(self.converted), "model_conversion": self.conversion}
+                "model_converted": self.converted and str(self.converted), "model_conversion": self.conversion,
+                "model_dims": self.dims, "model_inputs_file": self.inputs_file}
 
 
 def sha256_of(*paths: Path) -> str:
@@ -105,10 +112,11 @@ def _zoo_model(name: str) -> tuple[Path, str, str | None] | None:
 
 
 def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = True,
-                  runtime: str = "onnxruntime") -> ModelInfo:
+                  runtime: str = "onnxruntime", feeds: FeedRequest | None = None) -> ModelInfo:
     """A path or a zoo name -> ModelInfo. With a user SCRIPT, any existing file is accepted as its input.
     `runtime` (RUNTIME) is the engine of ONNX models: with ncnn or litert they run converted (ncnn_convert,
-    litert_convert)."""
+    litert_convert). With `feeds` (a profile's DIMS, INPUTS and BATCH_SIZE) the model is checked to be runnable
+    with them and its facts are those of the sizes it will run at; without, it is read as it is (for reports)."""
     path = Path(arg).expanduser()
     quant = None
     if not path.exists():
@@ -141,9 +149,32 @@ def resolve_model(arg: str, script: Path | None = None, check_runtime: bool = Tr
                       sha256=sha256_of(*files) if external else sha256,
                       size_mib=sum(file.stat().st_size for file in files) / 1024**2, facts=facts,
                       external_data=external)
+    if feeds is not None and kind == "onnx":
+        model = _fed(model, feeds, strict=script is None)
+    if feeds is not None and feeds.inputs_file and script is None and (kind != "onnx" or runtime != "onnxruntime"):
+        raise ConfigError(f"INPUTS={feeds.inputs_file} is fed by onnxruntime only, and {path.name} runs on "
+                          f"{'RUNTIME=' + runtime if kind == 'onnx' else 'its ' + kind + ' engine'}; drop INPUTS "
+                          "for random inputs, or run it with RUNTIME=onnxruntime")
     if kind != "onnx" or script is not None:
         return model
     return _on_ncnn(model) if runtime == "ncnn" else _on_litert(model, quant) if runtime == "litert" else model
+
+
+def _fed(model: ModelInfo, feeds: FeedRequest, strict: bool) -> ModelInfo:
+    """The model with what its runs are fed: its dynamic dimensions sized (by INPUTS' arrays, else by DIMS; one
+    error line before any run where a size is missing, when `strict`, or a file does not fit) and its facts at those
+    sizes."""
+    inputs = (model.facts or {}).get("inputs", [])
+    sha256 = None
+    if feeds.inputs_file:
+        arrays, sha256 = load_inputs(feeds.inputs_file)
+        sizes = fed_sizes(model.path.name, inputs, arrays, feeds)
+    else:
+        sizes = dynamic_sizes(model.path.name, inputs, feeds.dims, strict)
+    facts = model_facts(model.path, model.sha256, sizes) if sizes else model.facts
+    return replace(model, facts=facts, dims=dims_text(sizes), inputs_sha256=sha256,
+                   inputs_file=feeds.inputs_file and str(Path(feeds.inputs_file).expanduser().resolve()),
+                   script_env=script_env(sizes, (facts or {}).get("inputs", [])))
 
 
 def _ncnn_model(path: Path, name: str, script: Path | None) -> ModelInfo:
@@ -184,7 +215,8 @@ def _on_litert(model: ModelInfo, quant: str | None) -> ModelInfo:
         source = zoo.export(zoo.parse(model.name).base_name)
         sha256 = sha256_of(source)
     try:
-        converted = convert(source, sha256, model.name, (model.facts or {}).get("inputs", []), quant)
+        converted = convert(source, sha256, model.name, (model.facts or {}).get("inputs", []), quant,
+                            dim_sizes(model.dims))
     except ConversionError as err:
         return replace(on_litert, refused=str(err))
     return replace(on_litert, converted=converted)

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.backends import Backend, select_backend
-from harness.core.config import DeviceProfile, load_profile
+from harness.core.config import DeviceProfile, dim_sizes, load_profile, parse_dims
 from harness.core.errors import ConfigError
 from harness.measure.spec import RunSpec
+from harness.models.input_feeds import FeedRequest
 from harness.models.resolve import (
     BENCH_SCRIPTS_DIR,
     SCRIPT_KIND,
@@ -60,7 +61,20 @@ class SessionStart:
     new_notes: list[str] = field(default_factory=list)  # the plan's notes not yet said (a resume's stored ones were)
 
 
-def targets(request: SessionRequest, check_runtime: bool, runtime: str) -> tuple[list[ModelInfo], bool]:
+def feed_request(profile: DeviceProfile, script_args: tuple[str, ...] = ()) -> FeedRequest:
+    """What the profile asks the models be fed (DIMS, INPUTS, BATCH_SIZE), checked against each as it resolves.
+    A `--dim NAME=SIZE` among the script's arguments (how a size was given before DIMS) sizes its dimension too."""
+    given = " ".join(value for flag, value in zip(script_args, script_args[1:], strict=False) if flag == "--dim")
+    try:
+        sizes = dim_sizes(parse_dims(given))
+    except ValueError:
+        raise ConfigError(f"--dim {given} (a script argument after --) is not valid: expected NAME=SIZE such as "
+                          "seq=128; better, set DIMS (or --dim before --)") from None
+    return FeedRequest({**profile.dim_sizes, **sizes}, profile.inputs, profile.batch_size)
+
+
+def targets(request: SessionRequest, check_runtime: bool, runtime: str,
+            feeds: FeedRequest | None = None) -> tuple[list[ModelInfo], bool]:
     """What the session measures, and whether it is the built-in example set.
 
     Models (with their bench script, or one --script of the user's); else scripts profiled as a whole; else,
@@ -72,7 +86,7 @@ def targets(request: SessionRequest, check_runtime: bool, runtime: str) -> tuple
         if len(scripts) > 1:
             raise ConfigError("several --script values with models: give one bench script for the models, "
                               "or drop the models to profile each script as a whole")
-        return [resolve_model(m, scripts[0] if scripts else None, check_runtime, runtime) for m in names], False
+        return [resolve_model(m, scripts[0] if scripts else None, check_runtime, runtime, feeds) for m in names], False
     if scripts:
         if request.name and len(scripts) > 1:
             raise ConfigError("--name names one script; with several scripts each is named after its file")
@@ -81,7 +95,7 @@ def targets(request: SessionRequest, check_runtime: bool, runtime: str) -> tuple
         if clashes:
             raise ConfigError(f"scripts share the name {', '.join(clashes)}; rename one to keep their results apart")
         return infos, False
-    return [resolve_model(str(path), None, check_runtime, runtime) for path in example_models()], True
+    return [resolve_model(str(path), None, check_runtime, runtime, feeds) for path in example_models()], True
 
 
 def example_profile(profile: DeviceProfile) -> DeviceProfile:
@@ -99,7 +113,8 @@ def start_session(profile: DeviceProfile, request: SessionRequest,
     profile's), and build the session that runs them."""
     backend, reason = pick_backend(profile, request)
     with closed_on_error(backend):
-        models, examples = targets(request, check_runtime=backend.name == "local", runtime=profile.runtime)
+        models, examples = targets(request, check_runtime=backend.name == "local", runtime=profile.runtime,
+                                   feeds=feed_request(profile, request.script_args))
         ensure_writable_dir(Path(profile.results_dir),  # after the models' checks: a bad model leaves no directory
                             f"RESULTS_DIR (from {profile.sources.get('RESULTS_DIR', 'default')})")
         if examples:
@@ -135,10 +150,12 @@ def resume_session(results_dir: Path, session_ref: str, request: SessionRequest)
     profile = load_profile(None, {**info["profile"], "RESULTS_DIR": str(session_dir.parent)})
     backend, reason = pick_backend(profile, request)
     with closed_on_error(backend):
+        feeds = feed_request(profile, specs[0].script_args if specs else ())  # with a `-- --dim`, as first planned
         models = [resolve_script(Path(m["model_path"]), m["model_name"]) if m["model_kind"] == SCRIPT_KIND else
                   replace(resolve_model(m["model_path"], user_script(specs, m["model_name"]),
                                         check_runtime=backend.name == "local",
-                                        runtime=profile.runtime), name=m["model_name"]) for m in info["models"]]
+                                        runtime=profile.runtime, feeds=feeds),
+                          name=m["model_name"]) for m in info["models"]]
         plan = Plan(info["session_id"], info["seed"], specs, models, info["cpus_values"],
                     info.get("notes", []) + leftover_notes(backend))
         session = build_session(profile, plan, backend, reason, request)

@@ -24,12 +24,13 @@ from typing import Any
 from harness.analysis.stats import group_key, ordered_entries, summarize_group, summary_rows
 from harness.backends import Backend
 from harness.core.conditions import run_conditions, run_packages
-from harness.core.config import DeviceProfile, host_cpu_count
+from harness.core.config import DeviceProfile, dim_sizes, host_cpu_count
 from harness.core.errors import BackendError, DataError, StorageError, user_interrupt
 from harness.core.interrupts import Interrupted, signal_number
 from harness.core.records import Limits, RunOutcome, RunRecord, RunResult, SessionInfo
 from harness.measure.provenance import collect_metadata
 from harness.measure.spec import RunSpec, plan_cpu_limits
+from harness.models.input_feeds import unused_dims
 from harness.models.resolve import ModelInfo
 from harness.store.results import SCHEMA_VERSION, SessionStore, load_session_info
 
@@ -89,6 +90,15 @@ def distinct_models(models: Sequence[ModelInfo]) -> tuple[list[ModelInfo], list[
     return renamed, notes
 
 
+def unused_dims_notes(profile: DeviceProfile, models: Sequence[ModelInfo]) -> list[str]:
+    """A note naming the DIMS sizes no model of the session has (harness.models.input_feeds.unused_dims)."""
+    unused = unused_dims(profile.dim_sizes, [dim_sizes(model.dims) for model in models])
+    if not unused or profile.inputs:
+        return []
+    return [f"DIMS sets {', '.join(unused)}, which no model of this session has as a dynamic dimension (unused; "
+            "check its spelling against the names of the models' input dimensions)"]
+
+
 def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: Sequence[float] | None,
                  script_args: Sequence[str], session_id: str, seed: int | None = None,
                  keep_samples: bool = False) -> Plan:
@@ -96,7 +106,7 @@ def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: S
     allowed = sorted(os.sched_getaffinity(0))
     models, model_notes = distinct_models(models)
     cpus_list, notes = capped_cpus(cpus_values or [profile.cpus], host_cpu_count())
-    notes = model_notes + notes
+    notes = model_notes + notes + unused_dims_notes(profile, models)
     rng = random.Random(seed)
     combos = [(model, cpus) for model in models for cpus in cpus_list]
     specs: list[RunSpec] = []
@@ -112,7 +122,7 @@ def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: S
                 swap_bytes=profile.swap_bytes, iterations=profile.iterations, warmup=profile.warmup,
                 batch_size=profile.batch_size, sample_interval_ms=profile.sample_interval_ms,
                 timeout_s=profile.timeout_s, image=profile.image, keep_samples=keep_samples, per_op=profile.per_op,
-                external_data=model.external_data,
+                external_data=model.external_data, script_env=model.script_env, inputs_file=model.inputs_file,
             ))
     return Plan(session_id, seed, specs, models, cpus_list, notes)
 
@@ -182,7 +192,8 @@ class BaseSession(ABC):
                 memory_bytes=spec.memory_bytes, swap_bytes=spec.swap_bytes, iterations=spec.iterations,
                 warmup=spec.warmup, batch_size=spec.batch_size, threads=spec.threads, backend_info=info,
                 host_cpu_model=metadata.get("host_cpu_model"),
-                runtime=model.runtime(run_packages(metadata, info)), conversion=model.conversion),
+                runtime=model.runtime(run_packages(metadata, info)), conversion=model.conversion,
+                dims=model.dims, inputs=model.inputs_sha256),
             provenance={**metadata, "backend": info, "seed": self.plan.seed},
             concurrent_runs=concurrent_runs, node=location,
         ).to_dict()
@@ -194,7 +205,7 @@ class BaseSession(ABC):
 
         name = result["model_name"]
         if name not in self._graph_facts:
-            self._graph_facts[name] = model_facts_for(result["model_path"])
+            self._graph_facts[name] = model_facts_for(result["model_path"], result.get("model_dims"))
         try:
             keep_run_profile(self.store.path, result, self._graph_facts[name])
         except StorageError:
