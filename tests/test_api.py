@@ -152,3 +152,15 @@ def test_names_of_the_python_face_hide_no_package() -> None:
         {path.stem for path in (ROOT / "harness").glob("*.py")}
     assert set(harness.API) & packages == set()
     assert all(name in dir(harness) for name in harness.API)
+
+
+def test_dims_from_python_size_a_dynamic_sequence(tmp_path: Path) -> None:
+    from tests.token_models import make_encoder
+
+    encoder = make_encoder(tmp_path / "encoder.onnx")
+    with pytest.raises(harness.HarnessError, match="DIMS") as refused:
+        harness.profile(encoder, results_dir=tmp_path / "results", **FAST)
+    assert "\n" not in str(refused.value) and not (tmp_path / "results").exists()
+    session = harness.profile(encoder, dims={"seq": 16}, results_dir=tmp_path / "results", **FAST)
+    assert set(session.runs["status"]) == {"ok"}
+    assert {run["conditions"]["dims"] for run in session.records["runs"]} == {"seq=16"}

@@ -15,7 +15,7 @@ The CLI's commands call these functions and print what they return. Errors are t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,8 @@ PRESETS_DIR = Path(__file__).resolve().parents[2] / "devices"
 runs from)."""
 KEYWORDS = {"device_name": "DEVICE_NAME", "cpus": "CPUS", "memory": "MEMORY", "swap": "SWAP", "repeats": "REPEATS",
             "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE", "backend": "BACKEND",
-            "runtime": "RUNTIME", "per_op": "PER_OP", "results_dir": "RESULTS_DIR", "timeout_s": "TIMEOUT_S"}
+            "runtime": "RUNTIME", "per_op": "PER_OP", "results_dir": "RESULTS_DIR", "timeout_s": "TIMEOUT_S",
+            "dims": "DIMS", "inputs": "INPUTS"}
 """profile()'s keyword -> the env.template variable it sets; any other variable goes by its own name (SWAP=...).
 The layers are those of the CLI: env.template < .env < the device's env file < HARNESS_SET_* < these keywords."""
 KEYWORD_OF = {variable: keyword for keyword, variable in KEYWORDS.items()}
@@ -53,13 +54,16 @@ def device_env(device: str | Path | None) -> Path | None:
 
 
 def profile_settings(**settings: Any) -> dict[str, str]:
-    """Keywords and env.template variables -> variable: value (None dropped; True/False as 1/0, as env files say)."""
+    """Keywords and env.template variables -> variable: value (None dropped; True/False as 1/0, as env files say;
+    dims={"seq": 128} as DIMS writes it, "seq=128")."""
     found: dict[str, str] = {}
     for key, value in settings.items():
         name = KEYWORDS.get(key, key)
         if name not in VARIABLES:
             raise ConfigError(f"{key}={value!r}: not a profile setting; use one of {', '.join(sorted(KEYWORDS))} "
                               "or an env.template variable (docs/variables.md)")
+        if isinstance(value, Mapping):
+            value = " ".join(f"{dim}={size}" for dim, size in value.items())
         if value is not None:
             found[name] = str(int(value)) if isinstance(value, bool) else str(value)
     return found
