@@ -43,7 +43,8 @@ def variables_markdown(template: Path = ROOT / "env.template") -> str:
              "as `harness profile` flags; the later wins in that order. Every value is validated before the first "
              "run.", "", "| variable | meaning | default | accepted |", "|---|---|---|---|"]
     for name, (_, _, form, default) in VARIABLES.items():
-        lines.append(f"| {name} | {_cell(comments.get(name, ''))} | `{default}` | {_cell(form)} |")
+        shown = f"`{default}`" if default else "(empty)"
+        lines.append(f"| {name} | {_cell(comments.get(name, ''))} | {shown} | {_cell(form)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -119,4 +119,9 @@ def script_env(sizes: Mapping[str, int], inputs: list[dict[str, Any]]) -> tuple[
     """The variables a bench script reads to build its inputs: the dimension sizes and the values the graph tells
     its integer inputs accept (harness.models.token_inputs)."""
     values = {item["name"]: item["values"] for item in inputs if item.get("values")}
-    return ((DIMS_ENV, dims_text(sizes)),) * bool(sizes) + ((VALUES_ENV, json.dumps(values)),) * bool(values)
+    env = []
+    if sizes:
+        env.append((DIMS_ENV, dims_text(sizes)))
+    if values:
+        env.append((VALUES_ENV, json.dumps(values)))
+    return tuple(env)
