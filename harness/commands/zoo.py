@@ -25,7 +25,8 @@ NCNN_EXTRA_MODULES = ("ncnn", "pnnx")
 
 _GRAMMAR_NOTE = (
     "A name is <family>[_<values>]; append _int8_dynamic or _int8_static for an onnxruntime int8 variant "
-    "(e.g. mobilenet_v2_0.5_224_int8_static). A <res> is any multiple of 32 in 32..640. "
+    "(e.g. mobilenet_v2_0.5_224_int8_static). A <res> is any multiple of 32 in 32..640. A named input dim besides "
+    "the batch (seq, height, width) is dynamic: give its size when profiling (-- --dim seq=128). "
     "Random weights, nothing downloaded; exports are cached in {cache} (HARNESS_ZOO_DIR)."
 )
 
@@ -79,7 +80,7 @@ def list_models(args: argparse.Namespace) -> int:
     for column in ("name", "input", "cached"):
         variants.add_column(column)
     for model in models:
-        variants.add_row(model["name"], "x".join(map(str, model["input_shape"])), "yes" if model["cached"] else "")
+        variants.add_row(model["name"], model["input"], "yes" if model["cached"] else "")
     out_console.print(variants)
     return 0
 

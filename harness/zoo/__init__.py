@@ -26,7 +26,7 @@ def list_models() -> list[dict[str, Any]]:
     models = []
     for spec in listed_specs():
         family = get_family(spec.family)
-        models.append({**spec.as_dict(), "grammar": family.grammar, "source": family.source,
+        models.append({**spec.as_dict(), "input": spec.input_text(), "grammar": family.grammar, "source": family.source,
                        "description": family.description, "cached": [str(p) for p in cached_files(spec.name)]})
     return models
 

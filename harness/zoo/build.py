@@ -10,10 +10,12 @@ from torch import nn
 from torchvision.models._utils import _make_divisible
 from torchvision.models.mobilenetv3 import InvertedResidualConfig, MobileNetV3, _mobilenet_v3_conf
 
+from harness.zoo.bert import BertEncoder
 from harness.zoo.efficientnet_lite import EfficientNetLite
 from harness.zoo.ghostnet import GhostNet
+from harness.zoo.mlperf_tiny import DSCNN, FCAutoEncoder, ResNet8
 from harness.zoo.mobilenet_v1 import MobileNetV1
-from harness.zoo.registry import ZooSpec, get_family
+from harness.zoo.registry import BERT_MAX_POSITIONS, BERT_SIZES, BERT_VOCAB, ZooSpec, get_family
 from harness.zoo.video3d import MobileNetV2_3D, ShuffleNetV2_3D, SqueezeNet3D
 
 SEED = 0
@@ -23,6 +25,12 @@ network TFLite's inception_v1 models were trained as."""
 SHUFFLENET_NARROW = {"0_25": [24, 24, 48, 96, 512], "0_33": [24, 32, 64, 128, 512]}
 """Stem, three stages and last convolution of the ShuffleNetV2 widths torchvision lacks, as PaddleClas publishes
 them (ppcls ShuffleNetV2, the models of its mobile latency tables); torchvision's ShuffleNetV2 takes them as is."""
+TRAINED_NORMS = frozenset({"kws_dscnn", "vww_mobilenet_v1", "resnet8_cifar10", "ad_fc_autoencoder", "bert", "ssdlite"})
+"""Families whose normalisation layers get random (seeded) scales, shifts and running statistics, as a trained network
+has. With torch's initial ones and zeros every folded batch norm leaves a zero bias that the exporter drops, and equal
+LayerNorm weights, so the graph would lack the biases a deployed model carries and count fewer parameters than the
+architecture has (KWS DS-CNN: 22,032 instead of 22,604). The older families keep torch's initialisation, so their
+exports stay byte-identical."""
 MOBILENET_V3_HEAD = {"large": 1280, "small": 1024}
 """The last layer's width, kept at every width multiplier as the paper's 0.75 models have it (torchvision would
 scale it, which gives 0.75-Large 3.4M parameters against the paper's 4.0M)."""
@@ -59,6 +67,21 @@ def _torchvision(spec: ZooSpec) -> nn.Module:
     return getattr(tvm, get_family(spec.family).compose(params))(weights=None, num_classes=classes)
 
 
+def _trained_norms(net: nn.Module) -> None:
+    """Scales and variances in 0.5..1.5, shifts and means in -0.2..0.2, drawn from torch's seeded generator."""
+    with torch.no_grad():
+        for module in net.modules():
+            if not isinstance(module, nn.modules.batchnorm._BatchNorm | nn.LayerNorm):
+                continue
+            for tensor, low, high in ((module.weight, 0.5, 1.5), (module.bias, -0.2, 0.2)):
+                if tensor is not None:
+                    tensor.uniform_(low, high)
+            if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                for statistic, low, high in ((module.running_mean, -0.2, 0.2), (module.running_var, 0.5, 1.5)):
+                    if statistic is not None:
+                        statistic.uniform_(low, high)
+
+
 def build(spec: ZooSpec) -> nn.Module:
     """The float network of `spec` in eval mode (quantized variants are derived from its ONNX export)."""
     torch.manual_seed(SEED)
@@ -75,6 +98,23 @@ def build(spec: ZooSpec) -> nn.Module:
         net = EfficientNetLite(params["version"], classes)
     elif spec.family == "ghostnet":
         net = GhostNet(float(params["width"]), classes)
+    elif spec.family == "kws_dscnn":
+        net = DSCNN(classes)
+    elif spec.family == "vww_mobilenet_v1":
+        # The reference (mlcommons/tiny, after Silicon Labs' EEMBC model) is MobileNetV1 0.25 with a 2-class head.
+        net = MobileNetV1(0.25, classes)
+    elif spec.family == "resnet8_cifar10":
+        net = ResNet8(classes)
+    elif spec.family == "ad_fc_autoencoder":
+        net = FCAutoEncoder(spec.input_shape[1])
+    elif spec.family == "bert":
+        net = BertEncoder(*BERT_SIZES[params["size"]], vocab=BERT_VOCAB, max_positions=BERT_MAX_POSITIONS)
+    elif spec.family == "ssdlite":
+        from harness.zoo.detection import SSDLiteRaw  # torchvision's detection package: only when it is built
+
+        net = SSDLiteRaw(classes)
     else:
         net = _torchvision(spec)
+    if spec.family in TRAINED_NORMS:
+        _trained_norms(net)
     return net.eval()

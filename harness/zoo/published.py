@@ -22,6 +22,9 @@ class Published:
     macs_counted_otherwise: float | None = None
     """A multiply-add figure its authors publish but count with more than convolutions and linear layers (see
     docs/zoo.md): shown beside the zoo's count, never checked against it."""
+    dims: dict[str, int] | None = None
+    """For a model exported with dynamic dims besides the batch: the sizes its figures are published at. Its facts
+    are counted with those dims fixed (harness.zoo.fixed_dims), since the facts count a symbolic dim as 1."""
 
 
 _V3 = "MobileNetV3 paper (Howard et al. 2019, arXiv:1905.02244v5), Table 3"
@@ -30,6 +33,11 @@ _PADDLE_HALVED = f"{_PADDLE}; its FLOPs halved (its MobileNetV2 1.0 lists 0.60G,
 _GHOST = "GhostNet paper (Han et al. 2020), Table 7"
 _LITE = ("EfficientNet-Lite README (tensorflow/tpu) for the parameters; efficientnet-lite.pytorch (d-li14) for the "
          "multiply-adds")
+_TINY = ("Silicon Labs MLTK reference-model docs (mltk summarize --tflite, Total MACs) of the MLPerf Tiny model: {}. "
+         "No parameter count is published at 2%: the MLPerf Tiny paper's Table 1 (Banbury et al. 2021, "
+         "arXiv:2106.07597) gives the int8 TFLite size, {}")
+_TURC = ("Turc et al. 2019 (arXiv:1908.08962), the compact BERTs' parameter counts; the zoo counts the embeddings, the "
+         "layers and the pooler")
 
 PUBLISHED: dict[str, Published] = {
     "mobilenet_v3_large_1.0_224": Published(219e6, 5.4e6, _V3),
@@ -55,4 +63,19 @@ PUBLISHED: dict[str, Published] = {
                                        "table: 0.71G multiply-adds"),
     "vgg16": Published(15.3e9, 138e6, "VGG paper (Simonyan & Zisserman 2015), Table 2; ResNet paper (He et al. "
                                       "2016): 15.3G multiply-adds"),
+    "kws_dscnn": Published(2.657e6, None, _TINY.format(
+        "keyword_spotting, 2.657M (its 50 x 10 input maps to the same 25 x 5 as the reference's 49 x 10)",
+        "52.5 kB; the 38.6K parameters the paper's text quotes are the memory figure of Hello Edge's DS-CNN-S "
+        "(Zhang et al. 2017), not this network's 22.6K")),
+    "vww_mobilenet_v1_0.25_96": Published(7.490e6, None, _TINY.format("visual_wake_words, 7.490M", "325 kB")),
+    "resnet8_cifar10": Published(12.502e6, None, _TINY.format("image_classification, 12.502M", "96 kB")),
+    "ad_fc_autoencoder": Published(264.192e3, None, _TINY.format("anomaly_detection, 264.192K", "270 kB")),
+    "bert_tiny": Published(None, 4.4e6, _TURC),
+    "bert_mini": Published(None, 11.3e6, _TURC),
+    "bert_small": Published(None, 29.1e6, _TURC),
+    "bert_medium": Published(None, 41.7e6, _TURC),
+    "ssdlite320_mobilenet_v3_large": Published(
+        0.583e9, 3_440_060, "torchvision's SSDLite320_MobileNet_V3_Large_Weights.COCO_V1 at 320 x 320: 3,440,060 "
+        "parameters, 0.583 GFLOPS, which torchvision counts as multiply-adds (ResNet-50: 4.09)",
+        dims={"height": 320, "width": 320}),
 }

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.core.errors import ModelError
 from harness.zoo import nb201_cells
+from harness.zoo.signature import DynamicDim, Signature, ZooInput
 
 QUANT_SUFFIXES = {"_int8_dynamic": "dynamic", "_int8_static": "static"}
 _DECIMAL = r"\d+(?:\.\d+)?"
@@ -26,6 +27,11 @@ KINETICS_CLASSES = 600  # Efficient-3DCNNs' default head (Kinetics-600).
 VIDEO_CLIP = (16, 112, 112)  # frames, height, width: the Efficient-3DCNNs benchmark input.
 EFFICIENTNET_LITE_RES = {"0": 224, "1": 240, "2": 260, "3": 280, "4": 300}
 """The input size each EfficientNet-Lite version is built and published at (Google's Lite builder)."""
+BERT_SIZES = {"tiny": (2, 128, 2, 512), "mini": (4, 256, 4, 1024), "small": (4, 512, 8, 2048),
+              "medium": (8, 512, 8, 2048)}
+"""Layers, hidden width, attention heads and feed-forward width of the compact BERTs of Turc et al. 2019 (the
+google-research/bert miniatures; heads = hidden / 64, feed-forward = 4 x hidden)."""
+BERT_VOCAB, BERT_MAX_POSITIONS = 30522, 512
 
 
 def canonical_decimal(value: float) -> str:
@@ -47,11 +53,18 @@ class Family:
     builder: str = "torch"
     """What builds it: "torch" (the zoo extra, then torch's ONNX exporter) or "onnx" (an ONNX graph written
     directly, with the core install)."""
+    input_shape: tuple[int, ...] | None = None
+    """The exported input (batch 1) of a family whose input is neither an image of its <res> nor 3 x 224 x 224."""
+    classes: int | None = None
+    """Its classes, or the width of its output where it does not classify (an autoencoder's reconstruction)."""
+    signature: Signature | None = None
+    """Named inputs and outputs, for a family that is not one float `input` (see Signature)."""
 
     @property
     def pattern(self) -> str:
         """The template with each {parameter} turned into a named group (decimals are canonicalised later)."""
         parts = re.split(r"\{(\w+)\}", self.template)
+        parts[::2] = [re.escape(literal) for literal in parts[::2]]  # a template's own dots are literal
         for index in range(1, len(parts), 2):
             key = parts[index]
             options = self.choices.get(key)
@@ -85,7 +98,12 @@ class ZooSpec:
     params: dict[str, str]
     input_shape: tuple[int, ...]
     num_classes: int
+    """Classes, or the width of the (first) output of a model that does not classify: the autoencoder's 640
+    reconstructed features, a BERT's hidden width."""
     quant: str | None
+    signature: Signature | None = None
+    """Named inputs and outputs where the model is not one float `input` with a dynamic batch; `input_shape` is then
+    its first input at batch 1 and every dynamic dim at its default."""
 
     @property
     def base_name(self) -> str:
@@ -93,7 +111,8 @@ class ZooSpec:
         return self.name.removesuffix(f"_int8_{self.quant}") if self.quant else self.name
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        """Part of every export's cache key: a model without a signature keeps exactly these six keys."""
+        fields = {
             "name": self.name,
             "family": self.family,
             "values": dict(self.params),  # the name's values; "params" elsewhere means a parameter count
@@ -101,6 +120,13 @@ class ZooSpec:
             "num_classes": self.num_classes,
             "quant": self.quant,
         }
+        if self.signature is not None:
+            fields["signature"] = self.signature.as_dict()
+        return fields
+
+    def input_text(self) -> str:
+        """The input as `harness zoo list` shows it: 1x3x224x224, or the signature's named inputs."""
+        return self.signature.describe() if self.signature else "x".join(map(str, self.input_shape))
 
 
 def _grid(**values: tuple[str, ...]) -> tuple[dict[str, str], ...]:
@@ -111,6 +137,18 @@ def _grid(**values: tuple[str, ...]) -> tuple[dict[str, str], ...]:
 _TORCHVISION = "torchvision"
 # Köpüklü et al., "Resource Efficient 3D Convolutional Neural Networks", ICCVW 2019.
 _EFFICIENT_3D = "hand-written after Efficient-3DCNNs (Köpüklü et al. 2019)"
+_MLPERF_TINY = "hand-written after the MLPerf Tiny reference model (Banbury et al. 2021; mlcommons/tiny)"
+_BERT_SIGNATURE = Signature(
+    inputs=(ZooInput("input_ids", ("batch", "seq"), "int64"), ZooInput("attention_mask", ("batch", "seq"), "int64")),
+    outputs=("last_hidden_state", "pooler_output"),
+    dims=(DynamicDim("seq", 128, max=BERT_MAX_POSITIONS),),
+)
+SSDLITE_CLASSES = 91  # COCO's 90 category ids and the background, as torchvision's detection models count them
+_SSDLITE_SIGNATURE = Signature(
+    inputs=(ZooInput("images", ("batch", 3, "height", "width")),),
+    outputs=("bbox_regression", "cls_logits"),
+    dims=(DynamicDim("height", 320, min=32), DynamicDim("width", 320, min=32)),
+)
 
 NB201_REFERENCE = (11982, 431, 55, 9, 14451, 8636, 9881, 13479, 6196, 1462)
 """The ten NAS-Bench-201 architectures HELP measures on every device: the ones `harness zoo list` shows."""
@@ -264,6 +302,70 @@ FAMILIES: tuple[Family, ...] = (
         description="3D MobileNetV2, clip 16 x 112 x 112, 600 classes",
     ),
     Family(
+        key="kws_dscnn",
+        template="kws_dscnn",
+        source=_MLPERF_TINY,
+        choices={},
+        listed=({},),
+        description="MLPerf Tiny keyword spotting: DS-CNN (Zhang et al. 2017) on 49 x 10 MFCCs, 12 classes",
+        input_shape=(1, 1, 49, 10),
+        classes=12,
+    ),
+    Family(
+        key="vww_mobilenet_v1",
+        template="vww_mobilenet_v1_0.25_96",
+        source=_MLPERF_TINY,
+        choices={},
+        listed=({},),
+        description="MLPerf Tiny visual wake words: MobileNetV1 0.25 at 96 x 96, 2 classes (person, no person)",
+        input_shape=(1, 3, 96, 96),
+        classes=2,
+    ),
+    Family(
+        key="resnet8_cifar10",
+        template="resnet8_cifar10",
+        source=_MLPERF_TINY,
+        choices={},
+        listed=({},),
+        description="MLPerf Tiny image classification: ResNet-8 (16, 32, 64 channels), CIFAR-10 32 x 32, 10 classes",
+        input_shape=(1, 3, 32, 32),
+        classes=CIFAR_CLASSES,
+    ),
+    Family(
+        key="ad_fc_autoencoder",
+        template="ad_fc_autoencoder",
+        source=_MLPERF_TINY,
+        choices={},
+        listed=({},),
+        description="MLPerf Tiny anomaly detection: fully connected autoencoder (DCASE 2020 baseline) on 640 "
+                    "log-mel features (5 frames x 128, ToyADMOS), output the 640 reconstructed",
+        input_shape=(1, 640),
+        classes=640,
+    ),
+    Family(
+        key="bert",
+        template="bert_{size}",
+        source="hand-written after BERT (Devlin et al. 2019) at the compact sizes of Turc et al. 2019",
+        choices={"size": tuple(BERT_SIZES)},
+        listed=_grid(size=tuple(BERT_SIZES)),
+        description="BERT encoder (explicit MatMul attention): input_ids and attention_mask [batch, seq] int64, "
+                    "outputs the last hidden state and the pooled [CLS]; tiny 2x128, mini 4x256, small 4x512, "
+                    "medium 8x512 (layers x hidden)",
+        signature=_BERT_SIGNATURE,
+    ),
+    Family(
+        key="ssdlite",
+        template="ssdlite320_mobilenet_v3_large",
+        source="torchvision (ssdlite320_mobilenet_v3_large: its backbone and head only)",
+        choices={},
+        listed=({},),
+        description="SSDLite320 with MobileNetV3-Large, backbone and head only: images [batch, 3, height, width] "
+                    "(exported at 320 x 320) to raw box regressions and class logits per anchor; anchor decoding "
+                    "and NMS are the caller's",
+        classes=SSDLITE_CLASSES,
+        signature=_SSDLITE_SIGNATURE,
+    ),
+    Family(
         key="nb201",
         template="nb201_{index}",
         source="hand-written after Dong & Yang 2020 (NAS-Bench-201), as ONNX",
@@ -308,6 +410,10 @@ def family_key(name: str) -> str | None:
 
 
 def _input_shape(family: Family, params: dict[str, str]) -> tuple[int, ...]:
+    if family.signature is not None:
+        return family.signature.shape(family.signature.inputs[0], 1)
+    if family.input_shape is not None:
+        return family.input_shape
     if "res" in params:
         res = int(params["res"])
         return (1, 3, res, res)
@@ -359,9 +465,17 @@ def parse(name: str) -> ZooSpec:
     family, raw, quant = found
     params = _canonical(family, raw, name)
     canonical = family.compose(params) + (f"_int8_{quant}" if quant else "")
-    classes = {"nb201": CIFAR_CLASSES}.get(family.key, KINETICS_CLASSES if family.key.endswith("3d") else
-                                           IMAGENET_CLASSES)
-    return ZooSpec(canonical, family.key, params, _input_shape(family, params), classes, quant)
+    return ZooSpec(canonical, family.key, params, _input_shape(family, params), _classes(family, params), quant,
+                   family.signature)
+
+
+def _classes(family: Family, params: dict[str, str]) -> int:
+    if family.key == "bert":
+        return BERT_SIZES[params["size"]][1]  # the hidden width of its last hidden state
+    if family.classes is not None:
+        return family.classes
+    return {"nb201": CIFAR_CLASSES}.get(family.key, KINETICS_CLASSES if family.key.endswith("3d") else
+                                         IMAGENET_CLASSES)
 
 
 def get_family(key: str) -> Family:
