@@ -54,13 +54,9 @@ def macs_rows() -> tuple[list[dict[str, Any]], list[Goal]]:
 
 def published_rows() -> tuple[list[dict[str, Any]], list[Goal]]:
     """The newer families' MACs and parameters against their published figures (None where none is published)."""
-    from harness.zoo.fixed_dims import with_fixed_dims
-
     rows, goals = [], []
     for name, figure in PUBLISHED_FACTS.items():
-        path = zoo_model(name)
-        with tempfile.TemporaryDirectory(prefix="bench-dims-") as tmp:  # a dynamic model at its published size
-            facts = onnx_facts(with_fixed_dims(path, figure.dims, Path(tmp) / path.name) if figure.dims else path)
+        facts = onnx_facts(zoo_model(name), figure.dims)  # a dynamic model at its published size
         row: dict[str, Any] = {"model": name}
         for key, published in (("macs", figure.macs), ("params", figure.params)):
             error = None if published is None else pct(facts[key], published)

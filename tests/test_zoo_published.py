@@ -4,8 +4,6 @@ model exported with dynamic dims (the detector's height and width) is counted at
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from harness import zoo
@@ -34,13 +32,10 @@ def test_every_published_model_is_a_listed_zoo_model() -> None:
 
 @pytest.mark.usefixtures("zoo_cache")
 @pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in PUBLISHED])
-def test_facts_match_the_published_figures(name: str, tmp_path: Path) -> None:
+def test_facts_match_the_published_figures(name: str) -> None:
     pytest.importorskip("torchvision", reason="needs the zoo extra: make setup-zoo")
-    from harness.zoo.fixed_dims import with_fixed_dims
-
     figure = PUBLISHED[name]
-    path = zoo.export(name)
-    facts = onnx_facts(with_fixed_dims(path, figure.dims, tmp_path / path.name) if figure.dims else path)
+    facts = onnx_facts(zoo.export(name), figure.dims)
     for key, published in (("macs", figure.macs), ("params", figure.params)):
         if published is not None:
             error = facts[key] / published - 1

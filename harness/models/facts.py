@@ -106,11 +106,18 @@ def external_data(model: onnx.ModelProto) -> list[tuple[str, str]]:
 
 
 def fix_dims(graph: onnx.GraphProto, dims: Mapping[str, int]) -> None:
-    """Every input dimension named in `dims` (a dim_param such as `seq`) set to its size, in place."""
+    """Every input dimension named in `dims` (a dim_param such as `seq`) set to its size, in place. An exporter's
+    intermediate shapes (symbolic expressions of those dims, which shape inference keeps rather than recomputes) and
+    the outputs' symbolic dims are dropped, so inference computes them at the sizes."""
     for info in graph.input:
         for dim in info.type.tensor_type.shape.dim:
             if dim.HasField("dim_param") and dim.dim_param in dims:
                 dim.dim_value = dims[dim.dim_param]
+    del graph.value_info[:]
+    for info in graph.output:
+        for dim in info.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param"):
+                dim.Clear()
 
 
 def _load(path: Path, dims: Mapping[str, int] | None = None) -> tuple[onnx.ModelProto, ExternalData]:

@@ -24,7 +24,7 @@ class Published:
     docs/zoo.md): shown beside the zoo's count, never checked against it."""
     dims: dict[str, int] | None = None
     """For a model exported with dynamic dims besides the batch: the sizes its figures are published at. Its facts
-    are counted with those dims fixed (harness.zoo.fixed_dims), since the facts count a symbolic dim as 1."""
+    are counted with those dims fixed (onnx_facts(path, dims)), since the facts count a symbolic dim as 1."""
 
 
 _V3 = "MobileNetV3 paper (Howard et al. 2019, arXiv:1905.02244v5), Table 3"
