@@ -44,6 +44,17 @@ def test_names_inputs_and_the_older_specs_unchanged() -> None:
             assert set(zoo.parse(model["name"]).as_dict()) == SPEC_KEYS, model["name"]
 
 
+def test_zoo_list_shows_named_inputs(capsys: pytest.CaptureFixture[str]) -> None:
+    """The listing is torch-free, and a signature's [batch,seq] reaches the terminal as text, not rich markup."""
+    from harness.cli import main
+
+    assert main(["zoo", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "input_ids[batch,seq] int64, attention_mask[batch,seq] int64 (seq 128)" in listing
+    assert "images[batch,3,height,width] float32 (height 320, width 320)" in listing
+    assert "1x1x49x10" in listing and "1x640" in listing
+
+
 def _run_both(name: str, feeds: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """onnxruntime's outputs of the export and the seeded torch network's, for the same feeds."""
     torch = pytest.importorskip("torch")

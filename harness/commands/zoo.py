@@ -12,6 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from harness import zoo
@@ -80,7 +81,8 @@ def list_models(args: argparse.Namespace) -> int:
     for column in ("name", "input", "cached"):
         variants.add_column(column)
     for model in models:
-        variants.add_row(model["name"], model["input"], "yes" if model["cached"] else "")
+        # escaped: a signature's [batch,seq] is text, not rich markup
+        variants.add_row(model["name"], escape(model["input"]), "yes" if model["cached"] else "")
     out_console.print(variants)
     return 0
 
