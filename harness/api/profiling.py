@@ -23,6 +23,7 @@ from typing import Any
 from harness.api.session import Session
 from harness.core.config import VARIABLES, load_profile, resolve_results_dir
 from harness.core.errors import ConfigError
+from harness.models.input_feeds import dims_text
 from harness.run.assemble import SessionRequest, SessionStart, start_session
 from harness.run.session import BaseSession
 
@@ -63,7 +64,7 @@ def profile_settings(**settings: Any) -> dict[str, str]:
             raise ConfigError(f"{key}={value!r}: not a profile setting; use one of {', '.join(sorted(KEYWORDS))} "
                               "or an env.template variable (docs/variables.md)")
         if isinstance(value, Mapping):
-            value = " ".join(f"{dim}={size}" for dim, size in value.items())
+            value = dims_text(value)
         if value is not None:
             found[name] = str(int(value)) if isinstance(value, bool) else str(value)
     return found
@@ -78,13 +79,14 @@ def _progress(total: int) -> Iterator[tuple[Callable[..., None] | None, Callable
         yield callbacks
 
 
-def run_session(session: BaseSession, progress: bool = True) -> Session:
-    """Run every planned run a session has not kept, under a progress bar or silently, and return it as a Session.
-    The CLI's profile, sweep and resume run their sessions here too."""
+def run_session(session: BaseSession, progress: bool = True) -> tuple[Session, dict[str, Any]]:
+    """Run every planned run a session has not kept, under a progress bar or silently; returns it as a Session, with
+    the summary its last run left (the one summary.json holds, at hand without reading anything back). The CLI's
+    profile, sweep and resume run their sessions here too."""
     pending = len(session.plan.specs) - len(session.runs)
     with _progress(pending) if progress else nullcontext((None, None)) as (on_start, on_done):
-        session.run(on_start, on_done)
-    return Session(session.store.path)
+        summary = session.run(on_start, on_done)
+    return Session(session.store.path), summary
 
 
 def start_profile(models: Iterable[str | Path] | str | Path, *, device: str | Path | None = None,
@@ -109,7 +111,7 @@ def profile(models: Iterable[str | Path] | str | Path, *, device: str | Path | N
     others are env.template's by name (ITERATIONS=50, SWAP="0")."""
     start = start_profile(models, device=device, seed=seed, parallel=parallel, runtime=runtime, repeats=repeats,
                           per_op=per_op, cpus=cpus, memory=memory, results_dir=results_dir, **settings)
-    return run_session(start.session, progress)
+    return run_session(start.session, progress)[0]
 
 
 def open_session(session: str | Path | None = None, results_dir: str | Path | None = None) -> Session:

@@ -9,17 +9,16 @@ from harness.analysis.comparison import compare_models
 from harness.analysis.ranking import rank_runs
 from harness.analysis.run_values import check_metric, select_runs
 from harness.api.results import Comparison, Ranking
-from harness.api.session import Session
+from harness.api.session import Session, session_folder
 from harness.core import metric_registry
 from harness.core.config import resolve_results_dir
 
 
 def _session_dir(session: Session | str | Path | None, results_dir: str | Path | None) -> tuple[Path, str | None]:
     """(results directory, session id) of a Session, a session folder, an id, or None (the newest)."""
-    if isinstance(session, Session):
-        return session.path.parent, session.id
-    if session is not None and (Path(session) / "session.json").is_file():
-        return Path(session).parent, Path(session).name
+    folder = session.path if isinstance(session, Session) else session_folder(session)
+    if folder is not None:
+        return folder.parent, folder.name
     return resolve_results_dir(None if results_dir is None else str(results_dir)), \
         None if session is None else str(session)
 

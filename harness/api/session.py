@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from harness.analysis.stats import group_key, metric_value, ordered_entries, summarize_group, summary_rows
 from harness.core import metric_registry
 from harness.core.records import RunRecord
-from harness.store.results import SUMMARY_JSON, load_runs, load_session_info, resolve_session
+from harness.store.results import SESSION_FILE, SUMMARY_JSON, load_runs, load_session_info, resolve_session
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 SHOWN_METRICS = metric_registry.REPORT_SUMMARY_METRICS
 """The metrics a notebook cell shows of a session (the report's summary table has the same)."""
 RUN_COLUMNS = ("run_id", "model_name", "cpus", "round", "repeat", "status", "started_at")
+
+
+def session_folder(session: str | Path | None) -> Path | None:
+    """`session` as a session's folder (one that holds session.json), or None: an id, or nothing given."""
+    folder = Path(session) if session is not None else None
+    return folder if folder is not None and (folder / SESSION_FILE).is_file() else None
 
 
 class Session:
@@ -34,10 +40,8 @@ class Session:
     @classmethod
     def open(cls, session: str | Path | None = None, results_dir: str | Path = "results") -> Session:
         """A stored session: its folder, or its id under `results_dir` (default: the newest there)."""
-        candidate = Path(session) if session is not None else None
-        if candidate is not None and (candidate / "session.json").is_file():
-            return cls(candidate)
-        return cls(resolve_session(Path(results_dir), None if session is None else str(session)))
+        folder = session_folder(session)
+        return cls(folder or resolve_session(Path(results_dir), None if session is None else str(session)))
 
     @property
     def id(self) -> str:
@@ -103,8 +107,9 @@ class Session:
         limits = ", ".join(f"{name}={profile[name]}" for name in ("CPUS", "MEMORY", "RUNTIME", "REPEATS")
                            if profile.get(name) is not None)
         device, state = html.escape(str(profile.get("DEVICE_NAME", ""))), html.escape(str(info.get("state")))
-        head = (f"<p><b>session {html.escape(self.id)}</b> · {device} · {html.escape(limits)} · "
-                f"{len(self.run_records())} runs · {state}</p>")
+        runs = int(summary["n_runs"].sum()) if not summary.empty else 0
+        head = (f"<p><b>session {html.escape(self.id)}</b> · {device} · {html.escape(limits)} · {runs} runs · "
+                f"{state}</p>")
         if summary.empty:
             return head + "<p>no runs yet</p>"
         columns = ["model_name", "cpus", "n_ok", "n_runs",

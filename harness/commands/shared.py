@@ -217,7 +217,7 @@ def print_refusals(models: list[ModelInfo]) -> None:
 def run_and_print(session: BaseSession, as_json: bool) -> int:
     """Run the session under a progress bar, then say what happened during it and print its summary."""
     known_notes = len(session.plan.notes)
-    summary = run_session(session).records["summary"]
+    _, summary = run_session(session)
     print_notes(session.plan.notes[known_notes:])  # what happened during the session (a cluster node lost)
     if session.not_run:
         err_console.print(f"[yellow]warning[/]: {len(session.not_run)} runs not run "
