@@ -1,8 +1,9 @@
-"""The conv + batch-norm + activation unit every hand-written zoo network is made of (2D or 3D)."""
+"""What the hand-written zoo networks are made of: the conv + batch-norm + activation unit (2D or 3D), and the
+pooled classifier head of the 2D ones."""
 
 from __future__ import annotations
 
-from torch import nn
+from torch import Tensor, nn
 
 
 def conv_bn(
@@ -28,3 +29,17 @@ def conv_bn(
     if act is not None:
         layers.append(act(inplace=True))
     return nn.Sequential(*layers)
+
+
+class PooledClassifier(nn.Module):
+    """`features`, a global average pool and a dense layer from their `width` channels to `num_classes`: MobileNetV1,
+    the keyword-spotting DS-CNN and ResNet-8 differ only in their features."""
+
+    def __init__(self, features: list[nn.Module], width: int, num_classes: int) -> None:
+        super().__init__()
+        self.features = nn.Sequential(*features)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Linear(width, num_classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.classifier(self.pool(self.features(x)).flatten(1))

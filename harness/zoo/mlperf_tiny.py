@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from harness.zoo.layers import conv_bn
+from harness.zoo.layers import PooledClassifier, conv_bn
 
 KWS_FILTERS = 64
 RESNET8_WIDTHS = (16, 32, 64)
@@ -19,24 +19,18 @@ AD_WIDTHS = (128, 128, 128, 128, 8, 128, 128, 128, 128)
 """The autoencoder's hidden layers, encoder to decoder, with the 8-wide bottleneck (the DCASE 2020 task 2 baseline)."""
 
 
-class DSCNN(nn.Module):
+class DSCNN(PooledClassifier):
     """Keyword spotting DS-CNN (Zhang et al. 2017, "Hello Edge", the small model): a 10 x 4 convolution of stride 2
     to 64 channels over the 49 x 10 MFCCs (25 x 5 out), four depthwise-separable blocks of 64, average pool, dense."""
 
     def __init__(self, num_classes: int = 12) -> None:
-        super().__init__()
         # Keras pads 'same' 4 above and 5 below (1 and 1 across); (5, 1) on both sides gives the same 25 x 5.
         stem = nn.Sequential(nn.Conv2d(1, KWS_FILTERS, (10, 4), 2, (5, 1), bias=False), nn.BatchNorm2d(KWS_FILTERS),
                              nn.ReLU(inplace=True))
         blocks: list[nn.Module] = []
         for _ in range(4):
             blocks += [conv_bn(KWS_FILTERS, KWS_FILTERS, 3, groups=KWS_FILTERS), conv_bn(KWS_FILTERS, KWS_FILTERS, 1)]
-        self.features = nn.Sequential(stem, *blocks)
-        self.pool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Linear(KWS_FILTERS, num_classes)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.classifier(self.pool(self.features(x)).flatten(1))
+        super().__init__([stem, *blocks], KWS_FILTERS, num_classes)
 
 
 class _Stack(nn.Module):
@@ -53,24 +47,18 @@ class _Stack(nn.Module):
         return self.relu(self.shortcut(x) + self.body(x))
 
 
-class ResNet8(nn.Module):
+class ResNet8(PooledClassifier):
     """CIFAR-10 ResNet-8 (EEMBC's ResNet v1 for MLPerf Tiny): a 3 x 3 stem of 16, three stacks of 16, 32 and 64
     channels (the last two of stride 2), average pool, dense."""
 
     def __init__(self, num_classes: int = 10) -> None:
-        super().__init__()
         first = RESNET8_WIDTHS[0]
         layers: list[nn.Module] = [conv_bn(3, first, 3)]
         cin = first
         for index, cout in enumerate(RESNET8_WIDTHS):
             layers.append(_Stack(cin, cout, 1 if index == 0 else 2))
             cin = cout
-        self.features = nn.Sequential(*layers)
-        self.pool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Linear(cin, num_classes)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.classifier(self.pool(self.features(x)).flatten(1))
+        super().__init__(layers, cin, num_classes)
 
 
 class FCAutoEncoder(nn.Module):
