@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import signal
 import sys
+from typing import Any
 
 from harness import __version__
 from harness.commands import COMMANDS
@@ -22,10 +23,20 @@ def command_name(module: str) -> str:
     return module.rsplit(".", 1)[1].replace("_", "-")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse without prefix matching, for the harness and each of its commands (add_subparsers makes every
+    subparser of this class): `--device` is never read as `--device-name`, and a flag misspelt is an error, not
+    another flag."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """Only the named command's module is imported when argv names one, and none without one (--help, a typo):
     the listing comes from COMMANDS, so the harness answers at once whatever a command loads when it runs."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="harness", description="Profile ML models under an edge device's CPU and memory limits."
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")

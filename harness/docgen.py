@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.cli import COMMAND_MODULES, build_parser, command_name
+from harness.cli import COMMAND_MODULES, Parser, build_parser, command_name
 from harness.core import conditions, metric_registry, records
 from harness.core.reference_docs import DOCS, GENERATED
 from harness.measure.provenance import collect_metadata
@@ -157,7 +157,7 @@ def commands_markdown() -> str:
         sections = [("harness", build_parser([]).format_help())]
         for module in COMMAND_MODULES:
             name = command_name(module)
-            parser = argparse.ArgumentParser(prog="harness")
+            parser = Parser(prog="harness")
             subparsers = parser.add_subparsers()
             importlib.import_module(module).register(subparsers)
             sections.append((f"harness {name}", subparsers.choices[name].format_help()))

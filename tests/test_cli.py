@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import COMMAND_MODULES, command_name, main
+from harness.cli import COMMAND_MODULES, build_parser, command_name, main
+from harness.commands.shared import profile_from_args
 
 
 def test_help_lists_every_command(capsys) -> None:
@@ -29,6 +30,36 @@ def test_unknown_command_is_one_usage_error(capsys) -> None:
         main(["profiel"])
     assert done.value.code == 2
     assert "invalid choice: 'profiel'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("module", COMMAND_MODULES)
+def test_no_command_takes_a_prefix_of_a_flag(capsys, module: str) -> None:
+    """Prefix matching is off on every parser: `--device-n` is no abbreviation of `--device-name`, nor `--res` of
+    `--results-dir` (argparse's default would take them, and `--device` for `--device-name` where no --device is)."""
+    name = command_name(module)
+    parsers = [build_parser([name])._subparsers._group_actions[0].choices[name]]  # type: ignore[union-attr]
+    parsers += [p for a in parsers[0]._actions if a.choices and isinstance(a.choices, dict) for p in a.choices.values()]
+    for parser in parsers:
+        assert parser.allow_abbrev is False, parser.prog
+
+
+def test_device_on_profile_loads_the_preset(monkeypatch) -> None:
+    """`profile --device raspberry-pi-4` is the preset (4 CPUs, 4 GiB), as `device=` is in Python, and is said in
+    --help; it is no prefix of --device-name."""
+    monkeypatch.delenv("HARNESS_ENV_FILE", raising=False)
+    for name in ("profile", "sweep"):
+        args = build_parser([name]).parse_args([name, "--device", "raspberry-pi-4"])
+        profile = profile_from_args(args)
+        assert (profile.device_name, profile.cpus, profile.memory_mib) == ("raspberry-pi-4", 4, 4096)
+    with pytest.raises(SystemExit):
+        build_parser(["profile"]).parse_args(["profile", "--device-n", "x"])
+
+
+@pytest.mark.parametrize("name", ["profile", "sweep", "predict", "regress", "suggest", "import-device"])
+def test_device_means_one_thing_in_every_help(capsys, name: str) -> None:
+    with pytest.raises(SystemExit):
+        main([name, "--help"])
+    assert "on profile and sweep a preset" in " ".join(capsys.readouterr().out.split())
 
 
 class _InterruptedDefinition:

@@ -11,6 +11,7 @@ from harness.commands.shared import (
     announce,
     print_notes,
     print_refusals,
+    profile_env_file,
     profile_from_args,
     run_and_print,
     session_request,
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 def resume(args: argparse.Namespace) -> int:
     """Run what an interrupted session did not, with the profile and plan it stored (only --env and --results-dir
     say where to find it)."""
-    base = load_profile(args.env, {"RESULTS_DIR": args.results_dir} if args.results_dir else None)
+    base = load_profile(profile_env_file(args), {"RESULTS_DIR": args.results_dir} if args.results_dir else None)
     start = resume_session(Path(base.results_dir), args.resume, session_request(args))
     session = start.session
     err_console.print(f"resuming {session.plan.session_id}: {len(session.plan.specs)} planned runs · "

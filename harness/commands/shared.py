@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from harness.api.profiling import run_session
+from harness.api.profiling import device_env, run_session
 from harness.core import metric_registry
 from harness.core.config import DeviceProfile, environment_values, load_profile
+from harness.core.errors import ConfigError
 from harness.models.resolve import ModelInfo
 from harness.report.console import err_console, print_summary
 from harness.run.assemble import SessionRequest, SessionStart
@@ -90,10 +91,16 @@ def library_option(args: argparse.Namespace, results_dir: Path, device: str) -> 
     return None if args.no_library else device_library(results_dir, device)
 
 
+DEVICE_HELP = ("the device: on profile and sweep a preset (devices/NAME.env, e.g. raspberry-pi-4) or an env file, "
+               "whose limits the runs get; on the commands that calibrate, a device whose measurements the harness "
+               "holds (a name given to import-device, or a library table: `harness devices`)")
+"""What --device means on every command that takes it, said in each one's --help."""
+
+
 def add_device_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device", default=env_default("HARNESS_DEVICE"), required=env_default("HARNESS_DEVICE") is None,
-        help="device name given to import-device (make: DEVICE=...)",
+        help=f"{DEVICE_HELP} (make: DEVICE=...)",
     )
 
 
@@ -129,6 +136,7 @@ FLAG_VARIABLES = {
 def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None:
     """Flags shared by profile and sweep: each overrides one env.template variable."""
     parser.add_argument("models", nargs="*", metavar="MODEL", help="model files or zoo names (default: $MODEL)")
+    parser.add_argument("--device", metavar="PRESET|FILE", help=f"{DEVICE_HELP}; here: its preset, as --env")
     parser.add_argument("--env", default=os.environ.get("HARNESS_ENV_FILE") or None,
                         help="device profile env file, e.g. devices/jetson-nano.env (default: $ENV)")
     parser.add_argument("--cpus", help=cpus_help)
@@ -168,7 +176,16 @@ def profile_from_args(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> D
                  for dest, var in FLAG_VARIABLES.items() if dest not in skip}
     skipped = {FLAG_VARIABLES[dest] for dest in skip}
     environment = {name: value for name, value in environment_values().items() if name not in skipped}
-    return load_profile(args.env, overrides, environment)
+    return load_profile(profile_env_file(args), overrides, environment)
+
+
+def profile_env_file(args: argparse.Namespace) -> str | Path | None:
+    """The env file of profile and sweep: --device's preset (or file), else --env (make: ENV=...); both is an error."""
+    if args.device is None:
+        return args.env  # type: ignore[no-any-return]
+    if args.env and args.env != os.environ.get("HARNESS_ENV_FILE"):
+        raise ConfigError(f"--device {args.device} and --env {args.env}: give one of them")
+    return device_env(args.device)
 
 
 def session_request(args: argparse.Namespace) -> SessionRequest:
