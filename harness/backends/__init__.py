@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness.backends.base import Backend
-from harness.core.config import DeviceProfile
 from harness.core.errors import BackendError
+
+if TYPE_CHECKING:  # type-only: the local backend also loads on a bare board Python (harness.target.agent)
+    from harness.core.config import DeviceProfile
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,11 @@ BY_NAME = {kind.name: kind for kind in BACKENDS}
 
 
 def select_backend(profile: DeviceProfile) -> tuple[Backend, str]:
-    """The backend for this profile and a one-line reason for the choice."""
+    """The backend for this profile and a one-line reason for the choice: with TARGET, its board (or farm)."""
+    if profile.target:
+        from harness.target.backend import target_backend
+
+        return target_backend(profile.target), f"TARGET={profile.target}"
     if profile.backend in BY_NAME:
         return BY_NAME[profile.backend].factory(profile), f"BACKEND={profile.backend}"
     unusable: list[str] = []

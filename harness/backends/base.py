@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.core.records import RunOutcome
 from harness.measure.spec import RunSpec
-from harness.models.resolve import ModelInfo
+
+if TYPE_CHECKING:  # type-only: the local backend also runs on a bare board Python (harness.target.agent)
+    from harness.models.resolve import ModelInfo
 
 # The script runs with oom_score_adj=1000, so an OOM kill of the runner is the runner's own memory, not the model's:
 # such a run is an `error`, never the model's `oom`.

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.backends import warm
 from harness.backends.base import RUNNER_KILLED, cache_model_file
@@ -30,7 +30,9 @@ from harness.core.storage import writing
 from harness.measure import cgroups, leases
 from harness.measure.launch import inside, runner_command
 from harness.measure.spec import RunSpec, cpu_list, parse_cpu_list
-from harness.models.resolve import ModelInfo
+
+if TYPE_CHECKING:  # type-only: this backend also runs on a bare board Python (harness.target.agent)
+    from harness.models.resolve import ModelInfo
 
 GRACE_S = 15.0  # beyond TIMEOUT_S before the backend itself kills a runner that did not stop its script
 PROBE_MEMORY_BYTES = 64 * 1024 * 1024  # limits the probe cgroup is given (it never holds a process)

@@ -22,4 +22,5 @@ COMMANDS: dict[str, str] = {
     "ops": "per-operator table of a model profiled with --per-op",
     "check": "regression gate: exit 1 when a model got slower or bigger than in a baseline session",
     "image": "build the Docker runtime image (IMAGE) for BACKEND=docker",
+    "target": "a board over SSH (TARGET=ssh://...): check what it has, set up its engines, clean it",
 }

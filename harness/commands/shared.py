@@ -130,6 +130,7 @@ FLAG_VARIABLES = {
     "repeats": "REPEATS", "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE",
     "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout": "TIMEOUT_S", "backend": "BACKEND", "image": "IMAGE",
     "results_dir": "RESULTS_DIR", "per_op": "PER_OP", "runtime": "RUNTIME", "dim": "DIMS", "inputs": "INPUTS",
+    "target": "TARGET",
 }
 
 
@@ -150,6 +151,9 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
                         help="size of a dynamic input dimension, e.g. --dim seq=128 (repeatable; overrides DIMS)")
     parser.add_argument("--inputs", metavar="FILE", help="INPUTS: an .npz of the models' inputs, fed instead of "
                                                         "random ones (see docs/inputs.md)")
+    parser.add_argument("--target", metavar="ssh://USER@HOST[:PORT]",
+                        help="TARGET: run on this board over SSH (or a Host alias: ssh://alias; several, space-"
+                             "separated, for a farm); see docs/targets.md")
     parser.add_argument("--script", type=Path, action="append",
                         help="your own script (arguments for it go after --): with MODELs it is their bench script; "
                              "without, it is profiled as a whole (repeat --script for several; default: $SCRIPT)")

@@ -19,6 +19,8 @@ from typing import Any
 from dotenv import dotenv_values
 
 from harness.core.errors import ConfigError
+from harness.target.address import FORM as TARGET_FORM
+from harness.target.address import canonical_target
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
@@ -118,6 +120,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "DIMS": ("dims", parse_dims, 'sizes of named dynamic dimensions such as "seq=128 h=320 w=320" (NAME=SIZE, '
              "SIZE a whole number >= 1, pairs separated by spaces)", ""),
     "INPUTS": ("inputs", _optional_text, "the path of an .npz file of arrays named after the model's inputs", ""),
+    "TARGET": ("target", canonical_target, TARGET_FORM, ""),
 }
 _MIN_MEMORY_BYTES = 16 * 1024**2
 SET_PREFIX = "HARNESS_SET_"
@@ -146,6 +149,7 @@ class DeviceProfile:
     runtime: str
     dims: str = ""
     inputs: str = ""
+    target: str = ""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 

@@ -208,6 +208,7 @@ class RunOutcome:
     overhead_s: float = 0.0  # wall time of the run outside the script: environment set-up and tear-down
     container: dict[str, Any] | None = None  # Docker only: name, id, the engine's OOM flag and exit code
     clock_s: dict[str, float] = field(default_factory=dict)  # the backend's steps, on the clock of RunResult.clock_s
+    board: dict[str, Any] | None = None  # TARGET only: the board that ran it, its temperatures and clocks around it
 
 
 class StoredFields(Mapping[str, Any]):
@@ -236,7 +237,7 @@ class StoredFields(Mapping[str, Any]):
 
 _RECORD_PARTS = ("model", "limits_requested", "outcome", "conditions", "provenance", "node", "extra")
 """RunRecord's fields that are not written under their own name (flattened, split in two, or merged)."""
-_OUTCOME_KEYS = ("limits_applied", "overhead_s", "clock_s", "container")
+_OUTCOME_KEYS = ("limits_applied", "overhead_s", "clock_s", "container", "board")
 MODEL_PREFIX = "model_"  # the model's fields on a line: model_name, model_path, model_sha256, ...
 
 
@@ -311,6 +312,7 @@ class RunRecord(StoredFields):
             **outcome.result.to_dict(), "overhead_s": outcome.overhead_s,
             "clock_s": {**outcome.result.clock_s, **outcome.clock_s},
             **({"container": outcome.container} if outcome.container is not None else {}),
+            **({"board": outcome.board} if outcome.board is not None else {}),
             **({"node": self.node} if self.node is not None else {}),
             "conditions": self.conditions, "provenance": self.provenance, **self.extra,
         }
@@ -329,7 +331,8 @@ class RunRecord(StoredFields):
             outcome=RunOutcome(
                 result=RunResult(**{"status": "error", **{k: v for k, v in line.items() if k in result_keys}}),
                 applied=Limits.from_dict(applied) if applied is not None else None,
-                overhead_s=line.get("overhead_s") or 0.0, container=line.get("container")),
+                overhead_s=line.get("overhead_s") or 0.0, container=line.get("container"),
+                board=line.get("board")),
             conditions=line.get("conditions") or {}, provenance=line.get("provenance") or {}, node=line.get("node"),
             extra={k: v for k, v in line.items() if k not in known and not k.startswith(MODEL_PREFIX)},
         )

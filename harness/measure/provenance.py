@@ -17,6 +17,9 @@ from typing import Any
 
 from harness import __version__
 from harness.measure import cgroups
+from harness.target.board_side import cpu_model
+
+__all__ = ["RUNTIME_PACKAGES", "collect_metadata", "cpu_model", "installed_versions"]
 
 RUNTIME_PACKAGES = ("onnxruntime", "onnx", "numpy", "torch", "ai-edge-litert", "ncnn", "pnnx", "docker")
 
@@ -29,16 +32,6 @@ def _git_commit() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _normalized(name: str) -> str:

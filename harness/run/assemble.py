@@ -120,7 +120,7 @@ def start_session(profile: DeviceProfile, request: SessionRequest,
         if examples:
             profile = example_profile(profile)
         plan = plan_session(profile, models, cpus_values, request.script_args, new_session_id(), request.seed,
-                            request.keep_samples)
+                            request.keep_samples, getattr(backend, "cores", None))
         plan.notes += leftover_notes(backend)
         session = build_session(profile, plan, backend, reason, request)
     return SessionStart(session, examples, list(plan.notes))
@@ -184,9 +184,15 @@ def build_session(profile: DeviceProfile, plan: Plan, backend: Backend | Cluster
                   request: SessionRequest) -> BaseSession:
     """A serial Session; with --parallel a ParallelSession over this host's slots (its notes join the plan's);
     with a cluster a ClusterSession over the cluster's nodes."""
-    from harness.run.slots import parse_parallel, plan_slots, run_needs
+    from harness.run.slots import SlotPlan, parse_parallel, plan_slots, run_needs
 
     parallel = parse_parallel(request.parallel) if request.parallel else 1
+    boards = getattr(backend, "boards", None)
+    if boards:  # a farm: one slot per board, each the board's cores
+        from harness.run.parallel import ParallelSession
+
+        slots = SlotPlan(tuple(tuple(backend.cores) for _ in boards))  # type: ignore[union-attr]
+        return ParallelSession(profile, plan, backend, reason, slots=slots)  # type: ignore[arg-type]
     if isinstance(backend, ClusterClient):
         return ClusterSession(profile, plan, backend, reason, parallel=parallel,
                               allow_mixed_hosts=request.allow_mixed_hosts)

@@ -53,12 +53,12 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
 
-def capped_cpus(values: Sequence[float], allowed: int) -> tuple[list[float], list[str]]:
-    """CPUS above this host's cores cannot be honoured: cap them, and say so."""
+def capped_cpus(values: Sequence[float], allowed: int, where: str = "this host's") -> tuple[list[float], list[str]]:
+    """CPUS above this host's (or the board's) cores cannot be honoured: cap them, and say so."""
     capped, notes = [], []
     for value in values:
         if value > allowed:
-            notes.append(f"CPUS={value:g} exceeds this host's {allowed} usable cores: measured at CPUS={allowed}")
+            notes.append(f"CPUS={value:g} exceeds {where} {allowed} usable cores: measured at CPUS={allowed}")
             value = float(allowed)
         if value not in capped:
             capped.append(value)
@@ -101,11 +101,13 @@ def unused_dims_notes(profile: DeviceProfile, models: Sequence[ModelInfo]) -> li
 
 def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: Sequence[float] | None,
                  script_args: Sequence[str], session_id: str, seed: int | None = None,
-                 keep_samples: bool = False) -> Plan:
+                 keep_samples: bool = False, cores: Sequence[int] | None = None) -> Plan:
+    """Every run of the session, in shuffled rounds; `cores`: a board's cores (TARGET) instead of this host's."""
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
-    allowed = sorted(os.sched_getaffinity(0))
+    allowed = sorted(cores) if cores else sorted(os.sched_getaffinity(0))
     models, model_notes = distinct_models(models)
-    cpus_list, notes = capped_cpus(cpus_values or [profile.cpus], host_cpu_count())
+    cpus_list, notes = capped_cpus(cpus_values or [profile.cpus], len(allowed) if cores else host_cpu_count(),
+                                   "the board's" if cores else "this host's")
     notes = model_notes + notes + unused_dims_notes(profile, models)
     rng = random.Random(seed)
     combos = [(model, cpus) for model in models for cpus in cpus_list]
@@ -140,10 +142,12 @@ class BaseSession(ABC):
     Ctrl-C loses nothing done, and the summary follows them. `backend_info` is what every run's record says of the
     backend (its describe())."""
 
-    def __init__(self, profile: DeviceProfile, plan: Plan, backend_info: dict[str, Any], backend_reason: str) -> None:
+    def __init__(self, profile: DeviceProfile, plan: Plan, backend_info: dict[str, Any], backend_reason: str,
+                 metadata: dict[str, Any] | None = None) -> None:
+        """`metadata`: where the runs run, when not on this host (a board's, from its agent)."""
         self.profile, self.plan, self.backend_info, self.backend_reason = profile, plan, backend_info, backend_reason
         self.store = SessionStore(Path(profile.results_dir), plan.session_id)
-        self.metadata = collect_metadata()
+        self.metadata = metadata or collect_metadata()
         self.not_run: dict[str, str] = {}  # run id -> why it was not run (a cluster's run whose workers kept dying)
         self._models = {m.name: m for m in plan.models}
         # The runs on disk, read once (a resumed session has some) and then kept in step with every append,
@@ -301,7 +305,7 @@ class Session(BaseSession):
 
     def __init__(self, profile: DeviceProfile, plan: Plan, backend: Backend, backend_reason: str) -> None:
         self.backend = backend
-        super().__init__(profile, plan, backend.describe(), backend_reason)
+        super().__init__(profile, plan, backend.describe(), backend_reason, getattr(backend, "metadata", None))
 
     def outcome(self, spec: RunSpec) -> RunOutcome:
         """The run's outcome from the backend; a model its engine refused is not run (refused_outcome)."""
