@@ -20,7 +20,7 @@ from harness.analysis.stats import metric_value
 from harness.core import conditions, metric_registry
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
-from harness.store.results import ALL_SESSIONS, iter_all_runs, load_runs, resolve_session
+from harness.store.results import ALL_SESSIONS, iter_all_runs, list_sessions, load_runs, resolve_session
 
 if TYPE_CHECKING:
     from harness.device.data import DeviceData
@@ -74,8 +74,9 @@ def select_runs(results_dir: Path, session: str | None, runtime: str | None = No
     """Runs of one session (default: the newest), or of every session pooled when session == "all", only those of
     the engine `runtime` names, else of the engine `device`'s data says it ran (a device's data pairs with the runs of
     the engine it ran); refused in one line when they hold runs under different conditions
-    (harness.core.conditions), which must not be pooled."""
-    runs, name = _session_runs(results_dir, session)
+    (harness.core.conditions), which must not be pooled. Against a device, only this host's runs count: a board's
+    (TARGET) are that device's measurements, not the harness's."""
+    runs, name = _session_runs(results_dir, session, host_only=device is not None)
     if runtime is not None:
         runs = _on_runtime(runs, runtime, name, f"--runtime {runtime}")
     elif device is not None and device.runtime is not None:
@@ -98,16 +99,26 @@ def split_by_engine(runs: Iterable[RunRecord]) -> dict[str, list[RunRecord]]:
 def runs_by_engine(results_dir: Path, session: str | None) -> tuple[dict[str, list[RunRecord]], str]:
     """The runs of select_runs's session(s) split by engine (split_by_engine), each engine's checked for pooling as
     select_runs checks them."""
-    runs, name = _session_runs(results_dir, session)
+    runs, name = _session_runs(results_dir, session, host_only=True)
     return {engine: _poolable(engine_runs, name) for engine, engine_runs in split_by_engine(runs).items()}, name
 
 
-def _session_runs(results_dir: Path, session: str | None) -> tuple[list[RunRecord], str]:
+def _session_runs(results_dir: Path, session: str | None, host_only: bool = False) -> tuple[list[RunRecord], str]:
+    """The runs of `session` (None: the newest; with `host_only`, the newest that ran on this host), or of all."""
+    from harness.target.device import is_target_run
+
     if session == ALL_SESSIONS:
-        runs = list(iter_all_runs(results_dir))
+        runs = [run for run in iter_all_runs(results_dir) if not (host_only and is_target_run(run))]
         if not runs:
             raise DataError(f"no runs under {results_dir}; run `make profile MODEL=...` first")
         return runs, ALL_SESSIONS
+    if session is None and host_only:
+        for session_dir in reversed(list_sessions(results_dir)):
+            runs = load_runs(session_dir)
+            if any(not is_target_run(run) for run in runs):
+                return runs, session_dir.name
+        raise DataError(f"no session under {results_dir} ran on this host; profile the models here first "
+                        "(`make profile MODEL=...` without TARGET)")
     session_dir = resolve_session(results_dir, session)
     return load_runs(session_dir), session_dir.name
 

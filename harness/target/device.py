@@ -1,0 +1,83 @@
+"""A board's runs as device measurements, with no import step: after a TARGET session, every target run of the same
+board, engine and thread count under RESULTS_DIR becomes that device's table (RESULTS_DIR/devices/<name>/), the same
+table `harness import-device` writes, so regress, predict, suggest, rank and the report use it at once.
+
+The device's name is DEVICE_NAME where the profile sets one, else `<board's host name>-<engine>-<threads>t`; a
+session of several engines or thread counts adds `-<engine>-<threads>t` to a DEVICE_NAME too.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis.run_values import run_value
+from harness.core import conditions, metric_registry
+from harness.core.records import RunRecord
+from harness.store.results import iter_all_runs
+
+TARGET_BACKEND = "ssh"
+METRICS = (metric_registry.LATENCY, metric_registry.PEAK_MEMORY, "peak_rss_mib", "load_s", metric_registry.RUNTIME,
+           "energy_mj")
+"""What a board's table gives, where its runs measured it."""
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def is_target_run(run: RunRecord) -> bool:
+    """Whether a run ran on a board (TARGET), not on this host."""
+    return run.backend == TARGET_BACKEND
+
+
+def board_key(run: RunRecord) -> tuple[str, str, int]:
+    """(board host name, engine, threads): the runs one device table pools."""
+    board = run.line.get("board") or {}
+    return str(board.get("hostname") or "board"), conditions.runtime_name(run) or "script", int(run.threads)
+
+
+def device_name(key: tuple[str, str, int], chosen: str | None, several: bool) -> str:
+    host, engine, threads = key
+    suffix = f"{engine}-{threads}t"
+    name = f"{chosen}-{suffix}" if chosen and several else chosen or f"{host}-{suffix}"
+    return _SAFE.sub("-", name).strip("-.") or "board"
+
+
+def board_rows(runs: Iterable[RunRecord]) -> pd.DataFrame:
+    """A device CSV's rows: one per ok run (its repeat), each metric the run has."""
+    rows = []
+    for run in runs:
+        if not run.ok:
+            continue
+        values = {metric: run_value(run, metric) for metric in METRICS}
+        rows.append({"model": run.model_name, "repeat": len(rows) + 1, "threads": run.threads,
+                     "runtime": conditions.runtime_name(run) or "",
+                     **{metric: value for metric, value in values.items() if value is not None}})
+    return pd.DataFrame(rows)
+
+
+def register_boards(session_runs: list[RunRecord], results_dir: Path, chosen: str | None) -> list[str]:
+    """Store the boards of `session_runs` as devices (each pooling every target run of its board, engine and threads
+    under results_dir); returns one line per device stored."""
+    from harness.device.importer import DeviceFile, import_device
+
+    keys = sorted({board_key(run) for run in session_runs if is_target_run(run)})
+    if not keys:
+        return []
+    every = [run for run in iter_all_runs(results_dir) if is_target_run(run)]
+    lines = []
+    for key in keys:
+        runs = [run for run in every if board_key(run) == key]
+        rows = board_rows(runs)
+        if rows.empty:
+            continue
+        name = device_name(key, chosen, len(keys) > 1)
+        with tempfile.TemporaryDirectory(prefix="harness-board-") as folder:
+            path = Path(folder) / f"{name}.csv"
+            rows.to_csv(path, index=False)
+            result = import_device([DeviceFile(path)], name, results_dir, sorted(set(rows["model"])))
+        lines.append(f"board {key[0]} ({key[1]}, {key[2]} thread{'s' if key[2] > 1 else ''}) is device {name}: "
+                     f"{result.models} models from {len(runs)} runs; `harness predict MODEL --device {name}`")
+    return lines
