@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.commands import COMMANDS
-from harness.commands.shared import fmt, print_json
+from harness.commands.shared import print_json
 from harness.report.console import out_console
 from harness.target import setup
 from harness.target.address import Address, target_addresses
@@ -34,16 +34,15 @@ def addresses(args: argparse.Namespace) -> tuple[Address, ...]:
 def facts_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
     cgroup = facts.get("cgroup") or {}
     engines = facts.get("engines") or {}
+    limits = "writable: limits enforced" if cgroup.get("writable") else "read-only: rlimits only"
     return [
         ("board", f"{facts.get('hostname')} · {facts.get('board_model') or facts.get('system')} · {facts['machine']}"),
-        ("CPU", f"{facts.get('cpu_model')} · {len(facts.get('cores') or [])} cores · {fmt(facts.get('memory_mib'))} "
-                "MiB"),
+        ("CPU", f"{facts.get('cpu_model')} · {len(facts.get('cores') or [])} cores · {facts.get('memory_mib') or 0:.0f} MiB"),
         ("Python", f"{facts['python']} ({facts['executable']}){' · harness venv' if facts.get('env') else ''}"),
         ("engines", ", ".join(f"{name} {version or '?'}" for name, version in sorted(engines.items())) or "none"),
-        ("cgroups", f"v{cgroup.get('version')}, {'writable: limits enforced' if cgroup.get('writable') else 'read-only'}"
-                    if cgroup.get("version") else "none: rlimits only"),
+        ("cgroups", f"v{cgroup.get('version')}, {limits}" if cgroup.get("version") else "none: rlimits only"),
         ("energy", ", ".join(facts.get("energy") or []) or "none"),
-        ("disk free", f"{fmt(facts.get('disk_free_mib'))} MiB in {facts.get('home')}"),
+        ("disk free", f"{facts.get('disk_free_mib') or 0:.0f} MiB in {facts.get('home')}"),
     ]
 
 

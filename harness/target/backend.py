@@ -96,8 +96,8 @@ class TargetBackend:
         return {key: self.board.facts.get(key) for key in keep}
 
     def _start_agent(self) -> dict[str, Any]:
-        self._agent = self.connection.start(["sh", "-c", START, "harness-agent", self.folder, self.board.facts["executable"],
-                                             BOOT],
+        python = self.board.facts["executable"]  # absolute: the agent starts in its session's folder
+        self._agent = self.connection.start(["sh", "-c", START, "harness-agent", self.folder, python, BOOT],
                                             self._errors)
         threading.Thread(target=self._read, args=(self._agent.stdout,), daemon=True,
                          name=f"agent-{self.address.label}").start()
