@@ -37,7 +37,8 @@ def facts_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
     limits = "writable: limits enforced" if cgroup.get("writable") else "read-only: rlimits only"
     return [
         ("board", f"{facts.get('hostname')} · {facts.get('board_model') or facts.get('system')} · {facts['machine']}"),
-        ("CPU", f"{facts.get('cpu_model')} · {len(facts.get('cores') or [])} cores · {facts.get('memory_mib') or 0:.0f} MiB"),
+        ("CPU", f"{facts.get('cpu_model')} · {len(facts.get('cores') or [])} cores · "
+                f"{facts.get('memory_mib') or 0:.0f} MiB"),
         ("Python", f"{facts['python']} ({facts['executable']}){' · harness venv' if facts.get('env') else ''}"),
         ("engines", ", ".join(f"{name} {version or '?'}" for name, version in sorted(engines.items())) or "none"),
         ("cgroups", f"v{cgroup.get('version')}, {limits}" if cgroup.get("version") else "none: rlimits only"),
