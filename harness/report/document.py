@@ -23,6 +23,7 @@ from harness.core.records import RunRecord, SessionInfo
 from harness.core.storage import write_bytes_atomically
 from harness.device.data import list_devices, load_device
 from harness.report.answer import answer_parts, device_energy_points
+from harness.report.board import board_section
 from harness.report.figures import (
     calibration_residuals,
     calibration_scatter,
@@ -233,6 +234,9 @@ def build_report(
     devices = devices or list_devices(results_dir)
     sections = [answer_section(results_dir, runs, info, devices), session_section(info, runs), summary_section(runs),
                 ranking_section(runs)]
+    beside = board_section(results_dir, runs)
+    if beside is not None:
+        sections.append(beside)
     for name in devices:
         sections.append(calibration_section(results_dir, name, runs, group_by))
     sections += ops_sections(session_dir, runs)
