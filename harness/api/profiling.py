@@ -23,13 +23,11 @@ from typing import Any
 from harness.api.session import Session
 from harness.core.config import VARIABLES, load_profile, resolve_results_dir
 from harness.core.errors import ConfigError
+from harness.core.shipped import PRESETS_DIR
 from harness.models.input_feeds import dims_text
 from harness.run.assemble import SessionRequest, SessionStart, start_session
 from harness.run.session import BaseSession
 
-PRESETS_DIR = Path(__file__).resolve().parents[2] / "devices"
-"""The device presets (`device="raspberry-pi-4"` is devices/raspberry-pi-4.env of the checkout, wherever a notebook
-runs from)."""
 KEYWORDS = {"device_name": "DEVICE_NAME", "cpus": "CPUS", "memory": "MEMORY", "swap": "SWAP", "repeats": "REPEATS",
             "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE", "backend": "BACKEND",
             "runtime": "RUNTIME", "per_op": "PER_OP", "results_dir": "RESULTS_DIR", "timeout_s": "TIMEOUT_S",

@@ -55,6 +55,10 @@ def leftovers(parent: cgroups.OwnCgroup | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.target:  # the board's checks, as `harness target check` prints them
+        from harness.commands.target import run_check
+
+        return run_check(argparse.Namespace(targets=[args.target], json=False))
     profile = load_profile(args.env)
     table = Table(title="What this machine can enforce")
     for column in ("check", "status", "detail"):
@@ -68,4 +72,6 @@ def run(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("doctor", help=COMMANDS["doctor"], description=__doc__)
     parser.add_argument("--env", default=os.environ.get("HARNESS_ENV_FILE") or None, help="device profile env file")
+    parser.add_argument("--target", metavar="ssh://USER@HOST[:PORT]",
+                        help="check a board instead of this machine (as `harness target check`)")
     parser.set_defaults(func=run)
