@@ -25,9 +25,10 @@ import pandas as pd
 
 from harness.core import metric_registry
 from harness.core.errors import DataError
+from harness.core.shipped import SHIPPED_ROOT
 from harness.device.data import IMPORT_FILE, list_devices, load_device
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = SHIPPED_ROOT
 CATALOG = ROOT / "devices" / "library.csv"
 METRIC = metric_registry.LATENCY
 """The metric every library table gives: the per-inference latency in milliseconds."""

@@ -17,12 +17,10 @@ from harness.core.conditions import runtime_of
 from harness.core.config import dim_sizes
 from harness.core.errors import ConfigError, ModelError
 from harness.core.external_data import ExternalData, confine, data_files
+from harness.core.shipped import BENCH_SCRIPTS_DIR, EXAMPLES_DIR
 from harness.models.facts_cache import model_facts
 from harness.models.input_feeds import FeedRequest, dims_text, dynamic_sizes, fed_sizes, load_inputs, script_env
 
-BENCH_SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "bench_scripts"
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
-"""The built-in example set (small zoo exports checked in; examples/models/README.md says how they are made)."""
 SCRIPT_KIND = "script"
 """A user script profiled as a whole, with no model: it is the thing measured, named after its file."""
 
