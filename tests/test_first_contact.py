@@ -50,6 +50,26 @@ def test_profile_with_nothing_given_profiles_the_examples_and_says_what_next(
     assert "make profile MODEL=" in err and "make profile SCRIPT=" in err
 
 
+def test_a_session_of_your_own_models_writes_its_report_and_says_what_next(
+        capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path) -> None:
+    mine = in_tmp_cwd / "my_model.onnx"
+    mine.write_bytes((EXAMPLES_DIR / "mobilenet_v1_0.25_128.onnx").read_bytes())
+    results = in_tmp_cwd / "results"
+    capsys.readouterr()
+    assert main(["profile", str(mine), "--backend", "local", "--repeats", "1", "--iterations", "5",
+                 "--results-dir", str(results)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    report = list_sessions(results)[-1] / "report" / "report.html"
+    assert report.exists() and "my_model" in report.read_text()
+    assert f"Next: open the report: {report}" in err
+    assert "harness rank" in err and "harness import-device" in err and "make predict" in err
+    capsys.readouterr()
+    assert main(["profile", str(mine), "--backend", "local", "--repeats", "1", "--iterations", "5",
+                 "--results-dir", str(results), "--no-report"]) == 0
+    assert "Next:" not in capsys.readouterr().err
+    assert not (list_sessions(results)[-1] / "report").exists()
+
+
 def test_script_with_no_model_is_profiled_as_a_whole(capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path) -> None:
     results = in_tmp_cwd / "results"
     summary = profile_json(capsys, results, "--backend", "local", "--repeats", "2", "--script", str(JOB), "--", "3")

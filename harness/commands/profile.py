@@ -15,17 +15,27 @@ from harness.commands.shared import (
     profile_from_args,
     run_and_print,
     session_request,
+    warn,
     write_session_report,
 )
 from harness.core.config import load_profile
+from harness.core.errors import HarnessError
 from harness.report.console import err_console
 from harness.run.assemble import resume_session, start_session
+from harness.run.session import BaseSession
 
 NEXT_STEPS = (
     "your model:  make profile MODEL=path/to/model.onnx   (or a zoo name: MODEL=mobilenet_v2_0.5_224)",
     "your script: make profile SCRIPT=job.py ARGS=\"--epochs 1\"   (profiled as a whole)",
     "a device:    make profile ENV=devices/raspberry-pi-4.env MODEL=...   (presets in devices/)",
 )
+"""What to try after the built-in examples."""
+NEXT_STEPS_OWN = (
+    "rank:        harness rank   (models whose difference is not significant share a rank)",
+    "a device:    make profile ENV=devices/raspberry-pi-4.env MODEL=...   (presets in devices/)",
+    "predict it:  harness import-device my_device.csv --device my-device && make predict MODEL=... DEVICE=my-device",
+)
+"""What to try after a session of the user's own models."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__)
     add_profile_options(parser, "CPUS, e.g. 2 or 0.5")
     parser.add_argument("--resume", metavar="SESSION", help="finish the runs an interrupted session did not do")
+    parser.add_argument("--no-report", action="store_true",
+                        help="skip the session's report (written after every session, but not with --json)")
     parser.set_defaults(func=run)
 
 
@@ -42,12 +54,22 @@ def run(args: argparse.Namespace) -> int:
     start = start_session(profile_from_args(args), session_request(args))
     announce(start)
     code = run_and_print(start.session, args.json)
-    if start.examples:
-        report = write_session_report(start.session)
-        err_console.print(f"\n[bold]Next[/]: open the report: {report}", highlight=False)
-        for line in NEXT_STEPS:
-            err_console.print(f"  {line}", highlight=False)
+    report_and_next_steps(args, start.session, NEXT_STEPS if start.examples else NEXT_STEPS_OWN)
     return code
+
+
+def report_and_next_steps(args: argparse.Namespace, session: BaseSession, steps: tuple[str, ...]) -> None:
+    """After every session (unless --json or --no-report): its report, and what to do next."""
+    if args.json or args.no_report:
+        return
+    try:
+        report = write_session_report(session)
+    except HarnessError as err:  # a full disk: the session is kept, and the message says how to write it later
+        warn(str(err))
+        return
+    err_console.print(f"\n[bold]Next[/]: open the report: {report}", highlight=False)
+    for line in steps:
+        err_console.print(f"  {line}", highlight=False)
 
 
 def resume(args: argparse.Namespace) -> int:
@@ -60,4 +82,6 @@ def resume(args: argparse.Namespace) -> int:
                       f"{session.backend_reason}")
     print_refusals(session.plan.models)
     print_notes(start.new_notes)
-    return run_and_print(session, args.json)
+    code = run_and_print(session, args.json)
+    report_and_next_steps(args, session, NEXT_STEPS_OWN)
+    return code
