@@ -72,7 +72,7 @@ class TargetBackend:
         self._paths: dict[str, str] = {}  # host path -> its path in the session's folder on the board
         self.folder = f"{SESSIONS}/{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
         self._errors: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - the agent's stderr, closed by close()
-        self._agent = None
+        self._agent: subprocess.Popen[bytes] | None = None
         try:
             facts = self.board.probe()
             swept = self.board.call("sweep", SESSIONS, doing="removing what killed sessions left")
@@ -97,9 +97,9 @@ class TargetBackend:
 
     def _start_agent(self) -> dict[str, Any]:
         python = self.board.facts["executable"]  # absolute: the agent starts in its session's folder
-        self._agent = self.connection.start(["sh", "-c", START, "harness-agent", self.folder, python, BOOT],
-                                            self._errors)
-        threading.Thread(target=self._read, args=(self._agent.stdout,), daemon=True,
+        agent = self._agent = self.connection.start(["sh", "-c", START, "harness-agent", self.folder, python, BOOT],
+                                                    self._errors)
+        threading.Thread(target=self._read, args=(agent.stdout,), daemon=True,
                          name=f"agent-{self.address.label}").start()
         ready = self._reply(READY_S, "starting the harness's agent")
         if "ready" not in ready:

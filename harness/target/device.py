@@ -47,7 +47,7 @@ def device_name(key: tuple[str, str, int], chosen: str | None, several: bool) ->
 
 def board_rows(runs: Iterable[RunRecord]) -> pd.DataFrame:
     """A device CSV's rows: one per ok run (its repeat), each metric the run has."""
-    rows = []
+    rows: list[dict[str, object]] = []
     for run in runs:
         if not run.ok:
             continue

@@ -62,11 +62,22 @@ def pip_for_board(facts: dict[str, Any], requirements: list[str], into: Path) ->
                            f"Python {version}, {'-'.join(facts['libc'])}): {lines[-1] if lines else 'no message'}")
 
 
-def requirements(runtime: str, facts: dict[str, Any]) -> list[str]:
+def requirements(runtime: str) -> list[str]:
     """The runtime's packages, at this host's versions where it has them (the same engine on both sides)."""
     names = PACKAGES[runtime]
     here = installed_versions(names)
     return [f"{name}=={here[name]}" if name in here else name for name in names]
+
+
+def missing(wanted: list[str], held: dict[str, str | None]) -> list[str]:
+    """The requirements (`name` or `name==version`) that the board's Python does not hold at that version."""
+    needed = []
+    for requirement in wanted:
+        name, _, version = requirement.partition("==")
+        module = name.replace("-", "_")
+        if module not in held or (version and held[module] != version):
+            needed.append(requirement)
+    return needed
 
 
 def connect(address: Address) -> Board:
@@ -92,7 +103,9 @@ def setup(address: Address, runtimes: list[str]) -> SetupReport:
         check_done(address.url, site, "finding the venv's site-packages")
         report.seconds["connect"] = time.monotonic() - started
         for runtime in runtimes:
-            wanted = requirements(runtime, board.facts)
+            wanted = missing(requirements(runtime), board.facts.get("engines") or {})
+            if not wanted:
+                continue
             mark = time.monotonic()
             with tempfile.TemporaryDirectory(prefix="harness-wheels-") as folder:
                 pip_for_board(board.facts, wanted, Path(folder))
