@@ -12,6 +12,7 @@ from typing import Any
 
 from harness import __version__
 from harness.commands import COMMANDS
+from harness.core import progress
 from harness.core.errors import HarnessError, user_interrupt
 from harness.core.interrupts import INTERRUPT_EXIT_BASE, Interrupted, signal_number, stop_signals
 
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         argv, extra = argv[:split], argv[split + 1:]
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    progress.show()  # what a long step does (a model's conversion), on stderr
     args.extra_args = extra
     with stop_signals():  # SIGTERM and SIGHUP take Ctrl-C's path, up to the last line printed
         try:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from harness.cli import main
 from harness.models.resolve import EXAMPLES_DIR
+from harness.report.console import plain_progress
 from harness.store.results import list_sessions, load_session_info
 from tests.helpers import profile_json, session_runs
 
@@ -68,6 +70,26 @@ def test_a_session_of_your_own_models_writes_its_report_and_says_what_next(
                  "--results-dir", str(results), "--no-report"]) == 0
     assert "Next:" not in capsys.readouterr().err
     assert not (list_sessions(results)[-1] / "report").exists()
+
+
+def test_outside_a_terminal_each_run_is_a_plain_line_with_its_round_and_eta(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """rich's live bar draws nothing in a CI log or a notebook cell: there each run says where the session is."""
+    now = [100.0]
+    on_start, on_done = plain_progress(3, clock=lambda: now[0])
+    specs = [SimpleNamespace(model_name=name, cpu=SimpleNamespace(cpus=1.0), repeat=r)
+             for r, name in ((0, "a"), (0, "b"), (1, "a"))]
+    for spec, status in zip(specs, ("ok", "oom", "ok"), strict=True):
+        on_start(spec)
+        now[0] += 10
+        on_done(spec, {"status": status})
+    assert capsys.readouterr().err.splitlines() == [
+        "run 1/3: a cpus=1 round 1 · elapsed 0:00:00 · eta ?",
+        "run 2/3: b cpus=1 round 1 · elapsed 0:00:10 · eta 0:00:20",
+        "b round 1: oom",
+        "run 3/3: a cpus=1 round 2 · elapsed 0:00:20 · eta 0:00:10",
+        "3/3 runs done in 0:00:30",
+    ]
 
 
 def test_script_with_no_model_is_profiled_as_a_whole(capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path) -> None:

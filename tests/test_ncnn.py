@@ -4,6 +4,7 @@ ONNX without torch; the others are built here with onnx.helper)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from collections.abc import Iterator
@@ -55,6 +56,22 @@ def test_a_zoo_model_runs_on_ncnn_with_latency_and_the_kernels_peak(capsys, tmp_
     stamps = [p.stat().st_mtime_ns for p in converted]
     profile_json(capsys, tmp_path / "again", "nb201_0", "--runtime", "ncnn", *QUICK)
     assert [p.stat().st_mtime_ns for p in converted] == stamps  # converted once: the second session found it
+
+
+def test_a_conversion_says_what_it_converts_and_how_long_it_took(capsys, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside a terminal (captured here, as in a CI log) a session says what it converts, how long that took, and
+    each run as it starts; a model found converted says nothing of a conversion."""
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    model = make_matmul_model(tmp_path / "said.onnx", size=32, layers=1)
+    for results in ("first", "again"):
+        capsys.readouterr()
+        assert main(["profile", str(model), "--runtime", "ncnn", *QUICK, "--json",
+                     "--results-dir", str(tmp_path / results)]) == 0
+        err = capsys.readouterr().err
+        assert "run 1/2: said cpus=1 round 1 · elapsed 0:00:00 · eta ?" in err and "2/2 runs done in" in err
+        converted = re.search(r"converting said for ncnn with pnnx \S+: done in \d+\.\d s", err)
+        assert (converted is not None) == (results == "first"), err
 
 
 def test_two_engines_runs_of_one_model_are_never_pooled(capsys, tmp_path: Path, tiny_onnx: Path) -> None:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from harness.core import progress
 from harness.core.cache import cache_dir
 from harness.core.errors import ModelError
 from harness.measure.provenance import installed_versions
@@ -110,7 +111,9 @@ def convert(onnx_path: Path, sha256: str, name: str, inputs: list[dict[str, Any]
     key = {"onnx_sha256": sha256, **versions, "shapes": shapes, **({"quant": quant} if quant else {})}
     tflite = keyed_path(name, ".tflite", key, cache_dir("litert"))
     if not tflite.is_file():
-        with tempfile.TemporaryDirectory(prefix="harness-onnx2tf-") as tmp:
+        with progress.step(f"converting {name} for LiteRT with {CONVERTER} {versions[CONVERTER]}"
+                           f"{f' ({quant} int8)' if quant else ''}"), \
+                tempfile.TemporaryDirectory(prefix="harness-onnx2tf-") as tmp:
             graph = onnx.load(str(onnx_path))
             fix_dims(graph.graph, dims or {})  # the sizes DIMS gave: the .tflite holds them, as tflite_bench feeds
             if quant is None:

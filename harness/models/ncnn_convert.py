@@ -24,6 +24,7 @@ from typing import Any
 
 import onnx
 
+from harness.core import progress
 from harness.core.cache import cache_dir
 from harness.core.errors import ModelError
 from harness.measure.ncnn_param import layers, param_text
@@ -90,7 +91,8 @@ def convert(onnx_path: Path, sha256: str, name: str, inputs: list[dict[str, Any]
                        cache_dir("ncnn"))
     weights = param.with_suffix(".bin")
     if not (param.is_file() and weights.is_file()):
-        with tempfile.TemporaryDirectory(prefix="harness-pnnx-") as tmp:
+        with progress.step(f"converting {name} for ncnn with {CONVERTER} {version}"), \
+                tempfile.TemporaryDirectory(prefix="harness-pnnx-") as tmp:
             _run_pnnx(onnx.load(str(onnx_path)), shapes, Path(tmp), name, version)
             write_model_atomically(weights, lambda out: shutil.copyfile(Path(tmp) / "model.bin", out))
             write_model_atomically(param, lambda out: out.write_text(

@@ -5,8 +5,10 @@ Everything for people goes to stderr except the final table, so `--json` can own
 
 from __future__ import annotations
 
+import datetime
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,7 +30,11 @@ STATUS_STYLE = {"ok": "green", "oom": "red", "timeout": "yellow", "error": "red"
 
 @contextmanager
 def run_progress(total: int) -> Iterator[tuple[Any, Any]]:
-    """Yields (on_start, on_done) callbacks that drive a progress bar over model x repeat, with ETA."""
+    """Yields (on_start, on_done) callbacks that drive a progress bar over model x repeat, with ETA; plain lines
+    where stderr is no terminal (a CI log, a notebook's output), which rich's live bar would leave blank."""
+    if not err_console.is_terminal:
+        yield plain_progress(total)
+        return
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=False)
     task = progress.add_task("starting", total=total)
@@ -46,6 +52,35 @@ def run_progress(total: int) -> Iterator[tuple[Any, Any]]:
 
     with progress:
         yield on_start, on_done
+
+
+def plain_progress(total: int, clock: Callable[[], float] = time.monotonic) -> tuple[Any, Any]:
+    """(on_start, on_done) that print one line as each run starts: its place, model, CPUs, round, the time so far
+    and the time left at the mean pace of the runs done; a run that failed says so, and the last line the total."""
+    started, done = clock(), [0]
+
+    def on_start(spec: RunSpec) -> None:
+        elapsed = clock() - started
+        eta = _clock_text(elapsed / done[0] * (total - done[0])) if done[0] else "?"
+        err_console.print(f"run {done[0] + 1}/{total}: {spec.model_name} cpus={spec.cpu.cpus:g} round "
+                          f"{spec.repeat + 1} · elapsed {_clock_text(elapsed)} · eta {eta}", highlight=False,
+                          markup=False)
+
+    def on_done(spec: RunSpec, result: dict[str, Any] | None) -> None:
+        done[0] += 1
+        status = (result or {}).get("status", "error")
+        if status != "ok":
+            tail = ((result or {}).get("stderr_tail") or "").strip().splitlines()
+            err_console.print(f"{spec.model_name} round {spec.repeat + 1}: {status}{f' {tail[-1]}' if tail else ''}",
+                              highlight=False, markup=False)
+        if done[0] == total:
+            err_console.print(f"{total}/{total} runs done in {_clock_text(clock() - started)}", highlight=False)
+
+    return on_start, on_done
+
+
+def _clock_text(seconds: float) -> str:
+    return str(datetime.timedelta(seconds=round(seconds)))
 
 
 def _cell(metrics: dict[str, Any], metric: metric_registry.Metric) -> str:
