@@ -52,6 +52,16 @@ def test_bad_value_names_variable_value_source_and_form(in_tmp_cwd: Path, variab
     assert variable in message and repr(value) in message and ".env" in message and needle in message
 
 
+@pytest.mark.parametrize(("value", "hint"), [("256", "did you mean 256m?"), ("1024", "did you mean 1024m?"),
+                                           ("4m", None), ("8", None)])
+def test_a_memory_with_no_unit_offers_megabytes(in_tmp_cwd: Path, value: str, hint: str | None) -> None:
+    """MEMORY=256 is 256 bytes: the error offers 256m where that is a size a runner can have (8m is not)."""
+    with pytest.raises(ConfigError) as info:
+        load_profile(overrides={"MEMORY": value})
+    assert "too small" in str(info.value)
+    assert (hint in str(info.value)) if hint else "did you mean" not in str(info.value)
+
+
 def test_values_are_data_not_shell(in_tmp_cwd: Path) -> None:
     (in_tmp_cwd / ".env").write_text('DEVICE_NAME="$(touch pwned) ${HOME}"\n')
     assert load_profile().device_name == "$(touch pwned) ${HOME}"

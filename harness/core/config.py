@@ -235,7 +235,10 @@ def load_profile(env_file: str | Path | None = None, overrides: Mapping[str, Any
             raise ConfigError(f"{name}={text!r} (from {source}) is not valid: expected {form}") from None
     if fields["memory_bytes"] < _MIN_MEMORY_BYTES:
         text, source = raw["MEMORY"]
-        raise ConfigError(f"MEMORY={text!r} (from {source}) is too small: a Python runner needs at least 16m")
+        unitless = _SIZE_RE.match(text) and not re.search(r"[a-z]", text, re.IGNORECASE)
+        hint = f"; did you mean {text.strip()}m?" if unitless and parse_size(f"{text}m") >= _MIN_MEMORY_BYTES else ""
+        raise ConfigError(f"MEMORY={text!r} (from {source}) is too small: a Python runner needs at least 16m "
+                          f"(a size with no unit is bytes){hint}")
     if fields["runtime"] == "ncnn" and fields["batch_size"] != 1:
         text, source = raw["BATCH_SIZE"]
         raise ConfigError(f"BATCH_SIZE={text!r} (from {source}) cannot run on RUNTIME=ncnn, which feeds one input at "
