@@ -44,6 +44,19 @@ def test_pixel3_example_imports_with_units_converted(tmp_path: Path, capsys: pyt
     assert "21 of 21 device models match no model" in err and "inception_v4_299_quant" in err
 
 
+def test_a_device_model_that_matches_nothing_offers_the_closest_name(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    write_session(results, {"my_resnet18": [5.0], "mobilenet_v2": [2.0]})
+    csv = tmp_path / "dev.csv"
+    csv.write_text("model,latency_ms\nmy_resnt18,50\nmobilenet_v2,20\nefficientnet_b0,30\n")
+    code, _, err = import_csv(capsys, csv, results)
+    assert code == 0, err
+    err = " ".join(err.split())
+    assert "2 of 3 device models match no model" in err
+    assert "efficientnet_b0, my_resnt18 (did you mean my_resnet18?);" in err
+
+
 def test_reimporting_the_same_file_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     import_csv(capsys, EXAMPLE, results)

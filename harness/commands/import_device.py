@@ -12,6 +12,7 @@ or beside the same model's benchmark log (its mean latency); --idle FILE, a powe
 from __future__ import annotations
 
 import argparse
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -100,12 +101,21 @@ def _print(result: ImportResult, harness_models: list[str], results_dir: str) ->
     if result.unknown_models:
         where = "any harness run" if harness_models else "a harness run (none yet)"
         warn(f"{len(result.unknown_models)} of {result.models} device models match no model of {where} under "
-             f"{results_dir}: {', '.join(result.unknown_models)}; profile them, or map names with a harness_model "
-             "column or MODEL=FILE")
+             f"{results_dir}: {', '.join(_with_closest(result.unknown_models, harness_models))}; profile them, or "
+             "map names with a harness_model column or MODEL=FILE")
     per_op = (f", per-op profiles of {result.op_profiles} model{'s' if result.op_profiles > 1 else ''}"
               if result.op_profiles else "")
     _say(f"{result.status}: device {result.device}, {result.rows} rows, {result.models} models{per_op} → "
          f"{result.path}")
+
+
+def _with_closest(unknown: list[str], harness_models: list[str]) -> list[str]:
+    """Each unknown device model, with the harness model whose name is closest where one is close (a typo)."""
+    named = []
+    for model in unknown:
+        close = difflib.get_close_matches(model, harness_models, n=1, cutoff=0.75)
+        named.append(f"{model} (did you mean {close[0]}?)" if close else model)
+    return named
 
 
 def run(args: argparse.Namespace) -> int:
