@@ -24,8 +24,10 @@ def test_the_notebook_runs_and_shows_a_ranking_and_a_plot(tmp_path: Path, monkey
     monkeypatch.setenv("HARNESS_SET_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("HARNESS_SET_BACKEND", "local")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
+    elsewhere = tmp_path / "elsewhere"  # not examples/: the notebook finds its models wherever it runs
+    elsewhere.mkdir()
     NotebookClient(notebook, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(EXAMPLES)}}).execute()
+                   resources={"metadata": {"path": str(elsewhere)}}).execute()
     outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
