@@ -147,6 +147,24 @@ def test_predict_answers_cells_from_static_facts_and_the_library() -> None:
     assert "nb201-raspi4" in predictions._repr_html_()
 
 
+def test_a_library_call_prints_nothing_unless_progress_is_asked_for(tmp_path: Path, capfd: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """harness.predict's zero-shot profile (a child harness) says nothing from Python; its error carries the child's
+    last line. With progress shown (the CLI, or harness.core.progress.show()) the child's output is on stderr."""
+    from harness.core import progress
+    from harness.run.zero_shot import profile_missing
+
+    monkeypatch.setattr(progress.LOGGER, "handlers", [])
+    with pytest.raises(harness.DataError, match="no_such_model"):
+        profile_missing(["no_such_model.onnx"], tmp_path)
+    assert capfd.readouterr() == ("", "")
+    progress.show()
+    with pytest.raises(harness.DataError):
+        profile_missing(["no_such_model.onnx"], tmp_path)
+    err = capfd.readouterr().err
+    assert "zero-shot: profiling the library table's 1 models" in err and "no_such_model" in err
+
+
 def test_names_of_the_python_face_hide_no_package() -> None:
     packages = {path.name for path in (ROOT / "harness").iterdir() if path.is_dir()} | \
         {path.stem for path in (ROOT / "harness").glob("*.py")}

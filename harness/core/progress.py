@@ -23,10 +23,15 @@ class _StderrLines(logging.Handler):
 
 def show() -> None:
     """Show the harness's progress messages on stderr (once, however often called)."""
-    if not any(isinstance(handler, _StderrLines) for handler in LOGGER.handlers):
+    if not shown():
         LOGGER.addHandler(_StderrLines())
     LOGGER.setLevel(logging.INFO)
     LOGGER.propagate = False
+
+
+def shown() -> bool:
+    """Whether progress is shown (show() was called): what else a step prints (a child's output) follows it."""
+    return any(isinstance(handler, _StderrLines) for handler in LOGGER.handlers)
 
 
 @contextmanager

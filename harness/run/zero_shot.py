@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.core import progress
 from harness.core.errors import ConfigError, DataError, ModelError
 from harness.device.data import DeviceData, normalise_model_name
 from harness.device.library import LibraryTable
@@ -56,16 +57,21 @@ def device_data(table: LibraryTable) -> DeviceData:
 
 
 def profile_missing(models: list[str], results_dir: Path) -> None:
-    """One `harness profile` session of `models` in `results_dir`, through the real CLI (progress on the console)."""
+    """One `harness profile` session of `models` in `results_dir`, through the real CLI: its progress on stderr where
+    progress is shown (the CLI), nothing printed from a library call unless harness.core.progress.show() asked."""
     if importlib.util.find_spec("torch") is None and any(_builds(model) for model in models):
         raise ConfigError("zero-shot: the library table's models are built by the zoo, whose extra is missing; run "
                           "`make setup-zoo` (torch, about 5.5 GB) and predict again")
     argv = [sys.executable, "-m", "harness.cli", "profile", *models, *PROFILE_FLAGS, "--results-dir", str(results_dir)]
-    print(f"zero-shot: profiling the library table's {len(models)} models on this host "
-          f"({' '.join(PROFILE_FLAGS)}); a later predict reuses the session", file=sys.stderr)
-    if subprocess.run(argv, stdout=sys.stderr).returncode != 0:
-        raise DataError(f"zero-shot: profiling {', '.join(models)} failed (see above); profile them with "
-                        f"`make profile MODEL=\"{' '.join(models)}\"` and predict again")
+    progress.LOGGER.info(f"zero-shot: profiling the library table's {len(models)} models on this host "
+                         f"({' '.join(PROFILE_FLAGS)}); a later predict reuses the session")
+    shown = progress.shown()
+    done = subprocess.run(argv, stdout=sys.stderr if shown else subprocess.PIPE, stderr=None if shown else
+                          subprocess.STDOUT, text=True, errors="replace", check=False)
+    if done.returncode != 0:
+        said = [line for line in (done.stdout or "").splitlines() if line.strip()]
+        raise DataError(f"zero-shot: profiling {', '.join(models)} failed ({said[-1] if said else 'see above'}); "
+                        f"profile them with `make profile MODEL=\"{' '.join(models)}\"` and predict again")
 
 
 def shipped_table(name: str, tables: list[LibraryTable]) -> LibraryTable | None:
