@@ -70,7 +70,10 @@ define install-extra
 	@echo "setup-$(1): done (pip's output: $(VENV)/setup-$(1).log)"
 endef
 
-ZOO_WHAT := the zoo extra that zoo models need (torch, torchvision, onnxscript: about 5.5 GB)
+# The index these machines reach has a CPU-only torch only at 2.13.0, beside which torchvision fails to import: the
+# zoo's pair is torch's full build, whose size is said before pip starts.
+ZOO_WHAT := the zoo extra that zoo models need (torch, torchvision, onnxscript): about 5.5 GB, torch's full build, as no
+ZOO_WHAT += CPU-only build of this torch and torchvision pair is on the package index
 $(ZOO_STAMP): $(STAMP) pyproject.toml
 	$(call install-extra,zoo,$(ZOO_WHAT))
 

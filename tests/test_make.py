@@ -76,3 +76,14 @@ def test_make_profile_passes_dims(tmp_path: Path) -> None:
     assert run["status"] == "ok" and run["conditions"]["dims"] == "seq=12", run["stderr_tail"]
     info = load_session_info(session)
     assert info["profile"]["DIMS"] == "seq=12 unused=3" and any("DIMS sets unused" in n for n in info["notes"])
+
+
+def test_setup_zoo_says_its_size_before_it_installs() -> None:
+    """No CPU-only torch of the zoo's pair is on the index: the multi-GB download is announced, with its size, before
+    pip runs (a dry run of the recipe, nothing installed)."""
+    done = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), "setup-zoo"], capture_output=True, text=True,
+                          check=True)
+    lines = done.stdout.splitlines()
+    said = next(i for i, line in enumerate(lines) if line.startswith('echo "setup-zoo: installing'))
+    installed = next(i for i, line in enumerate(lines) if '.[dev,zoo]"' in line)
+    assert said < installed and "about 5.5 GB" in lines[said] and "no CPU-only build" in lines[said]
