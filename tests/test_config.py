@@ -15,7 +15,7 @@ TEMPLATE = Path(__file__).resolve().parent.parent / "env.template"
 def test_template_defaults_parse(in_tmp_cwd: Path) -> None:
     (in_tmp_cwd / "env.template").write_text(TEMPLATE.read_text())
     profile = load_profile()
-    assert (profile.cpus, profile.memory_bytes, profile.repeats, profile.iterations) == (1.0, 2 * 1024**3, 5, 500)
+    assert (profile.cpus, profile.memory_bytes, profile.repeats, profile.iterations) == (1.0, 2 * 1024**3, 7, 500)
     assert profile.sources["CPUS"] == "env.template"
 
 

@@ -175,3 +175,17 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     adjusted = np.empty_like(p)
     adjusted[order] = np.minimum(np.maximum.accumulate(p[order] * (p.size - np.arange(p.size))), 1.0)
     return adjusted
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
+    """Benjamini–Hochberg's step-up adjusted p-values (the false-discovery rate): the k-th smallest of m times m / k,
+    kept monotone from the largest down, capped at 1. Under "no difference anywhere" rejecting where the adjusted p
+    reaches alpha wrongly separates anything with chance alpha at most, as Holm's does; where some differences are
+    real it keeps the expected share of wrong separations among those made at alpha (Benjamini & Hochberg 1995), so
+    its power does not fall with every model added, as Holm's does."""
+    p = np.asarray(p_values, dtype=float)
+    order = np.argsort(p, kind="stable")
+    scaled = p[order] * p.size / np.arange(1, p.size + 1)
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
+    return adjusted

@@ -1,31 +1,37 @@
 """Significance-aware ranking: models the data cannot tell apart share a rank instead of an invented order.
 
-One rule makes every tier, so the ranking is transitive and each "ranks above" in it is a tested claim:
+One rule makes every tier, and each "ranks above" in it is a tested claim about two neighbours:
 
 - Models are sorted by their median over repeats (lower is better).
-- Every pair is compared by a two-sided test (harness.analysis.pair_tests): Wilcoxon's signed-rank test on the
-  per-round differences when the two models ran side by side in the same rounds, as a session runs them (exact
-  whatever the host's drift between rounds, since the order within a round is shuffled), else Mann–Whitney U on
-  the per-run values (runs pooled from sessions the two did not share); exact permutation p-values either way.
-  The p-values are Holm-corrected over every pair whose repeat counts let its test reach ALPHA at all: 5 rounds
-  never can (the paired test's smallest p is 2/2^5 = 0.0625), nor can 3 + 3 unpaired repeats (0.1), so such a
-  pair is not tested and ties. Holm keeps the chance that any pair of the ranking is wrongly separated at ALPHA or
-  less, however many models are ranked.
+- Each pair of neighbours in that order is compared by a two-sided test (harness.analysis.pair_tests): Wilcoxon's
+  signed-rank test on the per-round differences when the two models ran side by side in the same rounds, as a
+  session runs them (exact whatever the host's drift between rounds, since the order within a round is shuffled),
+  else Mann–Whitney U on the per-run values (runs pooled from sessions the two did not share); exact permutation
+  p-values either way. Only the k - 1 neighbour pairs are tested, not all k(k-1)/2 pairs: a model's place is
+  decided against the one just above it.
+- The neighbour pairs' p-values are adjusted for the false-discovery rate (Benjamini–Hochberg) over the pairs whose
+  repeat counts let their test reach ALPHA at all: 5 rounds never can (the paired test's smallest p is 2/2^5 =
+  0.0625), nor can 3 + 3 unpaired repeats (0.1), so such a pair is not tested and ties. Where no model differs
+  from its neighbour, the chance of any wrong separation stays at ALPHA or less; where some do, the expected share
+  of wrong separations among those made does, and the power to separate does not fall with every model added (Holm
+  over every pair needed 2/2^n <= 0.05/21 for seven models: no repeat count a user runs).
+- A pair separates by itself, with no adjustment, when every round of the slower model was slower (paired), or
+  every run of it slower than every run of the other (unpaired), and that event is rare enough if the two were the
+  same: its chance is the test's smallest p, 2/2^n over n rounds, 2/C(n+m, n) over n + m runs, at most ALPHA.
 - A p-value reaches ALPHA when it is at most ALPHA (pair_tests.reaches). The regression gate
   (harness.analysis.regression_gate) asks the one-sided question of the unpaired test.
-- A pair is *separated* when its Holm-adjusted p reaches ALPHA and, as in asv, its medians also differ by at
-  least MIN_RELATIVE_GAP (`material`): a test flags a consistent gap of any size, and an A/A run of one model
-  under two names (benchmarks/noise_floor.py) shows gaps between identical models of about 1.5% in memory and
-  latency and up to 7% in load_s, a millisecond figure decided by page-cache state. No device choice should
-  hang on such gaps.
-- The sorted list is cut between two neighbours only where every model above the cut is separated from every
-  model below it; the pieces are the tiers, with competition ranks (1, 1, 3). So two models that are not
-  separated always share a rank (A = 10, B = 10.5 and C = 11.5 with B and C tied all rank 1), and a model
-  ranks above another only when that pair was separated.
+- A pair is *separated* when either rule above holds and, as in asv, its medians also differ by at least
+  MIN_RELATIVE_GAP (`material`): a test flags a consistent gap of any size, and an A/A run of one model under two
+  names (benchmarks/noise_floor.py) shows gaps between identical models of about 1.5% in memory and latency and up
+  to 7% in load_s, a millisecond figure decided by page-cache state. No device choice should hang on such gaps.
+- The sorted list is cut between two neighbours where their pair is separated; the pieces are the tiers, with
+  competition ranks (1, 1, 3). Two neighbours that are not separated share a rank, so a chain of models each less
+  than MIN_RELATIVE_GAP from the next shares one rank however far its ends are apart.
 
-Each tie names the pair that keeps the cut from being made and, where more repeats could help, about how many
-per model would separate it: Noether's sample size for the pair's test at the observed effect with POWER at Holm's
-strictest threshold, and never fewer than the count at which the test can reach that threshold at all.
+Each tie names the neighbour pair that keeps the cut from being made and, where more repeats could help, about how
+many per model would separate it: Noether's sample size for the pair's test at the observed effect with POWER at the
+adjustment's strictest threshold (ALPHA over the neighbour pairs), and never fewer than the count at which the test
+can reach that threshold at all.
 
 A model with a failed run (oom, timeout, error) is kept out of the tiers: its ok runs are its lightest and
 would flatter it. It is listed after the ranked models, as are models with no ok run, with their statuses.
@@ -46,7 +52,7 @@ import numpy as np
 from scipy import stats as sps
 
 from harness.analysis.pair_tests import (
-    holm,
+    benjamini_hochberg,
     mannwhitney_effect,
     mannwhitney_p,
     positive_share,
@@ -83,7 +89,7 @@ class PairTest:
     worse: str
     gap: float  # (worse median - better median) / |better median|
     p_value: float | None  # of `test`; None where these repeat counts cannot reach ALPHA
-    p_adjusted: float | None  # Holm over the ranking's tested pairs
+    p_adjusted: float | None  # Benjamini–Hochberg over the ranking's tested neighbour pairs
     separated: bool
     reason: str
     repeats_needed: int | None  # per model, to separate them; None when separated or when no count can
@@ -93,8 +99,8 @@ class PairTest:
 @dataclass(frozen=True)
 class RankEntry:
     """One model's place. `compared_with`, the p-values, `reason` and `repeats_needed` are of the pair that
-    decided it: for a tier's first model the weakest separation from the tiers above, for the others the pair
-    that ties it to its tier. Unranked models (status other than `ranked`) have rank None and say why."""
+    decided it, the model and its neighbour above: separated for a tier's first model, tied for the others.
+    Unranked models (status other than `ranked`) have rank None and say why."""
 
     model: str
     rank: int | None
@@ -161,16 +167,24 @@ def _sizes(test: str, a: np.ndarray, b: np.ndarray) -> str:
     return f"{a.size} rounds side by side" if test == SIGNED_RANK else f"{a.size} + {b.size} repeats"
 
 
+def _dominates(test: str, better: np.ndarray, worse: np.ndarray) -> bool:
+    """Whether `worse` was slower in every round (paired), or every run of it slower than every run of `better`."""
+    return bool(np.all(worse > better)) if test == SIGNED_RANK else bool(worse.min() > better.max())
+
+
 def pairwise_tests(samples: dict[str, list[float]], order: list[str], alpha: float = ALPHA,
-                   rounds: Rounds | None = None) -> dict[tuple[str, str], PairTest]:
-    """Every pair (better, worse) of `order` (sorted by median) tested, Holm-corrected over the testable pairs:
-    paired over their rounds where `rounds` shows them measured side by side, else unpaired."""
-    pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1:]]
+                   rounds: Rounds | None = None, every_pair: bool = False) -> dict[tuple[str, str], PairTest]:
+    """The neighbour pairs (better, worse) of `order` (sorted by median) tested, FDR-adjusted (Benjamini–Hochberg) over
+    the testable ones (`every_pair`: every pair, adjusted over all): paired over their rounds where `rounds` shows
+    them measured side by side, else unpaired. A pair whose every round (or run) points one way, an event as rare
+    as the test's smallest p if they were the same, separates at that p unadjusted."""
+    pairs = ([(a, b) for i, a in enumerate(order) for b in order[i + 1:]] if every_pair
+             else list(zip(order, order[1:], strict=False)))
     values = {pair: _pair_values(samples, rounds, *pair) for pair in pairs}
     raw = {pair: _p_value(*values[pair]) for pair in pairs if reaches(_smallest_p(*values[pair]), alpha)}
-    adjusted = dict(zip(raw, holm(list(raw.values())), strict=True))
-    # Holm's first step with every pair tested: what a pair must beat to be sure of separation once the repeats
-    # let every pair reach alpha.
+    adjusted = dict(zip(raw, benjamini_hochberg(list(raw.values())), strict=True))
+    # The adjustment's first step: what a pair must beat to be sure of separation once the repeats let every pair
+    # reach alpha.
     strictest = alpha / max(len(pairs), 1)
     tests = {}
     for better, worse in pairs:
@@ -180,17 +194,23 @@ def pairwise_tests(samples: dict[str, list[float]], order: list[str], alpha: flo
         paired = test == SIGNED_RANK
         effect = positive_share(b - a) if paired else mannwhitney_effect(a, b)
         p, p_adj = raw.get((better, worse)), adjusted.get((better, worse))
+        alone = p is not None and reaches(p, alpha) and _dominates(test, a, b)
         if p is None:
             reason = (f"with {_sizes(test, a, b)} {test} cannot reach p ≤ {alpha:g} "
                       f"(its smallest p is {_smallest_p(test, a, b):.2g})")
+        elif alone:
+            every = "round side by side" if paired else f"run of it against each of {better}'s"
+            reason = (f"slower in every {every} ({_sizes(test, a, b)}): a chance of {p:.2g} if the two were the "
+                      f"same ({test}), which separates them by itself")
         else:
-            reason = f"{test} p = {p:.2g} over {_sizes(test, a, b)}, Holm-adjusted over {len(raw)} pairs {p_adj:.2g}"
-        significant = reaches(p_adj, alpha)
+            reason = (f"{test} p = {p:.2g} over {_sizes(test, a, b)}, FDR-adjusted over {len(raw)} neighbour pairs "
+                      f"{p_adj:.2g}")
+        significant = alone or reaches(p_adj, alpha)
         needed = None
         if not material(low, high):
             reason += f"; medians {gap:.1%} apart, under {MIN_RELATIVE_GAP:.0%}: no number of repeats separates them"
         elif significant:
-            reason += f" ≤ {alpha:g}; medians {gap:.0%} apart"
+            reason += f"{'' if alone else f' ≤ {alpha:g}'}; medians {gap:.0%} apart"
         else:
             needed = repeats_needed(effect, strictest, paired)
             reason += "" if p is None else f" > {alpha:g}"
@@ -213,25 +233,19 @@ def compare(a: list[float], b: list[float], alpha: float = ALPHA, *, paired: boo
 
 
 def _tiers(order: list[str], tests: dict[tuple[str, str], PairTest]) -> list[list[str]]:
-    """Cut `order` wherever every model above is separated from every model below."""
+    """Cut `order` between every two neighbours whose pair is separated."""
     tiers = [[order[0]]]
-    for i in range(1, len(order)):
-        if all(tests[a, b].separated for a in order[:i] for b in order[i:]):
-            tiers.append([order[i]])
+    for better, worse in zip(order, order[1:], strict=False):
+        if tests[better, worse].separated:
+            tiers.append([worse])
         else:
-            tiers[-1].append(order[i])
+            tiers[-1].append(worse)
     return tiers
 
 
-def _decider(model: str, order: list[str], tests: dict[tuple[str, str], PairTest], opens_tier: bool) -> PairTest:
-    """The pair behind a model's place: the weakest separation across the cut above a tier's first model, or
-    the pair that blocks that cut (this model's own pair with its neighbour first)."""
-    i = order.index(model)
-    crossing = [tests[a, b] for a in order[:i] for b in order[i:]]
-    if opens_tier:
-        return max(crossing, key=lambda t: (t.p_adjusted or 0.0, t.worse == model, t.better == order[i - 1]))
-    blocking = [t for t in crossing if not t.separated]
-    return min(blocking, key=lambda t: (t.worse != model, t.better != order[i - 1]))
+def _decider(model: str, order: list[str], tests: dict[tuple[str, str], PairTest]) -> PairTest:
+    """The pair behind a model's place: the model and its neighbour above (separated where it opens a tier)."""
+    return tests[order[order.index(model) - 1], model]
 
 
 def _decided_by(model: str, decider: PairTest | None) -> dict[str, Any]:
@@ -273,7 +287,7 @@ def rank_samples(samples: dict[str, list[float]], alpha: float = ALPHA, seed: in
         end = start + len(tier) - 1
         for model in tier:
             summary = summarize(samples[model])
-            decider = None if model == order[0] else _decider(model, order, tests, opens_tier=model == tier[0])
+            decider = None if model == order[0] else _decider(model, order, tests)
             column = positions[:, order.index(model)]
             low, high = np.percentile(column, [2.5, 97.5])
             entries.append(RankEntry(

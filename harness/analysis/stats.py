@@ -27,7 +27,7 @@ IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a metric unstable (torc
 UNSTABLE_RULE = f"IQR/median > {IQR_WARN_THRESHOLD:.0%}"  # how warnings and reports state the rule
 HEAVY_THROTTLE_RATIO = 0.10  # share of CFS periods throttled above which a run's latency tail is suspect
 CONFIDENCE = 0.95
-ALPHA = 0.05  # the level of the ranking's tests (harness.analysis.ranking), Holm-corrected over its pairs
+ALPHA = 0.05  # the level of the ranking's tests (harness.analysis.ranking), FDR-adjusted over neighbour pairs
 # Medians closer than this tie in a ranking, however significant its test (asv's "minimum factor", 1.1 by default
 # there): the same 10% above which the summary calls repeats of one model unstable.
 MIN_RELATIVE_GAP = IQR_WARN_THRESHOLD

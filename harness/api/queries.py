@@ -25,8 +25,9 @@ def _session_dir(session: Session | str | Path | None, results_dir: str | Path |
 
 def rank(session: Session | str | Path | None = None, metric: str = metric_registry.DEFAULT_METRIC, *,
          runtime: str | None = None, results_dir: str | Path | None = None) -> Ranking:
-    """The session's models ranked by `metric` (lower is better); models share a rank unless a Holm-corrected test
-    separates them and their medians differ by 10% or more (see `harness rank --help`)."""
+    """The session's models ranked by `metric` (lower is better); a model shares its neighbour's rank unless their test
+    (FDR-adjusted over the neighbour pairs, or slower in every round) separates them and their medians differ by 10%
+    or more (see `harness rank --help`)."""
     directory, session_id = _session_dir(session, results_dir)
     runs, name = select_runs(directory, session_id, runtime)
     metric = check_metric(metric)

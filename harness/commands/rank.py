@@ -19,10 +19,11 @@ from harness.report.console import out_console
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "rank", help=COMMANDS["rank"],
-        description=f"Rank models (lower is better). Models share a rank unless their test (Wilcoxon's signed-rank "
-                    f"test on the per-round differences for models run side by side, else Mann–Whitney U), "
-                    f"Holm-corrected over all pairs at alpha={ALPHA}, separates them and their medians differ by "
-                    f"{MIN_RELATIVE_GAP:.0%} or more.",
+        description=f"Rank models (lower is better). A model shares the rank of its neighbour above unless their "
+                    f"test (Wilcoxon's signed-rank test on the per-round differences for models run side by side, "
+                    f"else Mann–Whitney U), FDR-adjusted (Benjamini–Hochberg) over the neighbour pairs at "
+                    f"alpha={ALPHA}, or a slower run in every round by itself, separates them and their medians "
+                    f"differ by {MIN_RELATIVE_GAP:.0%} or more.",
     )
     default = metric_registry.DEFAULT_METRIC
     add_metric_option(parser, default, f"the metric to rank by (default: {default})", lambda m: m.lower_is_better)
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for cpus, entries in rankings.items():
         table = Table(title=f"{args.metric} ranking · session {session} · cpus={cpus:g}", title_justify="left")
-        for column in ("rank", "model", "median", "95% CI of median", "n", "vs", "p (Holm)", "stability",
+        for column in ("rank", "model", "median", "95% CI of median", "n", "vs", "p (FDR)", "stability",
                        "positions"):
             table.add_column(column)
         for e in entries:

@@ -106,7 +106,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "CPU_PINNING": ("cpu_pinning", _choice("auto", "on", "off"), "auto, on or off", "auto"),
     "MEMORY": ("memory_bytes", parse_size, "a size such as 512m or 2g (units k, m, g)", "2g"),
     "SWAP": ("swap_bytes", parse_size, "a size such as 0, 256m or 1g", "0"),
-    "REPEATS": ("repeats", _number(int, 1, 10_000), "a whole number >= 1", "5"),
+    "REPEATS": ("repeats", _number(int, 1, 10_000), "a whole number >= 1", "7"),
     "ITERATIONS": ("iterations", _number(int, 1, 10_000_000), "a whole number >= 1", "500"),
     "WARMUP": ("warmup", _number(int, 0, 10_000_000), "a whole number >= 0", "20"),
     "BATCH_SIZE": ("batch_size", _number(int, 1, 1_000_000), "a whole number >= 1", "1"),

@@ -120,12 +120,13 @@ def answer_section(results_dir: Path, runs: list[RunRecord], info: SessionInfo, 
 
 def ranking_section(runs: list[RunRecord]) -> Section:
     section = Section("Ranking", [
-        f"Lower is better. Two models rank apart only when their test (Wilcoxon's signed-rank test on the per-round "
-        f"differences for models run side by side, else Mann–Whitney U), Holm-corrected over every pair, separates "
-        f"them at α = {ALPHA} and their medians differ by {MIN_RELATIVE_GAP:.0%} or more; a model that no cut "
-        "can separate from the one above shares its rank (`reason` says why, `repeats_needed` how many repeats "
-        "per model could separate them). Models with a failed run are listed without a rank. Stability is the "
-        "share of bootstrap resamples that keep a model inside its rank's span of positions."
+        f"Lower is better. A model ranks below its neighbour above only when their test (Wilcoxon's signed-rank test "
+        f"on the per-round differences for models run side by side, else Mann–Whitney U), FDR-adjusted over the "
+        f"neighbour pairs or slower in every round by itself, separates them at α = {ALPHA} and their medians differ "
+        f"by {MIN_RELATIVE_GAP:.0%} or more; a model not separated from the one above shares its rank (`reason` "
+        "says why, `repeats_needed` how many repeats per model could separate them). Models with a failed run are "
+        "listed without a rank. Stability is the share of bootstrap resamples that keep a model inside its rank's "
+        "span of positions."
     ])
     for metric in (m.name for m in metric_registry.ranked()):
         try:
