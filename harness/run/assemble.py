@@ -33,8 +33,8 @@ from harness.store.results import ensure_writable_dir, new_session_id, resolve_s
 EXAMPLE_SETTINGS = {"REPEATS": 7, "ITERATIONS": 50, "WARMUP": 5}
 """The example run's settings where the user set none (env.template's 500 iterations would take minutes): seven
 repeats, as REPEATS's default: the ranking orders a model slower in every round from 6 rounds on (2/2^6 <= 0.05),
-and from 7 also one with a round the other way (4/2^7); six already give each median a 95% CI, and the whole run stays near a
-minute on 2 cores."""
+and from 7 also one with a round the other way (4/2^7); six already give each median a 95% CI, and the whole run
+stays near a minute on 2 cores."""
 
 
 @dataclass(frozen=True)
