@@ -16,7 +16,7 @@ import pytest
 
 from harness.calibration.calibrate import calibrate_points
 from harness.calibration.fits import FIT_NAMES
-from harness.calibration.transfer import Library, column
+from harness.calibration.transfer import Library, column, device_library
 from harness.cli import main
 from harness.core.errors import ConfigError, DataError
 from harness.device.library import all_tables, shipped_tables
@@ -48,13 +48,24 @@ def test_the_library_lists_the_shipped_tables_with_provenance(tmp_path: Path,
     code, out, err = run_cli(capsys, "devices", "show", "ncnn-rpi4b-4t", "--results-dir", str(tmp_path))
     assert code == 0, err
     assert "device: rpi4b" in out and "resnet50" in out and "547.1" in out
-    # An imported device joins the library, named by its import.
+    # An imported device joins the library only when asked, named by its import, and can leave it.
     csv = tmp_path / "mine.csv"
     csv.write_text("model,latency_ms\nsqueezenet1_1,30\nresnet18,60\n")
-    assert run_cli(capsys, "import-device", str(csv), "--device", "my-board", "--results-dir", str(tmp_path))[0] == 0
+    code, out, err = run_cli(capsys, "import-device", str(csv), "--device", "my-board", "--results-dir", str(tmp_path))
+    assert code == 0 and "device library: my-board is not in it" in out
+    listed = json.loads(run_cli(capsys, "devices", "--json", "--results-dir", str(tmp_path))[1])
+    assert "my-board" not in {row["name"] for row in listed["tables"]}
+    assert listed["imported_outside_the_library"] == ["my-board"]
+    assert run_cli(capsys, "devices", "join", "my-board", "--results-dir", str(tmp_path))[0] == 0
     code, out, err = run_cli(capsys, "devices", "--json", "--results-dir", str(tmp_path))
     mine = next(row for row in json.loads(out)["tables"] if row["name"] == "my-board")
     assert (mine["origin"], mine["models"]) == ("imported", 2)
+    assert run_cli(capsys, "devices", "leave", "my-board", "--results-dir", str(tmp_path))[0] == 0
+    assert "my-board" not in {t.name for t in all_tables(tmp_path)}
+    code, out, err = run_cli(capsys, "import-device", str(csv), "--device", "my-board", "--library", "--results-dir",
+                             str(tmp_path))
+    assert code == 0 and "device library: my-board is in it" in out
+    assert "my-board" in {t.name for t in all_tables(tmp_path)}
     code, out, err = run_cli(capsys, "devices", "show", "no-such-device", "--results-dir", str(tmp_path))
     assert code == 2 and "no library device 'no-such-device'" in err and len(err.strip().splitlines()) == 1
 
@@ -218,3 +229,21 @@ def test_the_nas_loop_predictor_equals_predict_on_the_same_inputs() -> None:
         assert cell_macs(cell_ops(index)) == onnx_facts(export(f"nb201_{index}"))["macs"]
     with pytest.raises(ConfigError, match="not a NAS-Bench-201 index"):
         predictor.predict(["conv"])
+
+
+def test_one_devices_data_under_two_names_is_no_evidence_for_itself(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The same phone imported twice, both in the library: neither is evidence for the other (that made each carry
+    the other at r 1.00, with every held-out prediction right); a table of other latencies still is."""
+    rows = {"squeezenet1_1": 30.0, "resnet18": 60.0, "mobilenet_v2_1.0_224": 25.0, "resnet50": 140.0}
+    for name, scale in (("my-phone", 1.0), ("my-phone-again", 1.0), ("other-phone", 1.7)):
+        csv = tmp_path / f"{name}.csv"
+        csv.write_text("model,latency_ms\n" + "".join(f"{m},{v * scale}\n" for m, v in rows.items()))
+        assert run_cli(capsys, "import-device", str(csv), "--device", name, "--library", "--results-dir",
+                       str(tmp_path))[0] == 0
+    for target, twin in (("my-phone", "my-phone-again"), ("my-phone-again", "my-phone")):
+        library = device_library(tmp_path, target)
+        assert twin not in library.names and library.refused == (twin,)
+        assert "other-phone" in library.names
+        assert f"not learned from: {twin}, whose latencies are {target}'s own" in library.refused_note(target)
+    assert device_library(tmp_path, "other-phone").refused == ()

@@ -103,9 +103,10 @@ def predict_profiled(models: list[str], device: str, *, session: str | None = No
     if missing:
         raise DataError(f"no runs of {', '.join(missing)} in session {name}; profile them first "
                         "(make profile MODEL=...) or pass --session all")
-    cset, measured = calibrate_runs(data, runs, metric, fit=fit, across=across_repeats,
-                                    library=device_library(directory, data.name) if library else None)
-    return _predictions(cset, measured, models, data.name, name, calibration_notes(cset))
+    learned = device_library(directory, data.name) if library else None
+    cset, measured = calibrate_runs(data, runs, metric, fit=fit, across=across_repeats, library=learned)
+    refused = [learned.refused_note(data.name)] if learned is not None and learned.refused else []
+    return _predictions(cset, measured, models, data.name, name, refused + calibration_notes(cset))
 
 
 def zero_shot(models: list[str], results_dir: Path, table: LibraryTable, *, fit: str, across_repeats: str | None,

@@ -26,7 +26,7 @@ from harness.calibration.choice import AUTO, Candidates, HeldOut, folds, held_ou
 from harness.calibration.fits import Design, fit_spec
 from harness.calibration.least_squares import LIBRARY_PREFIX
 from harness.device.data import match_models
-from harness.device.library import LibraryTable, all_tables
+from harness.device.library import LibraryTable, all_tables, imported_tables, same_data
 
 MIN_SHARED = 3
 """A library table predicts a model it lacks from a power law fitted on at least this many models it shares with the
@@ -42,12 +42,25 @@ class Library:
     """The library tables a target may learn from, and their latencies keyed by harness model name."""
 
     tables: tuple[LibraryTable, ...]
+    refused: tuple[str, ...] = ()
+    """Tables left out because they hold the target's own data (the same latencies under another name)."""
 
     @classmethod
-    def for_target(cls, tables: list[LibraryTable], target: str) -> Library:
-        """Every table but the target's own device's (by table name or physical device, at any thread count)."""
+    def for_target(cls, tables: list[LibraryTable], target: str, target_table: LibraryTable | None = None) -> Library:
+        """Every table but the target's own device's (by table name or physical device, at any thread count) and
+        any whose data is the target's (`target_table`, else the table named `target` among `tables`)."""
         own = {t.device for t in tables if t.name == target} | {target}
-        return cls(tuple(t for t in tables if t.device not in own and t.name != target))
+        kept = [t for t in tables if t.device not in own and t.name != target]
+        mine = target_table or next((t for t in tables if t.name == target), None)
+        same = [t for t in kept if mine is not None and same_data(t, mine)]
+        return cls(tuple(t for t in kept if t not in same), tuple(t.name for t in same))
+
+    def refused_note(self, target: str) -> str:
+        """One line naming the tables refused as the target's own data; empty when none was."""
+        if not self.refused:
+            return ""
+        return (f"not learned from: {', '.join(self.refused)}, whose latencies are {target}'s own (the same data "
+                "under another name is no evidence for it)")
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -95,9 +108,11 @@ def _by_harness(table: LibraryTable, models: tuple[str, ...]) -> np.ndarray:
 
 
 def device_library(results_dir: Path, device: str) -> Library:
-    """What a calibration of `device` (an imported device, or a library table) learns from: every shipped and
-    imported table but the device's own."""
-    return Library.for_target(all_tables(results_dir), device)
+    """What a calibration of `device` (an imported device, or a library table) learns from: every shipped table and
+    imported one that joined, but the device's own and any holding the device's data."""
+    tables = all_tables(results_dir)
+    target = next((t for t in [*tables, *imported_tables(results_dir, members_only=False)] if t.name == device), None)
+    return Library.for_target(tables, device, target)
 
 
 def with_evidence(design: Design, evidence: pd.DataFrame, models: list[str]) -> Design:

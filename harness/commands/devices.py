@@ -10,7 +10,7 @@ from harness.commands import COMMANDS
 from harness.commands.shared import fmt, print_json
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError
-from harness.device.library import METRIC, all_tables, find_table
+from harness.device.library import METRIC, all_tables, find_table, imported_tables, set_member
 from harness.report.console import out_console
 
 SHOWN_MODELS = 40
@@ -23,16 +23,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="The device library: the published device tables the harness ships (devices/library.csv) and "
                     "every device imported with import-device, each with its source, engine, threads, precision and "
                     "date. regress, predict and suggest learn from them (the `library` fit).")
-    parser.add_argument("action", nargs="?", choices=("list", "show"), default="list")
-    parser.add_argument("name", nargs="?", help="with show: the table's name, as `harness devices` lists it")
-    parser.add_argument("--results-dir", help="results directory whose imported devices join the library "
+    parser.add_argument("action", nargs="?", choices=("list", "show", "join", "leave"), default="list",
+                        help="list the library, show a table, or have an imported device join or leave the library "
+                             "(an import joins only with import-device --library)")
+    parser.add_argument("name", nargs="?", help="with show: the table's name, as `harness devices` lists it; with "
+                                                "join or leave: an imported device")
+    parser.add_argument("--results-dir", help="results directory whose imported devices may join the library "
                                               "(default: RESULTS_DIR of the profile)")
     parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    tables = all_tables(resolve_results_dir(args.results_dir))
+    results_dir = resolve_results_dir(args.results_dir)
+    if args.action in ("join", "leave"):
+        if not args.name:
+            raise ConfigError(f"devices {args.action}: name an imported device (`harness devices` lists them)")
+        set_member(results_dir, args.name, args.action == "join", "harness devices join")
+        out_console.print(f"{args.name} {'joined' if args.action == 'join' else 'left'} the device library",
+                          highlight=False)
+        return 0
+    tables = all_tables(results_dir)
     if args.action == "show":
         if not args.name:
             raise ConfigError("devices show: name a table, e.g. `harness devices show ncnn-rpi4b-4t` "
@@ -53,8 +64,9 @@ def run(args: argparse.Namespace) -> int:
         if len(values) > SHOWN_MODELS:
             out_console.print(f"... and {len(values) - SHOWN_MODELS} more (--json gives every model)")
         return 0
+    outside = sorted({t.name for t in imported_tables(results_dir, members_only=False)} - {t.name for t in tables})
     if args.json:
-        print_json({"tables": [table.provenance() for table in tables]})
+        print_json({"tables": [table.provenance() for table in tables], "imported_outside_the_library": outside})
         return 0
     listing = Table(title="device library (harness devices show NAME)", title_justify="left")
     for column in ("name", "device", "engine", "threads", "precision", "date", "models", "role", "source"):
@@ -64,4 +76,7 @@ def run(args: argparse.Namespace) -> int:
         listing.add_row(*(str(row[key]) if row[key] not in (None, "") else "-" for key in
                           ("name", "device", "engine", "threads", "precision", "date", "models", "role", "source")))
     out_console.print(listing)
+    if outside:
+        out_console.print(f"imported, not in the library: {', '.join(outside)} (`harness devices join NAME` adds one)",
+                          highlight=False)
     return 0

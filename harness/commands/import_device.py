@@ -22,6 +22,7 @@ from harness.commands import COMMANDS
 from harness.commands.shared import add_device_option, fmt, print_json, warn
 from harness.core.config import resolve_results_dir
 from harness.device.importer import DeviceFile, EnergyRun, ImportResult, import_device
+from harness.device.library import is_member, set_member
 from harness.device.log_formats import FORMAT_NAMES
 from harness.report.console import out_console
 from harness.store.results import iter_all_runs
@@ -46,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "above idle (dynamic_energy_mj)")
     parser.add_argument("--idle-s", type=float, metavar="SECONDS", help="the first SECONDS of each power log are "
                         "the idle device, before the run (instead of --idle)")
+    parser.add_argument("--library", action="store_true",
+                        help="the device joins the device library: other devices' calibrations learn from it (an "
+                             "import joins nothing without it; `harness devices leave NAME` takes it out)")
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")
     parser.add_argument("--json", action="store_true", help="print what was imported, per model, as JSON")
     parser.set_defaults(func=run)
@@ -124,10 +128,16 @@ def run(args: argparse.Namespace) -> int:
     files = [DeviceFile.from_argument(argument) for argument in args.files]
     result = import_device(files, args.device, results_dir, harness_models, args.format, args.model,
                            EnergyRun(args.inferences, args.interval, args.idle, args.idle_s))
+    if args.library:
+        set_member(results_dir, result.device, True, "import-device --library")
+    member = is_member(results_dir, result.device)
     if args.json:
         print_json({"device": result.device, "status": result.status, "path": str(result.path),
                     "models": _model_rows(result), "sources": result.sources, "conversions": result.conversions,
-                    "op_profiles": result.op_profiles, "unknown_models": result.unknown_models})
+                    "op_profiles": result.op_profiles, "unknown_models": result.unknown_models, "library": member})
         return 0
+    _say(f"device library: {result.device} {'is in it' if member else 'is not in it'}: other devices' calibrations "
+         + ("learn from it (`harness devices leave " + result.device + "` takes it out)" if member else
+            f"do not learn from it (`harness devices join {result.device}`, or import with --library, to add it)"))
     _print(result, harness_models, str(results_dir))
     return 0

@@ -88,7 +88,12 @@ def library_option(args: argparse.Namespace, results_dir: Path, device: str) -> 
     --no-library."""
     from harness.calibration.transfer import device_library  # pandas and scipy: only for the commands that calibrate
 
-    return None if args.no_library else device_library(results_dir, device)
+    if args.no_library:
+        return None
+    library = device_library(results_dir, device)
+    if library.refused:
+        warn(library.refused_note(device))
+    return library
 
 
 DEVICE_HELP = ("the device: on profile and sweep a preset (devices/NAME.env, e.g. raspberry-pi-4) or an env file, "

@@ -5,7 +5,10 @@ Two kinds of table:
 - shipped: the published tables listed in devices/library.csv (TFLite on Pixel phones, ncnn's six devices at 1 and
   4 threads, NAS-Bench-201 on ten devices), each row naming the file, the physical device, the engine, the thread
   count, the precision, the date and whether benchmarks score it (`score`) or only learn from it (`learn`);
-- imported: every device under RESULTS_DIR/devices/ that has latency_ms (`harness import-device`).
+- imported: every device under RESULTS_DIR/devices/ that has latency_ms and was asked to join
+  (`harness import-device --library`, or `harness devices join NAME`; `harness devices leave NAME` takes it out).
+  An import joins nothing by itself: a user's own tables must not become evidence, nor inflate the held-out figures
+  the harness prints, unless the user says so.
 
 A table's `device` names the physical device: a target never learns from a table of its own device, at any thread
 count or batch size (harness.calibration.transfer.Library.for_target).
@@ -153,11 +156,33 @@ def shipped_tables(catalog: Path | None = None) -> list[LibraryTable]:
     return tables
 
 
-def imported_tables(results_dir: Path) -> list[LibraryTable]:
-    """Every imported device with latency_ms, as a table of its own device (its name), role `score`."""
+MEMBER_FILE = "library-member"
+"""In an imported device's folder: the device joined the library (its content says when and how)."""
+
+
+def is_member(results_dir: Path, name: str) -> bool:
+    return (Path(results_dir) / "devices" / name / MEMBER_FILE).is_file()
+
+
+def set_member(results_dir: Path, name: str, member: bool, how: str) -> None:
+    """`name` (an imported device) joins the library or leaves it."""
+    folder = Path(results_dir) / "devices" / name
+    if name not in list_devices(results_dir):
+        raise DataError(f"no imported device {name!r} under {results_dir}; import it with `harness import-device`")
+    if member:
+        (folder / MEMBER_FILE).write_text(f"{how}\n", encoding="utf-8")
+    else:
+        (folder / MEMBER_FILE).unlink(missing_ok=True)
+
+
+def imported_tables(results_dir: Path, members_only: bool = True) -> list[LibraryTable]:
+    """Every imported device with latency_ms that joined the library (all of them, without `members_only`), as a
+    table of its own device (its name), role `score`."""
     tables = []
     for name in list_devices(results_dir):
         folder = Path(results_dir) / "devices" / name
+        if members_only and not is_member(results_dir, name):
+            continue
         info = json.loads((folder / IMPORT_FILE).read_text(encoding="utf-8"))
         if METRIC not in info.get("metrics", []):
             continue
@@ -170,11 +195,23 @@ def imported_tables(results_dir: Path) -> list[LibraryTable]:
     return tables
 
 
+def same_data(a: LibraryTable, b: LibraryTable, at_least: int = 3) -> bool:
+    """Whether two tables hold the same measurements: every latency equal on the models both have (at least
+    `at_least` of them). One device's data imported twice under two names is no evidence for itself."""
+    left, right = a.values, b.values
+    shared = left.index.intersection(right.index)
+    if len(shared) < at_least:
+        return False
+    x, y = left[shared].to_numpy(float), right[shared].to_numpy(float)
+    return bool(((x == y) | (abs(x - y) <= 1e-9 * abs(x))).all())
+
+
 def all_tables(results_dir: Path | None = None) -> list[LibraryTable]:
-    """The shipped tables, then the imported ones (an imported device named like a shipped table is refused)."""
+    """The shipped tables, then the imported ones that joined (an imported device named like a shipped table is
+    refused)."""
     shipped = shipped_tables()
     imported = imported_tables(results_dir) if results_dir is not None else []
-    clash = {t.name for t in shipped} & {t.name for t in imported}
+    clash = {t.name for t in shipped} & set(list_devices(results_dir) if results_dir is not None else [])
     if clash:
         raise DataError(f"imported device {sorted(clash)[0]!r} has the name of a shipped library table; import it "
                         "again under another --device name")
