@@ -108,6 +108,11 @@ def test_a_board_profile_names_the_board_and_becomes_a_device(board: Board, mode
     predicted = json.loads(harness(board.config, tmp_path, "predict", models[3].stem, "--device", device,
                                    "--metric", "latency_ms", "--json").stdout)
     assert "mlp_384" in json.dumps(predicted)
+    measured = json.loads(harness(board.config, tmp_path, "suggest", "--device", device, "-n", "1", "--measure",
+                                  "--metric", "latency_ms", "--json").stdout)
+    assert measured["measured"] == ["mlp_384"]
+    table = (tmp_path / "results" / "devices" / device / "measurements.csv").read_text()
+    assert all(model.stem in table for model in models)
     harness(board.config, tmp_path, "report")
     report = next((tmp_path / "results").glob("*/report/report.md")).read_text()
     assert "## Host and board" in report and board.name in report

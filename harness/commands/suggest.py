@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -58,6 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_fit_option(parser, FIT_NAMES)
     add_across_repeats_option(parser)
     add_results_options(parser, pooled=True, by_runtime=True)
+    parser.add_argument("--measure", action="store_true",
+                        help="then measure the suggested models on the device's board (a device a TARGET session "
+                             "made), which adds them to its data")
     parser.set_defaults(func=run)
 
 
@@ -111,6 +115,28 @@ def first_picks(args: argparse.Namespace, runs: list[RunRecord], session: str, m
     return 0
 
 
+def measure(args: argparse.Namespace, results_dir: Path, runs: list[RunRecord], picks: list[str]) -> int:
+    """Profile the picks on the board that measures args.device (its target.json), as its TARGET session did."""
+    from harness.api.profiling import run_session, start_profile
+    from harness.target.device import board_target
+
+    where = board_target(results_dir, args.device)
+    if where is None:
+        raise ConfigError(f"--measure: device {args.device} was not measured through TARGET, so no board is known to "
+                          "measure it on; measure the suggested models there yourself and import them")
+    paths = {run.model_name: run.model["model_path"] for run in runs}
+    start = start_profile([paths[name] for name in picks], target=where["target"], runtime=where["runtime"],
+                          cpus=where["threads"], results_dir=results_dir, device_name=args.device)
+    session, _ = run_session(start.session, progress=not args.json)
+    notes = start.session.plan.notes
+    if args.json:
+        print_json({"device": args.device, "measured": picks, "session": session.path.name, "notes": notes})
+    else:
+        for note in notes:
+            out_console.print(note, highlight=False, markup=False)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.count < 1:
         raise ConfigError(f"-n {args.count}: give a positive number of models to suggest")
@@ -137,9 +163,11 @@ def run(args: argparse.Namespace) -> int:
     if not any(r["picks"] for r in results):
         raise DataError(f"every model profiled in session {session} is measured on {device.name} already; "
                         "profile the candidates you might deploy, then ask again")
-    if args.json:
+    if args.json and not args.measure:
         print_json({"session": session, "device": device.name, "suggestions": results})
         return 0
+    if args.measure:
+        return measure(args, results_dir, runs, sorted({pick["model"] for r in results for pick in r["picks"]}))
     for result, calibration in zip(results, cset.calibrations, strict=True):
         if not result["picks"]:
             continue

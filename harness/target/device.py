@@ -8,19 +8,24 @@ session of several engines or thread counts adds `-<engine>-<threads>t` to a DEV
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from harness.analysis.run_values import run_value
 from harness.core import conditions, metric_registry
 from harness.core.records import RunRecord
+from harness.core.storage import write_bytes_atomically
 from harness.store.results import iter_all_runs
 
 TARGET_BACKEND = "ssh"
+TARGET_FILE = "target.json"
+"""Beside a board device's measurements: the TARGET, engine and threads that measure it (`suggest --measure`)."""
 METRICS = (metric_registry.LATENCY, metric_registry.PEAK_MEMORY, "peak_rss_mib", "load_s", metric_registry.RUNTIME,
            "energy_mj")
 """What a board's table gives, where its runs measured it."""
@@ -33,9 +38,13 @@ def is_target_run(run: RunRecord) -> bool:
 
 
 def board_key(run: RunRecord) -> tuple[str, str, int]:
-    """(board host name, engine, threads): the runs one device table pools."""
+    """(board, engine, threads): the runs one device table pools. A farm's boards are one device, named after its
+    first board and its size."""
     board = run.line.get("board") or {}
-    return str(board.get("hostname") or "board"), conditions.runtime_name(run) or "script", int(run.threads)
+    target = str((run.line.get("provenance") or {}).get("target") or "")
+    farm = (run.line.get("provenance") or {}).get("farm") or []
+    name = f"{farm[0].get('hostname')}-farm{len(farm)}" if " " in target and farm else board.get("hostname")
+    return str(name or "board"), conditions.runtime_name(run) or "script", int(run.threads)
 
 
 def device_name(key: tuple[str, str, int], chosen: str | None, several: bool) -> str:
@@ -61,6 +70,7 @@ def board_rows(runs: Iterable[RunRecord]) -> pd.DataFrame:
 def register_boards(session_runs: list[RunRecord], results_dir: Path, chosen: str | None) -> list[str]:
     """Store the boards of `session_runs` as devices (each pooling every target run of its board, engine and threads
     under results_dir); returns one line per device stored."""
+    from harness.device.data import device_dir
     from harness.device.importer import DeviceFile, import_device
 
     keys = sorted({board_key(run) for run in session_runs if is_target_run(run)})
@@ -78,6 +88,16 @@ def register_boards(session_runs: list[RunRecord], results_dir: Path, chosen: st
             path = Path(folder) / f"{name}.csv"
             rows.to_csv(path, index=False)
             result = import_device([DeviceFile(path)], name, results_dir, sorted(set(rows["model"])))
+        where = {"target": (runs[-1].line.get("provenance") or {}).get("target"), "runtime": key[1], "threads": key[2]}
+        write_bytes_atomically(device_dir(results_dir, name) / TARGET_FILE, json.dumps(where, indent=2).encode())
         lines.append(f"board {key[0]} ({key[1]}, {key[2]} thread{'s' if key[2] > 1 else ''}) is device {name}: "
                      f"{result.models} models from {len(runs)} runs; `harness predict MODEL --device {name}`")
     return lines
+
+
+def board_target(results_dir: Path, device: str) -> dict[str, Any] | None:
+    """How `device` is measured when it is a board (its target.json), else None."""
+    from harness.device.data import device_dir
+
+    path = device_dir(results_dir, device) / TARGET_FILE
+    return dict(json.loads(path.read_text())) if path.is_file() else None
