@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from onnx import TensorProto, external_data_helper, helper, numpy_helper
 
 from harness.core.config import load_profile
+from tests.boards import BoardFactory
 
 WORKLOADS = Path(__file__).parent / "workloads"
 EXTERNAL_WEIGHT = np.arange(16, dtype=np.float32).reshape(4, 4)
@@ -68,6 +70,15 @@ def in_tmp_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run in an empty directory so no env.template/.env of the checkout leaks into a test's profile."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def board_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoardFactory]:
+    """SSH boards in containers (tests/boards.py): `.shared(kind)` for the session's board of a kind, `.start(kind,
+    cpus=, memory=)` for a test's own. Every container it started is removed at the end of the session."""
+    factory = BoardFactory(tmp_path_factory.mktemp("boards"))
+    yield factory
+    factory.close()
 
 
 def docker_required() -> bool:
