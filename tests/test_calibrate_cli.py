@@ -153,6 +153,37 @@ def test_predict_gives_intervals_and_warns_out_of_range(tmp_path: Path, capsys: 
     assert width["big_net"] > width["mid_net"]
 
 
+def test_predict_on_several_devices_is_one_table_of_models_by_devices(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A Pi and a phone in one table: models as rows, a column per device, each prediction with its interval, from
+    the CLI (--device twice) and from Python (device=[...])."""
+    import harness
+
+    results = tmp_path / "results"
+    write_session(results, {**HARNESS, "mid_net": [5.0, 5.0, 5.0]})
+    for device, scale in (("pi", 2.0), ("phone", 0.5)):
+        rows = [f"{m},2,{scale * v + (0.1 if i % 2 else -0.1)!r},x" for i, (m, v) in enumerate(FASTEST.items())]
+        run_cli(capsys, "import-device", str(write_device_csv(tmp_path / f"{device}.csv", rows)), "--device", device,
+                "--results-dir", str(results))
+    code, out, err = run_cli(capsys, "predict", "--device", "pi", "--device", "phone", "--results-dir", str(results),
+                             "--no-library", "mid_net")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "predicted latency by device" in text and "│ mid_net │ latency_ms │" in text
+    assert text.index("pi") < text.index("phone")
+    both = harness.predict(["mid_net"], device=["pi", "phone"], library=False, results_dir=results)
+    assert both.devices == ["pi", "phone"] and {row["device"] for row in both.rows} == {"pi", "phone"}
+    wide = both.by_device.set_index("model")
+    assert list(wide.columns[-2:]) == ["pi", "phone"]
+    for device, scale in (("pi", 2.0), ("phone", 0.5)):
+        predicted = float(wide.loc["mid_net", device].split(" [")[0])
+        assert predicted == pytest.approx(scale * 5.0, rel=0.05)
+        assert wide.loc["mid_net", device] in text
+    code, out, _ = run_cli(capsys, "predict", "--device", "pi", "--device", "phone", "--results-dir", str(results),
+                           "--no-library", "--json", "mid_net")
+    assert json.loads(out)["devices"] == ["pi", "phone"]
+
+
 def test_predict_warns_when_a_minimum_is_over_fewer_inferences_than_the_calibration_models(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A fastest inference over 2 runs of 10 sits higher than one over 3 runs of 10: named, with the fix."""

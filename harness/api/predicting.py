@@ -10,7 +10,7 @@ Three sources, picked by what is asked:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -140,13 +140,19 @@ def _predictions(cset: CalibrationSet, measured: dict[str, pd.DataFrame], models
     return Predictions(device, rows, notes, session)
 
 
-def predict(models: Iterable[Cell] | Cell, device: str, *, measured: Mapping[Cell, float] | None = None,
+def predict(models: Iterable[Cell] | Cell, device: str | Sequence[str], *,
+            measured: Mapping[Cell, float] | None = None,
             session: str | None = None, metric: str | None = None, fit: str = "auto",
             across_repeats: str | None = None, library: bool = True, runtime: str | None = None,
             results_dir: str | Path | None = None) -> Predictions:
     """`device`'s values for `models`: NAS-Bench-201 cells from static facts (none run; `measured` or a library
-    table calibrates them), else profiled models or model files (zero-shot on a library table)."""
+    table calibrates them), else profiled models or model files (zero-shot on a library table). Several devices give
+    one Predictions, each row naming its device; its `by_device` is the table of models by devices."""
     wanted = [models] if isinstance(models, (int, str)) else list(models)
+    if not isinstance(device, str):
+        return Predictions.several([predict(wanted, one, measured=measured, session=session, metric=metric, fit=fit,
+                                            across_repeats=across_repeats, library=library, runtime=runtime,
+                                            results_dir=results_dir) for one in dict.fromkeys(device)])
     if wanted and all(is_cell(m) for m in wanted) and (measured is not None or
                                                        reference_cells(device, catalog_path()) is not None):
         return predict_cells(wanted, device, measured)

@@ -90,7 +90,40 @@ class Predictions:
     def table(self) -> pd.DataFrame:
         return _frame(self.rows)
 
+    @classmethod
+    def several(cls, parts: list[Predictions]) -> Predictions:
+        """One device's predictions after another, each row naming its device (`device` column), each note too."""
+        rows = [{"device": part.device, **row} for part in parts for row in part.rows]
+        notes = [f"{part.device}: {note}" for part in parts for note in part.notes]
+        return cls(", ".join(part.device for part in parts), rows, notes, parts[0].session if parts else "")
+
+    @property
+    def devices(self) -> list[str]:
+        """The devices predicted, in the order asked."""
+        return list(dict.fromkeys(row.get("device", self.device) for row in self.rows)) or [self.device]
+
+    @property
+    def by_device(self) -> pd.DataFrame:
+        """Models as rows, devices as columns: each predicted value with its 95% interval, as text
+        ("12.3 [10.1, 15.0]"; "—" where a device has no prediction), per metric and CPUS group."""
+        import pandas as pd
+
+        rows = [{**row, "device": row.get("device", self.device)} for row in self.rows
+                if row.get("predicted") is not None]
+        if not rows:
+            return pd.DataFrame(columns=["model", "metric", *self.devices])
+        frame = pd.DataFrame(rows)
+        frame["cell"] = [f"{p:.4g} [{lo:.4g}, {hi:.4g}]" for p, lo, hi in
+                         zip(frame["predicted"], frame["pi_low"], frame["pi_high"], strict=True)]
+        keys = ["model", "metric"] + (["group"] if "group" in frame else [])
+        frame = frame.assign(**{key: frame[key].astype(str) for key in keys[2:]})
+        wide = frame.pivot_table(index=keys, columns="device", values="cell", aggfunc="first")
+        return wide.reindex(columns=self.devices).fillna("—").reset_index().rename_axis(columns=None)
+
     def _repr_html_(self) -> str:
+        if len(self.devices) > 1:
+            notes = "".join(f"<p>{html.escape(note)}</p>" for note in self.notes)
+            return _html(f"predicted on {self.device} (95% prediction interval)", self.by_device) + notes
         shown = ["model", "metric", "fit", "harness", "predicted", "pi_low", "pi_high", "measured_on_device"]
         table = self.table
         notes = "".join(f"<p>{html.escape(note)}</p>" for note in self.notes)

@@ -21,6 +21,7 @@ from harness.commands.shared import (
     add_library_option,
     add_metric_option,
     add_results_options,
+    devices,
     fmt,
     print_json,
     warn,
@@ -40,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("models", nargs="*", metavar="MODEL",
                         help="harness model names, as `harness rank` lists them (with a library device: model files "
                              "or zoo names; make: MODEL=...)")
-    add_device_option(parser)
+    add_device_option(parser, several=True)
     add_library_option(parser)
     add_metric_option(parser, None, "one metric (default: every metric the device data has)",
                          lambda m: m.calibrated)
@@ -52,8 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     models = args.models or shlex.split(os.environ.get("HARNESS_MODEL", ""))
-    predictions = predict(models, args.device, session=args.session, metric=args.metric, fit=args.fit,
-                          across_repeats=args.across_repeats, library=not args.no_library, runtime=args.runtime,
+    chosen = devices(args)
+    predictions = predict(models, chosen[0] if len(chosen) == 1 else chosen, session=args.session,
+                          metric=args.metric, fit=args.fit, across_repeats=args.across_repeats,
+                          library=not args.no_library, runtime=args.runtime,
                           results_dir=resolve_results_dir(args.results_dir))
     return show_predictions(args, predictions)
 
@@ -75,7 +78,17 @@ def show_predictions(args: argparse.Namespace, result: Predictions) -> int:
                     f"the {p['fit']} fit is extrapolated there, so its interval is widened "
                     f"(±{EXTRAPOLATION_SPREAD:.0%} more in log space)")
     if args.json:
-        print_json({"session": result.session, "device": result.device, "predictions": predictions})
+        print_json({"session": result.session, "device": result.device, "devices": result.devices,
+                    "predictions": predictions})
+        return 0
+    if len(result.devices) > 1:
+        wide = result.by_device
+        table = Table(title="predicted latency by device (95% prediction interval)", title_justify="left")
+        for name in wide.columns:
+            table.add_column(str(name))
+        for row in wide.itertuples(index=False):
+            table.add_row(*(str(value) for value in row))
+        out_console.print(table)
         return 0
     table = Table(title=f"predicted on {result.device} (95% prediction interval)", title_justify="left")
     for column in ("model", "metric", "group", "fit", "harness", "predicted", "95% PI", "measured", "reach"):

@@ -102,11 +102,21 @@ DEVICE_HELP = ("the device: on profile and sweep a preset (devices/NAME.env, e.g
 """What --device means on every command that takes it, said in each one's --help."""
 
 
-def add_device_option(parser: argparse.ArgumentParser) -> None:
+def add_device_option(parser: argparse.ArgumentParser, several: bool = False) -> None:
+    """--device, from make's DEVICE when not given; `several`: repeatable (make: DEVICE="a b"), read by devices()."""
+    if several:
+        parser.add_argument("--device", action="append", required=env_default("HARNESS_DEVICE") is None,
+                            help=f"{DEVICE_HELP}; repeat it for one table of several devices (make: DEVICE=\"a b\")")
+        return
     parser.add_argument(
         "--device", default=env_default("HARNESS_DEVICE"), required=env_default("HARNESS_DEVICE") is None,
         help=f"{DEVICE_HELP} (make: DEVICE=...)",
     )
+
+
+def devices(args: argparse.Namespace) -> list[str]:
+    """The devices of a repeatable --device, else make's DEVICE split at spaces."""
+    return list(args.device or shlex.split(os.environ.get("HARNESS_DEVICE", "")))
 
 
 def print_json(obj: dict[str, Any]) -> None:
