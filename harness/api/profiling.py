@@ -31,7 +31,7 @@ from harness.run.session import BaseSession
 KEYWORDS = {"device_name": "DEVICE_NAME", "cpus": "CPUS", "memory": "MEMORY", "swap": "SWAP", "repeats": "REPEATS",
             "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE", "backend": "BACKEND",
             "runtime": "RUNTIME", "per_op": "PER_OP", "results_dir": "RESULTS_DIR", "timeout_s": "TIMEOUT_S",
-            "dims": "DIMS", "inputs": "INPUTS"}
+            "dims": "DIMS", "inputs": "INPUTS", "target": "TARGET"}
 """profile()'s keyword -> the env.template variable it sets; any other variable goes by its own name (SWAP=...).
 The layers are those of the CLI: env.template < .env < the device's env file < HARNESS_SET_* < these keywords."""
 KEYWORD_OF = {variable: keyword for keyword, variable in KEYWORDS.items()}
@@ -84,6 +84,14 @@ def run_session(session: BaseSession, progress: bool = True) -> tuple[Session, d
     pending = len(session.plan.specs) - len(session.runs)
     with _progress(pending) if progress else nullcontext((None, None)) as (on_start, on_done):
         summary = session.run(on_start, on_done)
+    if session.backend_info.get("backend") == "ssh":  # a board's runs are a device's measurements, with no import
+        from harness.target.device import register_boards
+        from harness.target.throttle import throttle_notes
+
+        session.plan.notes += throttle_notes(session.runs)
+        chosen = session.profile.device_name if session.profile.sources.get("DEVICE_NAME") not in (
+            "default", "env.template") else None
+        session.plan.notes += register_boards(session.runs, session.store.path.parent, chosen)
     return Session(session.store.path), summary
 
 
