@@ -276,3 +276,10 @@ BENCHMARKS += zoo_facts
 BENCHMARKS += engines
 # --parallel 2 against serial wall time, and co-runner interference (stored for --parallel auto; about 3 minutes).
 BENCHMARKS += parallel_interference
+
+# TARGET against a local session on a loopback board (this host's own sshd): latency and peak parity, overhead per run
+# and per session, and `harness target setup` of container boards that have only Python (tests/boards; skipped with a
+# note without Docker or their images). About 8 minutes on a 2-core host; writes results/bench/target.json.
+.PHONY: bench-target
+bench-target: $(STAMP)
+	$(VENV)/bin/python benchmarks/target.py
