@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.measure.rapl import EnergyReader
+from harness.measure.power_rails import energy_reader
 from harness.measure.report_protocol import (
     DIMS_ENV,
     ENERGY_KEY,
@@ -77,7 +77,9 @@ def timed_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> array:
     Latencies live in one preallocated array('d') of at most MAX_LATENCIES values, so the script's own memory does
     not grow with ITERATIONS. Beyond that many calls it keeps a uniform random sample (reservoir sampling, seeded)
     and reports the exact count, mean, min and max of every call as `latency_all`. The host's RAPL counters are read
-    right before the first timed call and right after the last (harness.measure.rapl), outside every call's time."""
+    right before the first timed call and right after the last (harness.measure.rapl), outside every call's time;
+    on a board without RAPL, its hwmon power sensors are read or sampled over the same phase
+    (harness.measure.power_rails)."""
     phase("warmup")
     for _ in range(warmup):
         infer()
@@ -87,7 +89,7 @@ def timed_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> array:
     total = 0.0
     low, high = math.inf, 0.0
     clock = time.perf_counter_ns
-    energy = EnergyReader()
+    energy = energy_reader()
     phase("steady")
     energy.start()
     for index in range(iterations):
