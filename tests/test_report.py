@@ -85,6 +85,25 @@ def test_report_numbers_are_the_calibration_and_ranking_numbers(report_dir: tupl
     assert calibration.model.equation in html
 
 
+def test_with_a_device_the_answer_ranks_by_its_predictions(report_dir: tuple[Path, Path]) -> None:
+    """A device imported beside the session: the answer's first words and first table rank the models by that
+    device's predicted latency with their intervals (neighbours whose intervals overlap share a rank), the host's
+    ranking after it."""
+    results, session = report_dir
+    out = session / "report"
+    answer = (out / "report.md").read_text().split("\n## ")[1]
+    assert answer.index("On phone, by its predicted latency") < answer.index("Under this profile")
+    assert answer.index("Ranking on phone by predicted latency") < answer.index("on this host")
+    ranking = pd.read_csv(out / "tables" / "answer_device_ranking_phone.csv")
+    assert list(ranking["model"]) == ["net_a", "net_b", "net_c", "net_new", "net_d"]  # by predicted latency
+    assert (ranking["predicted_ms"].diff().dropna() >= 0).all()
+    assert (ranking["pi_low_ms"] <= ranking["predicted_ms"]).all()
+    for above, below in zip(ranking.itertuples(), ranking.iloc[1:].itertuples(), strict=False):
+        assert (below.rank == above.rank) == (below.pi_low_ms <= above.pi_high_ms)
+    best = ranking[ranking["rank"] == 1]
+    assert f"fastest: {best['model'].iloc[0]} (" in answer or "fastest, tied" in answer
+
+
 def test_report_without_runs_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "--results-dir", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err

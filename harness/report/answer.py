@@ -165,6 +165,43 @@ def device_predictions(results_dir: Path, device_name: str,
     return predicted, shown
 
 
+def device_ranking(predicted: pd.DataFrame) -> pd.DataFrame | None:
+    """The models by a device's predicted latency, fastest first, at full precision: a model whose 95% prediction
+    interval overlaps that of its neighbour above shares its rank (the intervals cannot order them); None when the
+    device has no latency predictions. One CPU group: the one with the most models predicted."""
+    rows = predicted[(predicted["metric"] == metric_registry.LATENCY) & predicted["predicted"].notna()]
+    if rows.empty:
+        return None
+    group = rows["group"].value_counts().index[0]
+    rows = rows[rows["group"] == group].sort_values("predicted").reset_index(drop=True)
+    ranks, tied = [1], [False]
+    for i in range(1, len(rows)):
+        overlaps = rows.loc[i, "pi_low"] <= rows.loc[i - 1, "pi_high"]
+        ranks.append(ranks[-1] if overlaps else i + 1)
+        tied.append(bool(overlaps))
+        if overlaps:
+            tied[i - 1] = True
+    return pd.DataFrame({"rank": ranks, "tied": tied, "model": rows["model"], "group": rows["group"],
+                         "predicted_ms": rows["predicted"], "pi_low_ms": rows["pi_low"], "pi_high_ms": rows["pi_high"]})
+
+
+def device_ranking_display(ranking: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "rank": [f"{r}{TIE if t else ''}" for r, t in zip(ranking["rank"], ranking["tied"], strict=True)],
+        "model": ranking["model"],
+        "predicted latency (ms) [95% PI]": [with_interval(*v) for v in zip(
+            ranking["predicted_ms"], ranking["pi_low_ms"], ranking["pi_high_ms"], strict=True)]})
+
+
+def device_sentence(device: str, ranking: pd.DataFrame) -> str:
+    """The answer on the device: the fastest by its predicted latency, with the models it cannot be told from."""
+    best = ranking[ranking["rank"] == 1]
+    names = ", ".join(f"{m} ({with_interval(p, lo, hi)} ms)" for m, p, lo, hi in zip(
+        best["model"], best["predicted_ms"], best["pi_low_ms"], best["pi_high_ms"], strict=True))
+    lead = "fastest, tied (their 95% prediction intervals overlap)" if len(best) > 1 else "fastest"
+    return f"On {device}, by its predicted latency ({ranking['group'].iloc[0]}): {lead}: {names}."
+
+
 @dataclass(frozen=True)
 class AnswerParts:
     """Everything the answer section shows, computed before any of it is laid out."""
@@ -176,6 +213,9 @@ class AnswerParts:
     ranking: pd.DataFrame  # full precision, every CPU count
     ranking_shown: pd.DataFrame  # the same, as read
     devices: dict[str, tuple[pd.DataFrame, pd.DataFrame] | str]  # per imported device: predictions, or why none
+    device: str | None = None  # the device the answer ranks by: the first of `devices` with latency predictions
+    device_ranking: pd.DataFrame | None = None  # its models by predicted latency, and as read
+    device_ranking_shown: pd.DataFrame | None = None
 
 
 def answer_parts(results_dir: Path, runs: list[RunRecord], info: SessionInfo, devices: list[str]) -> AnswerParts:
@@ -188,9 +228,13 @@ def answer_parts(results_dir: Path, runs: list[RunRecord], info: SessionInfo, de
     chart = pareto_chart(points[cpus], f"{x.label}, median ({x.unit})", f"{PEAK.label}, median ({PEAK.unit})",
                          f"Pareto chart at cpus={cpus:g}")
     ranking = ranking_table(rankings, metric, points, model_sizes(runs))
-    return AnswerParts(
-        metric=metric, cpus=cpus, chart=chart,
-        sentence=answer_sentence(rankings, metric, points[cpus], cpus, info.profile),
-        ranking=ranking, ranking_shown=ranking_display(ranking, metric),
-        devices={name: device_predictions(results_dir, name, runs) for name in devices},
-    )
+    predictions = {name: device_predictions(results_dir, name, runs) for name in devices}
+    sentence = answer_sentence(rankings, metric, points[cpus], cpus, info.profile)
+    for name, predicted in predictions.items():  # a named device answers first, by its predictions
+        by_device = None if isinstance(predicted, str) else device_ranking(predicted[0])
+        if by_device is not None:
+            return AnswerParts(metric, cpus, chart, f"{device_sentence(name, by_device)} {sentence}", ranking,
+                               ranking_display(ranking, metric), predictions, name, by_device,
+                               device_ranking_display(by_device))
+    return AnswerParts(metric=metric, cpus=cpus, chart=chart, sentence=sentence, ranking=ranking,
+                       ranking_shown=ranking_display(ranking, metric), devices=predictions)

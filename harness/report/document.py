@@ -107,7 +107,11 @@ def answer_section(results_dir: Path, runs: list[RunRecord], info: SessionInfo, 
     word = metric_registry.get(parts.metric).label
     section.figures.append(ReportFigure(f"pareto_cpus{cpus:g}", f"Pareto chart: {word} against peak memory; "
                                         "non-dominated models in green and named", parts.chart))
-    title = f"Ranking by {word} (1= : tied, no significant difference; ✓ : non-dominated)"
+    if parts.device is not None and parts.device_ranking is not None and parts.device_ranking_shown is not None:
+        section.tables.append(ReportTable(
+            f"answer_device_ranking_{slug(parts.device)}", f"Ranking on {parts.device} by predicted latency (1= : "
+            "tied, the 95% prediction intervals overlap)", parts.device_ranking, parts.device_ranking_shown))
+    title = f"Ranking by {word} on this host (1= : tied, no significant difference; ✓ : non-dominated)"
     section.tables.append(ReportTable("answer_ranking", title, parts.ranking, parts.ranking_shown))
     for device, predicted in parts.devices.items():
         if isinstance(predicted, str):
