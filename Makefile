@@ -237,6 +237,13 @@ bench-library: export HARNESS_BENCH_SESSION := $(SESSION)
 bench-library: $(STAMP)
 	$(VENV)/bin/python benchmarks/library.py
 
+# Whether the numbers repeat: ten zoo models profiled in two sessions at the defaults, on onnxruntime and on ncnn
+# (benchmarks/repeatability.py; goal: 95% of models within ±5% between sessions; prints the shares within ±5% and
+# ±10% and the median difference; about 15 minutes on 2 cores; writes results/bench/repeatability.json).
+.PHONY: bench-repeatability
+bench-repeatability: $(ZOO_STAMP) $(NCNN_STAMP)
+	$(VENV)/bin/python benchmarks/repeatability.py
+
 # How fast NAS-Bench-201 cells are predicted from static facts and the device library, none of them run
 # (benchmarks/nas_loop.py; goal: at least 10,000 a second; a few seconds; writes results/bench/nas_loop.json).
 .PHONY: bench-nas-loop
