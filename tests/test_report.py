@@ -13,6 +13,7 @@ import pytest
 from harness.calibration.calibrate import calibrate_runs
 from harness.cli import main
 from harness.device.data import load_device
+from harness.report.format import sig
 from harness.store.results import load_runs
 from tests.analysis_fixtures import write_session
 
@@ -102,6 +103,43 @@ def test_with_a_device_the_answer_ranks_by_its_predictions(report_dir: tuple[Pat
         assert (below.rank == above.rank) == (below.pi_low_ms <= above.pi_high_ms)
     best = ranking[ranking["rank"] == 1]
     assert f"fastest: {best['model'].iloc[0]} (" in answer or "fastest, tied" in answer
+
+
+def test_the_answer_picks_the_most_accurate_model_under_the_latency_budget(
+        report_dir: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Accuracies from the user's file: the answer gives accuracy against the device's predicted latency, its
+    Pareto front, and the most accurate model whose predicted latency is within --max-latency-ms."""
+    results, session = report_dir
+    (tmp_path / "acc.csv").write_text("model,accuracy\nnet_a,60\nnet_b,70\nnet_c,65\nnet_d,75\nnet_new,72\n")
+    assert main(["report", "--results-dir", str(results), "--accuracy", str(tmp_path / "acc.csv"),
+                 "--max-latency-ms", "12"]) == 0
+    capsys.readouterr()
+    out = session / "report"
+    table = pd.read_csv(out / "tables" / "answer_accuracy.csv")
+    assert set(table["latency_on"]) == {"phone"} and set(table["source"]) == {"acc.csv"}
+    assert table.set_index("model").loc["net_d", "accuracy_pct"] == 75
+    front = set(table.loc[table["non_dominated"], "model"])
+    assert {"net_a", "net_d"} <= front and "net_c" not in front  # net_b is faster and more accurate than net_c
+    within = table[table["latency_ms"] <= 12]
+    pick = within.sort_values("accuracy_pct").iloc[-1]
+    answer = " ".join((out / "report.md").read_text().split("\n## ")[1].split())
+    assert f"Most accurate under {sig(12.0)} ms on phone: {pick['model']} ({sig(pick['accuracy_pct'])}%" in answer
+    assert "Accuracy against latency" in answer
+
+
+def test_accuracy_comes_from_a_device_csv_and_the_published_tables(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.device.accuracy import accuracies
+
+    results = tmp_path / "results"
+    (tmp_path / "mine.csv").write_text("model,latency_ms,top1\nmy_net,12,68.5\nmobilenet_v1_0.25_128,5,40.0\n")
+    assert main(["import-device", str(tmp_path / "mine.csv"), "--device", "mine", "--results-dir", str(results)]) == 0
+    capsys.readouterr()
+    found = accuracies(["my_net", "mobilenet_v1_0.25_128", "mobilenet_v2_1.0_224", "unknown"], results)
+    assert (found["my_net"].value, found["my_net"].source) == (68.5, "device mine's CSV (top1)")
+    assert found["mobilenet_v1_0.25_128"].value == 40.0  # the user's device CSV before the published figure
+    assert found["mobilenet_v2_1.0_224"].value == 71.8  # the published float top-1 (Pixel 2 float table)
+    assert "floating point" in found["mobilenet_v2_1.0_224"].source and "unknown" not in found
 
 
 def test_report_without_runs_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,6 +25,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="calibrate against this device only (repeatable; default: every imported device)")
     parser.add_argument("--group-by", default=env_default("HARNESS_GROUP_BY") or "cpus",
                         help="calibration groups: cpus (default) or a tag column of the device CSV, as for regress")
+    parser.add_argument("--accuracy", type=Path, metavar="FILE", default=env_default("HARNESS_ACCURACY"),
+                        help="a CSV of model and accuracy (or top1), in percent: the answer's accuracy against "
+                             "latency (beside an imported device CSV's accuracy or top1 column and the published "
+                             "top-1 of the shipped tables; make: ACCURACY=...)")
+    parser.add_argument("--max-latency-ms", type=float, metavar="MS", default=env_default("HARNESS_MAX_LATENCY_MS"),
+                        help="the latency budget: the answer names the most accurate model under it (on the "
+                             "device the answer ranks by, else this host; make: MAX_LATENCY_MS=...)")
     parser.add_argument("--out", type=Path, help=f"output directory (default: <session>/{REPORT_DIR})")
     parser.set_defaults(func=run)
 
@@ -39,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     for session_dir in sessions:
         out = args.out / session_dir.name if args.out and len(sessions) > 1 else args.out or session_dir / REPORT_DIR
         ensure_writable_dir(out, "report directory" + (" (--out)" if args.out else ""))
-        report = build_report(results_dir, session_dir, devices, args.group_by)
+        report = build_report(results_dir, session_dir, devices, args.group_by, args.accuracy, args.max_latency_ms)
         try:
             written = write_report(report, out)
         except StorageError:  # the answer still reaches the user, then the one line of what was not written

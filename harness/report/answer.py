@@ -23,6 +23,7 @@ from harness.calibration.transfer import device_library
 from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.core.records import RunRecord, SessionInfo
+from harness.device.accuracy import Accuracy, accuracies
 from harness.device.data import DeviceData, load_device
 from harness.report.figures import pareto_chart
 from harness.report.format import mib, sig, with_interval
@@ -202,6 +203,67 @@ def device_sentence(device: str, ranking: pd.DataFrame) -> str:
     return f"On {device}, by its predicted latency ({ranking['group'].iloc[0]}): {lead}: {names}."
 
 
+def accuracy_table(found: dict[str, Accuracy], points: pd.DataFrame, device: str | None,
+                   by_device: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Per model with an accuracy: its accuracy and source, its latency (the device's predicted one, with its
+    interval, where a device answers; else this host's median), its peak memory here, and whether no other model
+    is as accurate, as fast and as light and over MIN_RELATIVE_GAP better on one (the error, 100 - accuracy,
+    counted as lower is better)."""
+    if not found:
+        return None
+    host = points.set_index("model")
+    predicted = by_device.set_index("model") if by_device is not None else None
+    rows = []
+    for model, accuracy in found.items():
+        if predicted is not None and model in predicted.index:
+            latency, low, high = (float(predicted.loc[model, c]) for c in ("predicted_ms", "pi_low_ms", "pi_high_ms"))
+        elif predicted is None and model in host.index:
+            latency, low, high = float(host.loc[model, "x"]), math.nan, math.nan
+        else:
+            continue
+        rows.append({"model": model, "accuracy_pct": accuracy.value, "source": accuracy.source,
+                     "latency_ms": latency, "latency_low_ms": low, "latency_high_ms": high,
+                     "latency_on": device or "this host", PEAK.name: float(host["y"].get(model, math.nan))})
+    if not rows:
+        return None
+    table = pd.DataFrame(rows).sort_values("latency_ms").reset_index(drop=True)
+    criteria = pd.DataFrame({"latency": table["latency_ms"], "error": 100.0 - table["accuracy_pct"]})
+    if table[PEAK.name].notna().all():
+        criteria["memory"] = table[PEAK.name]
+    table["non_dominated"] = non_dominated(criteria).to_numpy()
+    return table
+
+
+def accuracy_display(table: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "model": table["model"], "accuracy (%)": table["accuracy_pct"].map(sig),
+        "latency (ms)": [with_interval(*v) for v in zip(table["latency_ms"], table["latency_low_ms"],
+                                                        table["latency_high_ms"], strict=True)],
+        "on": table["latency_on"], PEAK.label_with_unit: table[PEAK.name].map(sig),
+        "Pareto": ["✓" if flag else "" for flag in table["non_dominated"]], "accuracy from": table["source"]})
+
+
+def accuracy_sentence(table: pd.DataFrame, max_latency_ms: float | None) -> str:
+    """The pick: the accuracy-latency frontier, and the most accurate model within the latency budget."""
+    where = table["latency_on"].iloc[0]
+    front = table[table["non_dominated"]]
+    text = (f"Accuracy against latency on {where} (no other model as accurate, as fast and as light): "
+            + ", ".join(f"{m} ({sig(a)}%, {sig(t)} ms)" for m, a, t in zip(
+                front["model"], front["accuracy_pct"], front["latency_ms"], strict=True)) + ".")
+    if max_latency_ms is None:
+        return text
+    within = table[table["latency_ms"] <= max_latency_ms]
+    if within.empty:
+        fastest = table.iloc[0]
+        return (f"{text} No model with a known accuracy is under {sig(max_latency_ms)} ms on {where}; the fastest is "
+                f"{fastest['model']} ({sig(fastest['latency_ms'])} ms).")
+    best = within.sort_values(["accuracy_pct", "latency_ms"], ascending=[False, True]).iloc[0]
+    reach = (f"; its 95% interval reaches {sig(best['latency_high_ms'])} ms"
+             if best["latency_high_ms"] > max_latency_ms else "")
+    return (f"{text} Most accurate under {sig(max_latency_ms)} ms on {where}: {best['model']} "
+            f"({sig(best['accuracy_pct'])}%, {sig(best['latency_ms'])} ms{reach}).")
+
+
 @dataclass(frozen=True)
 class AnswerParts:
     """Everything the answer section shows, computed before any of it is laid out."""
@@ -216,10 +278,14 @@ class AnswerParts:
     device: str | None = None  # the device the answer ranks by: the first of `devices` with latency predictions
     device_ranking: pd.DataFrame | None = None  # its models by predicted latency, and as read
     device_ranking_shown: pd.DataFrame | None = None
+    accuracy: pd.DataFrame | None = None  # accuracy against latency, where any model's accuracy is known
+    accuracy_shown: pd.DataFrame | None = None
 
 
-def answer_parts(results_dir: Path, runs: list[RunRecord], info: SessionInfo, devices: list[str]) -> AnswerParts:
-    """Everything the answer section shows: sentence, ranking table, Pareto chart, device predictions."""
+def answer_parts(results_dir: Path, runs: list[RunRecord], info: SessionInfo, devices: list[str],
+                 accuracy_file: Path | None = None, max_latency_ms: float | None = None) -> AnswerParts:
+    """Everything the answer section shows: sentence, ranking table, Pareto chart, device predictions, and where
+    accuracies are known (harness.device.accuracy) the accuracy-latency frontier and the pick under the budget."""
     metric = primary_metric(runs)
     rankings = rank_runs(runs, metric)
     cpus = max(rankings)  # a sweep answers at its largest CPU count; the details have every count
@@ -230,11 +296,17 @@ def answer_parts(results_dir: Path, runs: list[RunRecord], info: SessionInfo, de
     ranking = ranking_table(rankings, metric, points, model_sizes(runs))
     predictions = {name: device_predictions(results_dir, name, runs) for name in devices}
     sentence = answer_sentence(rankings, metric, points[cpus], cpus, info.profile)
+    device, by_device = None, None
     for name, predicted in predictions.items():  # a named device answers first, by its predictions
         by_device = None if isinstance(predicted, str) else device_ranking(predicted[0])
         if by_device is not None:
-            return AnswerParts(metric, cpus, chart, f"{device_sentence(name, by_device)} {sentence}", ranking,
-                               ranking_display(ranking, metric), predictions, name, by_device,
-                               device_ranking_display(by_device))
-    return AnswerParts(metric=metric, cpus=cpus, chart=chart, sentence=sentence, ranking=ranking,
-                       ranking_shown=ranking_display(ranking, metric), devices=predictions)
+            device, sentence = name, f"{device_sentence(name, by_device)} {sentence}"
+            break
+    models = sorted({run.model_name for run in runs if run.model_name})
+    accuracy = accuracy_table(accuracies(models, results_dir, accuracy_file), points[cpus], device, by_device) \
+        if metric == metric_registry.LATENCY else None
+    if accuracy is not None:
+        sentence += f" {accuracy_sentence(accuracy, max_latency_ms)}"
+    return AnswerParts(metric, cpus, chart, sentence, ranking, ranking_display(ranking, metric), predictions, device,
+                       by_device, None if by_device is None else device_ranking_display(by_device), accuracy,
+                       None if accuracy is None else accuracy_display(accuracy))

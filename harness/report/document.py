@@ -96,10 +96,12 @@ def summary_display(frame: pd.DataFrame) -> pd.DataFrame | None:
     return shown
 
 
-def answer_section(results_dir: Path, runs: list[RunRecord], info: SessionInfo, devices: list[str]) -> Section:
-    """The answer first: ranking with ties marked, the Pareto chart, the predicted device numbers."""
+def answer_section(results_dir: Path, runs: list[RunRecord], info: SessionInfo, devices: list[str],
+                   accuracy_file: Path | None = None, max_latency_ms: float | None = None) -> Section:
+    """The answer first: ranking with ties marked, the Pareto chart, the predicted device numbers, and with known
+    accuracies the accuracy-latency frontier and the pick under the latency budget."""
     try:
-        parts = answer_parts(results_dir, runs, info, devices)
+        parts = answer_parts(results_dir, runs, info, devices, accuracy_file, max_latency_ms)
     except DataError as err:
         return Section(ANSWER, [f"No answer yet: {err}"])
     cpus = parts.cpus
@@ -111,6 +113,9 @@ def answer_section(results_dir: Path, runs: list[RunRecord], info: SessionInfo, 
         section.tables.append(ReportTable(
             f"answer_device_ranking_{slug(parts.device)}", f"Ranking on {parts.device} by predicted latency (1= : "
             "tied, the 95% prediction intervals overlap)", parts.device_ranking, parts.device_ranking_shown))
+    if parts.accuracy is not None and parts.accuracy_shown is not None:
+        section.tables.append(ReportTable("answer_accuracy", "Accuracy against latency (✓ : non-dominated on "
+                                          "accuracy, latency and peak memory)", parts.accuracy, parts.accuracy_shown))
     title = f"Ranking by {word} on this host (1= : tied, no significant difference; ✓ : non-dominated)"
     section.tables.append(ReportTable("answer_ranking", title, parts.ranking, parts.ranking_shown))
     for device, predicted in parts.devices.items():
@@ -229,7 +234,8 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[RunRecor
 
 
 def build_report(
-    results_dir: Path, session_dir: Path, devices: list[str] | None = None, group_by: str = "cpus"
+    results_dir: Path, session_dir: Path, devices: list[str] | None = None, group_by: str = "cpus",
+    accuracy_file: Path | None = None, max_latency_ms: float | None = None,
 ) -> Report:
     """Everything the report shows, computed once from the session's runs and the imported device data."""
     runs = load_runs(session_dir)
@@ -237,8 +243,8 @@ def build_report(
         raise DataError(f"session {session_dir.name} has no runs yet; profile first (make profile MODEL=...)")
     info = load_session_info(session_dir)
     devices = devices or list_devices(results_dir)
-    sections = [answer_section(results_dir, runs, info, devices), session_section(info, runs), summary_section(runs),
-                ranking_section(runs)]
+    sections = [answer_section(results_dir, runs, info, devices, accuracy_file, max_latency_ms),
+                session_section(info, runs), summary_section(runs), ranking_section(runs)]
     beside = board_section(results_dir, runs)
     if beside is not None:
         sections.append(beside)
