@@ -142,6 +142,24 @@ def test_accuracy_comes_from_a_device_csv_and_the_published_tables(tmp_path: Pat
     assert "floating point" in found["mobilenet_v2_1.0_224"].source and "unknown" not in found
 
 
+def test_two_devices_are_one_table_of_models_by_devices(report_dir: tuple[Path, Path], tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    results, session = report_dir
+    (tmp_path / "pi.csv").write_text(DEVICE.replace(",4,", ",1,").replace("3.1", "9.4").replace("5.9", "17.5")
+                                     .replace("12.4", "36.9").replace("17.8", "55.2"))
+    assert main(["import-device", str(tmp_path / "pi.csv"), "--device", "pi", "--results-dir", str(results)]) == 0
+    assert main(["report", "--results-dir", str(results)]) == 0
+    capsys.readouterr()
+    table = pd.read_csv(session / "report" / "tables" / "answer_devices.csv").set_index("model")
+    assert sorted(table.columns) == ["phone", "pi"] and set(table.index) == set(LATENCIES)
+    for device in ("phone", "pi"):
+        assert all(re.fullmatch(r"[\d.]+ \[-?[\d.]+, [\d.]+\]", cell) for cell in table[device]), table[device]
+    ranking = pd.read_csv(session / "report" / "tables" / "answer_device_ranking_phone.csv")  # the answering device
+    phone = ranking.set_index("model")["predicted_ms"]
+    assert all(float(table.loc[m, "phone"].split()[0]) == pytest.approx(v, rel=5e-3) for m, v in phone.items())
+    assert float(table.loc["net_d", "pi"].split()[0]) > 2 * float(table.loc["net_d", "phone"].split()[0])
+
+
 def test_report_without_runs_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "--results-dir", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err

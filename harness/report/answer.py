@@ -186,6 +186,21 @@ def device_ranking(predicted: pd.DataFrame) -> pd.DataFrame | None:
                          "predicted_ms": rows["predicted"], "pi_low_ms": rows["pi_low"], "pi_high_ms": rows["pi_high"]})
 
 
+def devices_side_by_side(predictions: dict[str, tuple[pd.DataFrame, pd.DataFrame] | str]) -> pd.DataFrame | None:
+    """With two devices or more predicted: models as rows, a column per device, each predicted latency with its 95%
+    interval (the group each device has most predictions in); None otherwise."""
+    columns = {}
+    for name, predicted in predictions.items():
+        ranking = None if isinstance(predicted, str) else device_ranking(predicted[0])
+        if ranking is not None:
+            columns[name] = {m: with_interval(p, lo, hi) for m, p, lo, hi in zip(
+                ranking["model"], ranking["predicted_ms"], ranking["pi_low_ms"], ranking["pi_high_ms"], strict=True)}
+    if len(columns) < 2:
+        return None
+    table = pd.DataFrame(columns).fillna("—")
+    return table.rename_axis("model").reset_index()
+
+
 def device_ranking_display(ranking: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "rank": [f"{r}{TIE if t else ''}" for r, t in zip(ranking["rank"], ranking["tied"], strict=True)],
@@ -280,6 +295,7 @@ class AnswerParts:
     device_ranking_shown: pd.DataFrame | None = None
     accuracy: pd.DataFrame | None = None  # accuracy against latency, where any model's accuracy is known
     accuracy_shown: pd.DataFrame | None = None
+    by_devices: pd.DataFrame | None = None  # predicted latency per model and device, with two devices or more
 
 
 def answer_parts(results_dir: Path, runs: list[RunRecord], info: SessionInfo, devices: list[str],
@@ -309,4 +325,4 @@ def answer_parts(results_dir: Path, runs: list[RunRecord], info: SessionInfo, de
         sentence += f" {accuracy_sentence(accuracy, max_latency_ms)}"
     return AnswerParts(metric, cpus, chart, sentence, ranking, ranking_display(ranking, metric), predictions, device,
                        by_device, None if by_device is None else device_ranking_display(by_device), accuracy,
-                       None if accuracy is None else accuracy_display(accuracy))
+                       None if accuracy is None else accuracy_display(accuracy), devices_side_by_side(predictions))

@@ -113,6 +113,9 @@ def answer_section(results_dir: Path, runs: list[RunRecord], info: SessionInfo, 
         section.tables.append(ReportTable(
             f"answer_device_ranking_{slug(parts.device)}", f"Ranking on {parts.device} by predicted latency (1= : "
             "tied, the 95% prediction intervals overlap)", parts.device_ranking, parts.device_ranking_shown))
+    if parts.by_devices is not None:
+        section.tables.append(ReportTable("answer_devices", "Predicted latency (ms) by device, 95% prediction interval",
+                                          parts.by_devices, parts.by_devices))
     if parts.accuracy is not None and parts.accuracy_shown is not None:
         section.tables.append(ReportTable("answer_accuracy", "Accuracy against latency (✓ : non-dominated on "
                                           "accuracy, latency and peak memory)", parts.accuracy, parts.accuracy_shown))
