@@ -55,6 +55,13 @@ def test_device_on_profile_loads_the_preset(monkeypatch) -> None:
         build_parser(["profile"]).parse_args(["profile", "--device-n", "x"])
 
 
+def test_a_misspelt_preset_offers_the_closest(monkeypatch, capsys) -> None:
+    monkeypatch.delenv("HARNESS_ENV_FILE", raising=False)
+    assert main(["profile", "x.onnx", "--device", "raspbery-pi-4"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean raspberry-pi-4?" in err and len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("name", ["profile", "sweep", "predict", "regress", "suggest", "import-device"])
 def test_device_means_one_thing_in_every_help(capsys, name: str) -> None:
     with pytest.raises(SystemExit):

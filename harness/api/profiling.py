@@ -15,6 +15,7 @@ The CLI's commands call these functions and print what they return. Errors are t
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -48,8 +49,10 @@ def device_env(device: str | Path | None) -> Path | None:
     if preset.is_file():
         return preset
     names = sorted(p.stem for p in PRESETS_DIR.glob("*.env"))
-    raise ConfigError(f"device={str(device)!r}: neither an env file nor a preset; name one of {', '.join(names)} "
-                      "or give an env file's path")
+    close = difflib.get_close_matches(str(device), names, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise ConfigError(f"device={str(device)!r}: neither an env file nor a preset; {hint}name one of "
+                      f"{', '.join(names)} or give an env file's path")
 
 
 def profile_settings(**settings: Any) -> dict[str, str]:
