@@ -36,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--per-op", action="store_true",
                         help="also time per op type, B against A (both profiled with --per-op; see `harness ops`)")
     parser.add_argument("--device", help="with --per-op: also each model's per-op profile on this device beside the "
-                                         "harness's (imported from benchmark_model --enable_op_profiling logs)")
+                                         "harness's (a device whose measurements the harness holds, imported from "
+                                         "benchmark_model --enable_op_profiling logs)")
     parser.add_argument("--json", action="store_true", help="print JSON only, on stdout")
     parser.set_defaults(func=run)
 

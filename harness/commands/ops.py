@@ -44,7 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--by", choices=["node", "type"], default="node", help="rows per node (default) or op type")
     parser.add_argument("--timeline", type=Path, metavar="PNG",
                         help="also draw the first run's timeline (phases, one profiled inference) to this PNG")
-    parser.add_argument("--device", help="also show this device's per-op profile of the model beside the harness's")
+    parser.add_argument("--device", help="also show this device's per-op profile of the model beside the harness's "
+                                         "(a device whose measurements the harness holds: a name given to "
+                                         "import-device)")
     parser.add_argument("--engines", action="store_true",
                         help="also show the model's per-op time on every engine that profiled it, kind by kind")
     parser.add_argument("--results-dir", help="results directory (default: RESULTS_DIR of the profile)")

@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_results_options(parser, json_flag=False)
     parser.add_argument("--device", action="append", default=None,
-                        help="calibrate against this device only (repeatable; default: every imported device)")
+                        help="calibrate against this device only, a device whose measurements the harness holds (a "
+                             "name given to import-device; repeatable; default: every imported device)")
     parser.add_argument("--group-by", default=env_default("HARNESS_GROUP_BY") or "cpus",
                         help="calibration groups: cpus (default) or a tag column of the device CSV, as for regress")
     parser.add_argument("--accuracy", type=Path, metavar="FILE", default=env_default("HARNESS_ACCURACY"),
