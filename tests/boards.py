@@ -38,8 +38,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
 import pytest
+
+from harness.backends.docker import owner_gone, owner_label
 
 HERE = Path(__file__).parent / "boards"
 CPUINFO_CORTEX_A72 = HERE / "cpuinfo-cortex-a72"
@@ -300,24 +301,6 @@ def require_board(kind: str) -> None:
     if boards_required():
         pytest.fail(f"HARNESS_REQUIRE_BOARDS=1 but {why}")
     pytest.skip(why)
-
-
-def owner_label() -> str:
-    return f"{socket.gethostname()}/{os.getpid()}/{psutil.Process().create_time():.2f}"
-
-
-def owner_gone(owner: str) -> bool:
-    """True only when the owner is known to be dead: same host, and its pid is free or holds another process."""
-    host, _, rest = owner.partition("/")
-    pid, _, started = rest.partition("/")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        return abs(psutil.Process(int(pid)).create_time() - float(started)) > 0.05
-    except psutil.NoSuchProcess:
-        return True
-    except (psutil.Error, ValueError):
-        return False
 
 
 def sweep_orphans() -> int:

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.analysis.boards import device_name
+from harness.analysis.throttle import throttle_reason
+from harness.backends.target.transport import remote_command, ssh_failure
 from harness.core.config import load_profile
 from harness.core.errors import ConfigError
 from harness.core.records import RunRecord
-from harness.target import board_side
-from harness.target.address import Address, parse_targets, target_addresses
-from harness.target.device import device_name
-from harness.target.throttle import throttle_reason
-from harness.target.transport import remote_command, ssh_failure
+from harness.core.targets import Address, parse_targets, target_addresses
+from harness.measure import board_side
 
 
 def test_addresses_parse_as_data() -> None:

@@ -21,20 +21,15 @@ from harness.analysis.run_values import run_value
 from harness.core import conditions, metric_registry
 from harness.core.records import RunRecord
 from harness.core.storage import write_bytes_atomically
+from harness.core.targets import is_target_run
 from harness.store.results import iter_all_runs
 
-TARGET_BACKEND = "ssh"
 TARGET_FILE = "target.json"
 """Beside a board device's measurements: the TARGET, engine and threads that measure it (`suggest --measure`)."""
 METRICS = (metric_registry.LATENCY, metric_registry.PEAK_MEMORY, "peak_rss_mib", "load_s", metric_registry.RUNTIME,
            "energy_mj")
 """What a board's table gives, where its runs measured it."""
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def is_target_run(run: RunRecord) -> bool:
-    """Whether a run ran on a board (TARGET), not on this host."""
-    return run.backend == TARGET_BACKEND
 
 
 def board_key(run: RunRecord) -> tuple[str, str, int]:

@@ -20,6 +20,7 @@ from harness.analysis.stats import metric_value
 from harness.core import conditions, metric_registry
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
+from harness.core.targets import is_target_run
 from harness.store.results import ALL_SESSIONS, iter_all_runs, list_sessions, load_runs, resolve_session
 
 if TYPE_CHECKING:
@@ -105,8 +106,6 @@ def runs_by_engine(results_dir: Path, session: str | None) -> tuple[dict[str, li
 
 def _session_runs(results_dir: Path, session: str | None, host_only: bool = False) -> tuple[list[RunRecord], str]:
     """The runs of `session` (None: the newest; with `host_only`, the newest that ran on this host), or of all."""
-    from harness.target.device import is_target_run
-
     if session == ALL_SESSIONS:
         runs = [run for run in iter_all_runs(results_dir) if not (host_only and is_target_run(run))]
         if not runs:

@@ -88,8 +88,8 @@ def run_session(session: BaseSession, progress: bool = True) -> tuple[Session, d
     with _progress(pending) if progress else nullcontext((None, None)) as (on_start, on_done):
         summary = session.run(on_start, on_done)
     if session.backend_info.get("backend") == "ssh":  # a board's runs are a device's measurements, with no import
-        from harness.target.device import register_boards
-        from harness.target.throttle import throttle_notes
+        from harness.analysis.boards import register_boards
+        from harness.analysis.throttle import throttle_notes
 
         session.plan.notes += throttle_notes(session.runs)
         chosen = session.profile.device_name if session.profile.sources.get("DEVICE_NAME") not in (

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from harness.backends.base import Backend
 from harness.core.errors import BackendError
 
-if TYPE_CHECKING:  # type-only: the local backend also loads on a bare board Python (harness.target.agent)
+if TYPE_CHECKING:  # type-only: the local backend also loads on a bare board Python (harness.backends.target.agent)
     from harness.core.config import DeviceProfile
 
 
@@ -63,7 +63,7 @@ BY_NAME = {kind.name: kind for kind in BACKENDS}
 def select_backend(profile: DeviceProfile) -> tuple[Backend, str]:
     """The backend for this profile and a one-line reason for the choice: with TARGET, its board (or farm)."""
     if profile.target:
-        from harness.target.backend import target_backend
+        from harness.backends.target.backend import target_backend
 
         return target_backend(profile.target), f"TARGET={profile.target}"
     if profile.backend in BY_NAME:

@@ -4,19 +4,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.core.records import RunOutcome
 from harness.measure.spec import RunSpec
 
-if TYPE_CHECKING:  # type-only: the local backend also runs on a bare board Python (harness.target.agent)
+if TYPE_CHECKING:  # type-only: the local backend also runs on a bare board Python (harness.backends.target.agent)
     from harness.models.resolve import ModelInfo
 
 # The script runs with oom_score_adj=1000, so an OOM kill of the runner is the runner's own memory, not the model's:
 # such a run is an `error`, never the model's `oom`.
 RUNNER_KILLED = ("the harness's runner was killed at the memory limit (its own memory, not the model's: the script "
                  "is always the OOM killer's first choice); raise MEMORY (an idle script peaks near 10 MiB)")
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """Where a backend's runs run when not on this host (TARGET's boards): the cores a plan pins to, what every record
+    says of the machine (its provenance), and how many machines of that kind take runs at once (a farm's boards)."""
+
+    cores: tuple[int, ...]
+    metadata: dict[str, Any]
+    machines: int = 1
 
 
 class Backend(Protocol):
@@ -30,6 +41,8 @@ class Backend(Protocol):
     """Whether each run's runner is started ahead, during the teardown of the run before (harness.backends.warm).
     Sessions turn it off where runs share the host or come from several threads: a runner started ahead would start
     beside another run's measured script."""
+    elsewhere: Elsewhere | None
+    """None: the runs run on this host. Else the machines they run on (harness.backends.target)."""
     runner_off_workload_cores: bool
     """Whether a run's runner (its sampler) is kept off a pinned workload's cores. Sessions turn it off where runs
     share the host in slots: the other cores are other runs' (the runner then stays on its own run's)."""

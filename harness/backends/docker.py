@@ -32,7 +32,7 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
-from harness.backends.base import cache_model_file
+from harness.backends.base import Elsewhere, cache_model_file
 from harness.backends.docker_args import DockerArgs, parse_docker_args
 from harness.backends.docker_image import ENGINES_LABEL, SOURCE_LABEL, make_option, source_digest
 from harness.backends.docker_results import applied_limits, last_json_line, outcome, reported_ok, runner_result
@@ -208,6 +208,7 @@ class DockerBackend:
     cannot mix images."""
 
     name = "docker"
+    elsewhere: Elsewhere | None = None  # its runs run on this host
     grace_s = GRACE_S
     warm_runners = False  # each runner starts with its container: none is started ahead
     runner_off_workload_cores = False  # the runner runs in the container, on the workload's cores

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.backends import warm
-from harness.backends.base import RUNNER_KILLED, cache_model_file
+from harness.backends.base import RUNNER_KILLED, Elsewhere, cache_model_file
 from harness.core import RESULT_NOT_STORED_EXIT
 from harness.core.errors import BackendError, StorageError, free_bytes
 from harness.core.records import Limits, RunnerInput, RunOutcome, RunResult
@@ -31,7 +31,7 @@ from harness.measure import cgroups, leases
 from harness.measure.launch import inside, runner_command
 from harness.measure.spec import RunSpec, cpu_list, parse_cpu_list
 
-if TYPE_CHECKING:  # type-only: this backend also runs on a bare board Python (harness.target.agent)
+if TYPE_CHECKING:  # type-only: this backend also runs on a bare board Python (harness.backends.target.agent)
     from harness.models.resolve import ModelInfo
 
 GRACE_S = 15.0  # beyond TIMEOUT_S before the backend itself kills a runner that did not stop its script
@@ -86,6 +86,7 @@ def probe_isolation(own: cgroups.OwnCgroup) -> Isolation:
 
 class LocalBackend:
     name = "local"
+    elsewhere: Elsewhere | None = None  # its runs run on this host
 
     def __init__(self, runner_off_workload_cores: bool = True) -> None:
         """`runner_off_workload_cores=False` keeps the runner on a pinned workload's cores (to measure what that

@@ -56,9 +56,12 @@ def leftovers(parent: cgroups.OwnCgroup | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.target:  # the board's checks, as `harness target check` prints them
-        from harness.commands.target import run_check
+        from harness.commands.shared import print_board_check
+        from harness.core.targets import target_addresses
 
-        return run_check(argparse.Namespace(targets=[args.target], json=False))
+        for address in target_addresses(args.target, "doctor --target"):
+            print_board_check(address)
+        return 0
     profile = load_profile(args.env)
     table = Table(title="What this machine can enforce")
     for column in ("check", "status", "detail"):

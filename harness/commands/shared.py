@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
+from rich.table import Table
 
 from harness.api.profiling import device_env, run_session
 from harness.core import metric_registry
 from harness.core.config import DeviceProfile, environment_values, load_profile
 from harness.core.errors import ConfigError
+from harness.core.targets import Address
 from harness.models.resolve import ModelInfo
-from harness.report.console import err_console, print_summary
+from harness.report.console import err_console, out_console, print_summary
 from harness.run.assemble import SessionRequest, SessionStart
 from harness.run.session import BaseSession
 from harness.store.results import ALL_SESSIONS, SCHEMA_VERSION
@@ -272,3 +274,35 @@ def write_session_report(session: BaseSession) -> Path:
     out = session.store.path / REPORT_DIR
     write_report(build_report(session.store.path.parent, session.store.path), out)
     return out / "report.html"
+
+
+def board_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
+    """What `target check` shows of a board, a row each."""
+    cgroup = facts.get("cgroup") or {}
+    engines = facts.get("engines") or {}
+    limits = "writable: limits enforced" if cgroup.get("writable") else "read-only: rlimits only"
+    return [
+        ("board", f"{facts.get('hostname')} · {facts.get('board_model') or facts.get('system')} · {facts['machine']}"),
+        ("CPU", f"{facts.get('cpu_model')} · {len(facts.get('cores') or [])} cores · "
+                f"{facts.get('memory_mib') or 0:.0f} MiB"),
+        ("Python", f"{facts['python']} ({facts['executable']}){' · harness venv' if facts.get('env') else ''}"),
+        ("engines", ", ".join(f"{name} {version or '?'}" for name, version in sorted(engines.items())) or "none"),
+        ("cgroups", f"v{cgroup.get('version')}, {limits}" if cgroup.get("version") else "none: rlimits only"),
+        ("energy", ", ".join(facts.get("energy") or []) or "none"),
+        ("disk free", f"{facts.get('disk_free_mib') or 0:.0f} MiB in {facts.get('home')}"),
+    ]
+
+
+def print_board_check(address: Address) -> None:
+    """`harness target check` (and `doctor --target`): the board's facts as a table, then each thing it lacks."""
+    from harness.backends.target import setup
+
+    facts, lacks = setup.check(address)
+    table = Table(title=f"{address.url}: what the board has")
+    table.add_column("what")
+    table.add_column("found")
+    for what, found in board_rows(facts):
+        table.add_row(what, escape(found))
+    out_console.print(table)
+    for line in lacks:
+        out_console.print(f"[yellow]lacks:[/] {escape(line)}", highlight=False, soft_wrap=True)

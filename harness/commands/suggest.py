@@ -117,8 +117,8 @@ def first_picks(args: argparse.Namespace, runs: list[RunRecord], session: str, m
 
 def measure(args: argparse.Namespace, results_dir: Path, runs: list[RunRecord], picks: list[str]) -> int:
     """Profile the picks on the board that measures args.device (its target.json), as its TARGET session did."""
+    from harness.analysis.boards import board_target
     from harness.api.profiling import run_session, start_profile
-    from harness.target.device import board_target
 
     where = board_target(results_dir, args.device)
     if where is None:

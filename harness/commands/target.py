@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
-from rich.markup import escape
-from rich.table import Table
-
+from harness.backends.target import setup
 from harness.commands import COMMANDS
-from harness.commands.shared import print_json
+from harness.commands.shared import print_board_check, print_json
+from harness.core.targets import Address, target_addresses
 from harness.report.console import out_console
-from harness.target import setup
-from harness.target.address import Address, target_addresses
 
 RUNTIMES = tuple(setup.PACKAGES)
 
@@ -31,40 +27,13 @@ def addresses(args: argparse.Namespace) -> tuple[Address, ...]:
     return found
 
 
-def facts_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
-    cgroup = facts.get("cgroup") or {}
-    engines = facts.get("engines") or {}
-    limits = "writable: limits enforced" if cgroup.get("writable") else "read-only: rlimits only"
-    return [
-        ("board", f"{facts.get('hostname')} · {facts.get('board_model') or facts.get('system')} · {facts['machine']}"),
-        ("CPU", f"{facts.get('cpu_model')} · {len(facts.get('cores') or [])} cores · "
-                f"{facts.get('memory_mib') or 0:.0f} MiB"),
-        ("Python", f"{facts['python']} ({facts['executable']}){' · harness venv' if facts.get('env') else ''}"),
-        ("engines", ", ".join(f"{name} {version or '?'}" for name, version in sorted(engines.items())) or "none"),
-        ("cgroups", f"v{cgroup.get('version')}, {limits}" if cgroup.get("version") else "none: rlimits only"),
-        ("energy", ", ".join(facts.get("energy") or []) or "none"),
-        ("disk free", f"{facts.get('disk_free_mib') or 0:.0f} MiB in {facts.get('home')}"),
-    ]
-
-
-def print_check(address: Address, facts: dict[str, Any], lacks: list[str]) -> None:
-    table = Table(title=f"{address.url}: what the board has")
-    table.add_column("what")
-    table.add_column("found")
-    for what, found in facts_rows(facts):
-        table.add_row(what, escape(found))
-    out_console.print(table)
-    for line in lacks:
-        out_console.print(f"[yellow]lacks:[/] {escape(line)}", highlight=False, soft_wrap=True)
-
-
 def run_check(args: argparse.Namespace) -> int:
     for address in addresses(args):
-        facts, lacks = setup.check(address)
         if args.json:
+            facts, lacks = setup.check(address)
             print_json({"target": address.url, "facts": facts, "lacks": lacks})
         else:
-            print_check(address, facts, lacks)
+            print_board_check(address)
     return 0
 
 

@@ -19,8 +19,8 @@ from typing import Any
 from dotenv import dotenv_values
 
 from harness.core.errors import ConfigError
-from harness.target.address import FORM as TARGET_FORM
-from harness.target.address import canonical_target
+from harness.core.targets import FORM as TARGET_FORM
+from harness.core.targets import canonical_target
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)

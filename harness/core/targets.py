@@ -1,14 +1,19 @@
 """TARGET: `ssh://user@host[:port]` or `ssh://alias` (a Host of ~/.ssh/config), several separated by spaces (a farm
-of boards of one kind). Parsed once, as data: no part of it ever reaches a shell."""
+of boards of one kind). Parsed once, as data: no part of it ever reaches a shell. A run made on a board says so by
+its backend, `ssh` (harness.backends.target)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from harness.core.errors import ConfigError
 
+TARGET_BACKEND = "ssh"
+"""The backend name of every run made on a board."""
 FORM = "ssh://user@host[:port] or ssh://alias (a Host of ~/.ssh/config), several separated by spaces"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # host names, aliases, IPv4 addresses and user names
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -87,3 +92,8 @@ def target_addresses(text: str, source: str = "TARGET") -> tuple[Address, ...]:
         return parse_targets(text)
     except ValueError as err:
         raise ConfigError(f"{source}: {err}; expected {FORM}") from None
+
+
+def is_target_run(run: Mapping[str, Any]) -> bool:
+    """Whether a stored run ran on a board (TARGET), not on this host: a device's measurement, not the harness's."""
+    return run.get("backend") == TARGET_BACKEND

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness import __version__
 from harness.measure import cgroups
-from harness.target.board_side import cpu_model
+from harness.measure.board_side import cpu_model
 
 __all__ = ["RUNTIME_PACKAGES", "collect_metadata", "cpu_model", "installed_versions"]
 

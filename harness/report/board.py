@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.analysis.boards import board_key
 from harness.analysis.run_values import harness_values
+from harness.analysis.throttle import throttle_reason
 from harness.core import metric_registry
 from harness.core.records import RunRecord
+from harness.core.targets import is_target_run
 from harness.report.sections import ReportTable, Section
 from harness.store.results import iter_all_runs
-from harness.target.device import board_key, is_target_run
-from harness.target.throttle import throttle_reason
 
 METRICS = (metric_registry.LATENCY, metric_registry.PEAK_MEMORY)
 

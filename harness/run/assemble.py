@@ -120,10 +120,15 @@ def start_session(profile: DeviceProfile, request: SessionRequest,
         if examples:
             profile = example_profile(profile)
         plan = plan_session(profile, models, cpus_values, request.script_args, new_session_id(), request.seed,
-                            request.keep_samples, getattr(backend, "cores", None))
+                            request.keep_samples, elsewhere_cores(backend))
         plan.notes += leftover_notes(backend)
         session = build_session(profile, plan, backend, reason, request)
     return SessionStart(session, examples, list(plan.notes))
+
+
+def elsewhere_cores(backend: Backend | ClusterClient) -> tuple[int, ...] | None:
+    """The cores of the machine the runs run on when it is not this host (a board's), else None."""
+    return None if isinstance(backend, ClusterClient) or backend.elsewhere is None else backend.elsewhere.cores
 
 
 def leftover_notes(backend: Backend | ClusterClient) -> list[str]:
@@ -187,15 +192,14 @@ def build_session(profile: DeviceProfile, plan: Plan, backend: Backend | Cluster
     from harness.run.slots import SlotPlan, parse_parallel, plan_slots, run_needs
 
     parallel = parse_parallel(request.parallel) if request.parallel else 1
-    boards = getattr(backend, "boards", None)
-    if boards:  # a farm: one slot per board, each the board's cores
-        from harness.run.parallel import ParallelSession
-
-        slots = SlotPlan(tuple(tuple(backend.cores) for _ in boards))  # type: ignore[union-attr]
-        return ParallelSession(profile, plan, backend, reason, slots=slots)  # type: ignore[arg-type]
     if isinstance(backend, ClusterClient):
         return ClusterSession(profile, plan, backend, reason, parallel=parallel,
                               allow_mixed_hosts=request.allow_mixed_hosts)
+    farm = backend.elsewhere
+    if farm is not None and farm.machines > 1:  # a farm: one slot per board, each the board's cores
+        from harness.run.parallel import ParallelSession
+
+        return ParallelSession(profile, plan, backend, reason, slots=SlotPlan((farm.cores,) * farm.machines))
     if not request.parallel:
         return Session(profile, plan, backend, reason)
     import psutil

@@ -305,7 +305,9 @@ class Session(BaseSession):
 
     def __init__(self, profile: DeviceProfile, plan: Plan, backend: Backend, backend_reason: str) -> None:
         self.backend = backend
-        super().__init__(profile, plan, backend.describe(), backend_reason, getattr(backend, "metadata", None))
+        elsewhere = backend.elsewhere
+        super().__init__(profile, plan, backend.describe(), backend_reason,
+                         elsewhere.metadata if elsewhere is not None else None)
 
     def outcome(self, spec: RunSpec) -> RunOutcome:
         """The run's outcome from the backend; a model its engine refused is not run (refused_outcome)."""

@@ -23,9 +23,9 @@ from typing import IO, Any
 from harness.backends.local import LocalBackend
 from harness.core.errors import HarnessError, StorageError
 from harness.core.records import RunOutcome
+from harness.measure import board_side
 from harness.measure.provenance import collect_metadata
 from harness.measure.spec import RunSpec
-from harness.target import board_side
 
 
 def outcome_dict(outcome: RunOutcome) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""BACKEND for TARGET=ssh://...: the session's runs on a real board, through its agent (harness.target.agent).
+"""BACKEND for TARGET=ssh://...: the session's runs on a real board, through its agent (harness.backends.target.agent).
 
 The host plans, converts models once (RUNTIME=ncnn or litert) and stores every record, as for a local session; the
 board runs each run with the same runner and the same local backend, under its own kernel's limits. The files a
@@ -24,19 +24,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from harness.backends.base import Elsewhere
 from harness.backends.local import GRACE_S
+from harness.backends.target.board import SESSIONS, Board, last_line
+from harness.backends.target.transport import Connection
 from harness.core.errors import BackendError, StorageError
 from harness.core.records import Limits, RunOutcome, RunResult
+from harness.core.targets import Address
 from harness.measure.spec import RunSpec
-from harness.target.address import Address
-from harness.target.board import SESSIONS, Board, last_line
-from harness.target.transport import Connection
 
 if TYPE_CHECKING:
     from harness.models.resolve import ModelInfo
 
-PACKAGE = Path(__file__).resolve().parents[1]  # the harness package, sent as it is
-BOOT = "import sys; sys.path.insert(0, 'code'); from harness.target.agent import serve; serve()"
+PACKAGE = Path(__file__).resolve().parents[2]  # the harness package, sent as it is
+BOOT = "import sys; sys.path.insert(0, 'code'); from harness.backends.target.agent import serve; serve()"
 START = 'cd "$1" && PYTHONPATH="$PWD/code" exec "$2" -I -c "$3"'
 """The agent's start on the board: in its session's folder, the harness's code importable by the bench scripts it
 starts. Isolated (-I), with its Python's site-packages, whose engine versions every record names. The values are
@@ -82,8 +83,9 @@ class TargetBackend:
         except BaseException:
             self.close()
             raise
-        self.cores: list[int] = list(facts["cores"])
         self.metadata: dict[str, Any] = {**self.ready["metadata"], "board": self.board_facts(), "target": self.url}
+        self.cores: tuple[int, ...] = tuple(facts["cores"])
+        self.elsewhere: Elsewhere | None = Elsewhere(self.cores, self.metadata)
 
     @property
     def url(self) -> str:
@@ -128,7 +130,7 @@ class TargetBackend:
                 self._agent.wait(timeout=10)
         self._errors.seek(0)
         text = self._errors.read().decode(errors="replace")
-        from harness.target.transport import ssh_failure
+        from harness.backends.target.transport import ssh_failure
 
         if self._agent is not None and self._agent.returncode not in (255, None) and text.strip():
             return BoardLost(f"board {self.url}: the harness's agent ended while {doing} ({last_line(text.encode())})")
@@ -254,9 +256,10 @@ class FarmBackend:
         self._live = len(self.boards)
         self._count = threading.Lock()
         self.dropped: list[str] = []  # one line per board that dropped out
-        self.cores = sorted(set.intersection(*(set(board.cores) for board in self.boards)))
-        self.metadata = {**self.boards[0].metadata, "target": self.url,
-                         "farm": [board.metadata["board"] for board in self.boards]}
+        cores = set.intersection(*(set(board.cores) for board in self.boards))
+        metadata = {**self.boards[0].metadata, "target": self.url,
+                    "farm": [board.metadata["board"] for board in self.boards]}
+        self.elsewhere: Elsewhere | None = Elsewhere(tuple(sorted(cores)), metadata, len(self.boards))
 
     @property
     def url(self) -> str:
@@ -312,7 +315,7 @@ def target_backend(target: str) -> TargetBackend | FarmBackend:
     """TARGET's backend: one board, or a farm of them (each connected at once, in threads of their own)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from harness.target.address import target_addresses
+    from harness.core.targets import target_addresses
 
     addresses = target_addresses(target)
     if len(addresses) == 1:

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from harness.backends.target.transport import Connection
 from harness.core.errors import BackendError
-from harness.target import board_side
-from harness.target.transport import Connection
+from harness.measure import board_side
 
 BASE = ".cache/harness-target"
 """Everything the harness keeps on a board, relative to its user's home: env/ (the venv) and sessions/<id>/."""

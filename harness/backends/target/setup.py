@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.backends.target.board import BASE, ENV, ENV_PYTHON, Board, check_done, last_line
+from harness.backends.target.transport import Connection
 from harness.core.errors import BackendError
+from harness.core.targets import Address
 from harness.measure.provenance import installed_versions
-from harness.target.address import Address
-from harness.target.board import BASE, ENV, ENV_PYTHON, Board, check_done, last_line
-from harness.target.transport import Connection
 
 PACKAGES = {"onnxruntime": ("numpy", "onnxruntime"), "ncnn": ("numpy", "ncnn"), "litert": ("numpy", "ai-edge-litert")}
 """What each RUNTIME needs on the board (the bench scripts import these alone)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from harness.core.errors import BackendError
-from harness.target.address import Address
+from harness.core.targets import Address
 
 CONFIG_ENV = "HARNESS_SSH_CONFIG"
 CONNECT_TIMEOUT_S = 10
