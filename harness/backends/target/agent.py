@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import queue
 import sys
 import tempfile
 import threading
@@ -37,8 +38,8 @@ class Agent:
     def __init__(self, folder: Path, out: IO[str]) -> None:
         self.folder, self.out = folder, out
         self._lock = threading.Lock()
-        self.backend = LocalBackend()
-        self.backend.warm_runners = False  # one run at a time from one thread: nothing to start ahead
+        self.backend = LocalBackend()  # each run's runner started ahead where the board has cgroups, as on a host
+        self._busy = threading.Event()  # a run is in flight
 
     def say(self, message: dict[str, Any]) -> None:
         with self._lock:
@@ -60,21 +61,31 @@ class Agent:
             return
         self.say({"outcome": outcome_dict(outcome), "board": {"before": before, "after": board_side.snapshot()}})
 
+    def work(self, runs: queue.Queue[dict[str, Any] | None]) -> None:
+        """Every run, one after another on this one thread (the local backend's runner started ahead is this
+        thread's), until the queue's end."""
+        while (spec_data := runs.get()) is not None:
+            self._busy.set()
+            try:
+                self.run(spec_data)
+            finally:
+                self._busy.clear()
+
     def serve(self, requests: IO[str]) -> None:
-        """Run each request as it comes, in a thread of its own, while standard input is watched for its end."""
-        worker: threading.Thread | None = None
+        """Hand each request to the worker while standard input is watched for its end."""
+        runs: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        worker = threading.Thread(target=self.work, args=(runs,), daemon=True, name="agent-runs")
+        worker.start()
         for line in requests:
             request = json.loads(line)
             if "run" in request:
-                if worker is not None:
-                    worker.join()
-                worker = threading.Thread(target=self.run, args=(request["run"],), daemon=True)
-                worker.start()
+                runs.put(request["run"])
             elif request.get("bye"):
                 break
-        if worker is not None and worker.is_alive():
+        if self._busy.is_set():
             self.backend.cancel()  # the host is gone or stopped: its run in flight goes
-            worker.join(timeout=30)
+        runs.put(None)
+        worker.join(timeout=30)
         self.backend.close()
 
 
