@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from harness.measure.report_protocol import AVG_POWER_KEY, ENERGY_MJ_KEY
+from harness.measure.rapl import EnergyReader, energy_record
 
 HWMON = "/sys/class/hwmon"
 INTERVAL_S = 0.02
@@ -144,16 +144,12 @@ class PowerRails:
                                in zip(self._samples, self._samples[1:], strict=False))
         except (OSError, ValueError) as err:
             return {"absent": f"a power sensor stopped being readable ({err})"}
-        return {ENERGY_MJ_KEY: energy_j * 1000 / inferences if inferences else None,
-                AVG_POWER_KEY: energy_j / seconds if seconds > 0 else None, "energy_j": energy_j, "seconds": seconds,
-                "domains": [channel.name for channel in self.channels], "whose": WHOSE, "read_s": self.read_s,
-                "samples": len(self._samples)}
+        return energy_record(energy_j, seconds, inferences, [channel.name for channel in self.channels], WHOSE,
+                             self.read_s, samples=len(self._samples))
 
 
-def energy_reader() -> Any:
+def energy_reader() -> EnergyReader | PowerRails:
     """RAPL where the machine has a readable package counter, else the board's hwmon sensors, else RAPL's reason."""
-    from harness.measure.rapl import EnergyReader
-
     rapl = EnergyReader()
     if rapl.absent is None:
         return rapl

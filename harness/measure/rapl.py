@@ -98,7 +98,12 @@ class EnergyReader:
             return {"absent": f"a RAPL counter stopped being readable ({err})"}
         total_j = sum(delta_uj(before, after, max_range) for before, after, (_, _, max_range)
                       in zip(self.started, ended, self.domains, strict=True)) / 1e6
-        return {ENERGY_MJ_KEY: total_j * 1000 / inferences if inferences else None,
-                AVG_POWER_KEY: total_j / seconds if seconds > 0 else None, "energy_j": total_j,
-                "seconds": seconds, "domains": [name for name, _, _ in self.domains], "whose": WHOSE,
-                "read_s": self.read_s}
+        return energy_record(total_j, seconds, inferences, [name for name, _, _ in self.domains], WHOSE, self.read_s)
+
+
+def energy_record(energy_j: float, seconds: float, inferences: int, domains: list[str], whose: str, read_s: float,
+                  **extra: Any) -> dict[str, Any]:
+    """A timed phase's `energy` record: per inference, average power, the total and what it was read from."""
+    return {ENERGY_MJ_KEY: energy_j * 1000 / inferences if inferences else None,
+            AVG_POWER_KEY: energy_j / seconds if seconds > 0 else None, "energy_j": energy_j, "seconds": seconds,
+            "domains": domains, "whose": whose, "read_s": read_s, **extra}
