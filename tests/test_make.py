@@ -87,3 +87,15 @@ def test_setup_zoo_says_its_size_before_it_installs() -> None:
     said = next(i for i, line in enumerate(lines) if line.startswith('echo "setup-zoo: installing'))
     installed = next(i for i, line in enumerate(lines) if '.[dev,zoo]"' in line)
     assert said < installed and "about 5.5 GB" in lines[said] and "no CPU-only build" in lines[said]
+
+
+def test_make_profile_takes_a_target(tmp_path: Path, tiny_onnx: Path) -> None:
+    """TARGET given to make reaches the harness as data: a board that does not answer is one line naming it, and a
+    value with shell characters is refused before anything connects."""
+    done = make("profile", f"MODEL={tiny_onnx}", "TARGET=ssh://nobody@127.0.0.1:9", f"RESULTS_DIR={tmp_path}")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "board ssh://nobody@127.0.0.1:9: it does not answer" in done.stderr
+    marker = tmp_path / "pwned"
+    done = make("profile", f"MODEL={tiny_onnx}", f"TARGET=ssh://$(touch {marker})", f"RESULTS_DIR={tmp_path}")
+    assert done.returncode != 0 and "TARGET=" in done.stderr and "is not valid" in done.stderr
+    assert not marker.exists()

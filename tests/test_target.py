@@ -196,6 +196,8 @@ def test_a_board_that_reboots_mid_run_loses_only_that_run(board_factory: BoardFa
     harness(own.config, tmp_path, "profile", "--resume", session, "--results-dir", "results", "--iterations", "5")
     assert [run["status"] for run in session_runs(tmp_path / "results")] == ["ok", "ok"]
     assert left_on(own) == ([], [])  # the rebooted session's folder was swept by the resume
+    harness(own.config, tmp_path, "target", "clean", own.url)
+    assert own.files("/root/.cache/harness-target") == []
 
 
 def test_a_farm_spreads_runs_and_survives_a_board_dropping_out(board_factory: BoardFactory, models: list[Path],
@@ -241,3 +243,17 @@ def test_the_arm64_board_runs_its_own_engines_and_calibrates(board_factory: Boar
                                    "--metric", "latency_ms", "--runtime", runtime, "--json").stdout)
     assert "mlp_384" in json.dumps(predicted)
     assert left_on(arm) == ([], [])
+
+
+def test_python_profiles_on_the_board_too(board: Board, models: list[Path], tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HARNESS_SSH_CONFIG", str(board.config))
+    session = harness.profile([models[0]], target=board.url, repeats=1, iterations=5, warmup=1,
+                              results_dir=tmp_path / "results", progress=False)
+    (run,) = session_runs(tmp_path / "results")
+    assert run["backend"] == "ssh" and run["provenance"]["target"] == board.url and run["status"] == "ok"
+    assert list(session.summary["model_name"]) == [models[0].stem]
+    assert left_on(board) == ([], [])

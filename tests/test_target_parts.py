@@ -15,9 +15,10 @@ import pytest
 
 from harness.analysis.boards import device_name
 from harness.analysis.throttle import throttle_reason
+from harness.backends.target.board import check_done
 from harness.backends.target.transport import remote_command, ssh_failure
 from harness.core.config import load_profile
-from harness.core.errors import ConfigError
+from harness.core.errors import BackendError, ConfigError
 from harness.core.records import RunRecord
 from harness.core.targets import Address, parse_targets, target_addresses
 from harness.measure import board_side
@@ -142,3 +143,22 @@ def test_board_device_names() -> None:
     assert device_name(("raspberrypi", "ncnn", 4), None, False) == "raspberrypi-ncnn-4t"
     assert device_name(("raspberrypi", "ncnn", 4), "my pi", True) == "my-pi-ncnn-4t"
     assert device_name(("raspberrypi", "ncnn", 4), "my-pi", False) == "my-pi"
+
+
+def test_a_full_board_disk_is_one_line_with_its_fix(tmp_path: Path) -> None:
+    """A real file system that fills up: a 256 KiB tmpfs, as the board's disk."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)]).returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        done = subprocess.run([sys.executable, board_side.__file__, "receive", str(disk / "session")],
+                              input=_tar(("models/big.onnx", b"x" * 1024 * 1024)), capture_output=True)
+        assert done.returncode == board_side.NO_SPACE_EXIT
+        with pytest.raises(BackendError) as caught:
+            check_done("ssh://pi@board", done, "copying files")
+        message = str(caught.value)
+        assert message.startswith("board ssh://pi@board: no space left on the board's disk (")
+        assert "while copying files; free space on the board" in message and "harness target clean" in message
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)

@@ -235,8 +235,11 @@ def main(argv):
             raise SystemExit(f"unknown command {command!r}")
     except OSError as err:
         if err.errno in (errno.ENOSPC, errno.EDQUOT):
-            print(f"no space left on the board's disk ({shutil.disk_usage(os.path.expanduser('~')).free // 1024**2} "
-                  "MiB free)", file=sys.stderr)
+            where = args[0] if args else os.path.expanduser("~")
+            while not os.path.exists(where):
+                where = os.path.dirname(where) or "."
+            print(f"no space left on the board's disk ({shutil.disk_usage(where).free // 1024**2} MiB free in "
+                  f"{os.path.abspath(where)})", file=sys.stderr)
             raise SystemExit(NO_SPACE_EXIT) from None
         raise
 
