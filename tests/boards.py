@@ -335,7 +335,7 @@ def free_port() -> int:
 
 
 def start_board(kind: str, tmp: Path, cpus: float = 1, memory: str = "1g", name: str | None = None,
-                timeout: float | None = None) -> Board:
+                timeout: float | None = None, cgroups: bool = False) -> Board:
     """Start a board of `kind` ("x86", "x86-bare", "arm64") under --cpus `cpus` and --memory `memory` (no swap), and
     return it once `ssh ... true` succeeds. Its key, ssh_config and known_hosts go in tmp. The caller removes it
     (board.remove(); board_factory does that itself)."""
@@ -344,9 +344,10 @@ def start_board(kind: str, tmp: Path, cpus: float = 1, memory: str = "1g", name:
     tmp.mkdir(parents=True, exist_ok=True)
     key = client_key(tmp)
     public = (tmp / "id_ed25519.pub").read_text().strip()
-    extra = []
+    # cgroups: the host's cgroup tree mounted writable, so the board's root can make run cgroups under its own
+    extra = ["-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw"] if cgroups else []
     if kind == "arm64":
-        extra = ["-e", f"QEMU_CPU={QEMU_CPU}", "-v", f"{CPUINFO_CORTEX_A72}:/proc/cpuinfo:ro"]
+        extra += ["-e", f"QEMU_CPU={QEMU_CPU}", "-v", f"{CPUINFO_CORTEX_A72}:/proc/cpuinfo:ro"]
     container = f"harness-board-{name}"
     for attempt in range(5):
         port = free_port()
@@ -399,14 +400,15 @@ class BoardFactory:
         self._shared: dict[str, Board] = {}
         self._swept = False
 
-    def start(self, kind: str, cpus: float = 1, memory: str = "1g", name: str | None = None) -> Board:
+    def start(self, kind: str, cpus: float = 1, memory: str = "1g", name: str | None = None,
+              cgroups: bool = False) -> Board:
         """A new board of its own for the calling test (which may stop, restart or break it); skips or fails the
         test as require_board does when it cannot be had."""
         require_board(kind)
         if not self._swept:
             sweep_orphans()
             self._swept = True
-        board = start_board(kind, self.tmp, cpus=cpus, memory=memory, name=name)
+        board = start_board(kind, self.tmp, cpus=cpus, memory=memory, name=name, cgroups=cgroups)
         self.boards.append(board)
         return board
 

@@ -257,3 +257,22 @@ def test_python_profiles_on_the_board_too(board: Board, models: list[Path], tmp_
     assert run["backend"] == "ssh" and run["provenance"]["target"] == board.url and run["status"] == "ok"
     assert list(session.summary["model_name"]) == [models[0].stem]
     assert left_on(board) == ([], [])
+
+
+def test_a_board_whose_kernel_allows_it_enforces_the_limits_there(board_factory: BoardFactory, models: list[Path],
+                                                                  tmp_path: Path) -> None:
+    """A board where root may write its cgroups (its cgroup tree mounted writable): each run gets a cgroup of its own
+    on the board, with the profile's MEMORY and pinned cores, and its peak is the board kernel's high-water mark."""
+    own = board_factory.start("x86-bare", cpus=2, memory="1g", cgroups=True)
+    set_up(own, tmp_path)
+    harness(own.config, tmp_path, "profile", str(models[1]), "--target", own.url, "--repeats", "2", "--iterations",
+            "20", "--warmup", "1", "--memory", "300m")
+    runs = session_runs(tmp_path / "results")
+    assert {run["isolation"] for run in runs} == {f"cgroup-v{runs[0]['provenance']['board']['cgroup']['version']}"}
+    for run in runs:
+        assert run["limits_applied"]["memory_bytes"] == 300 * 1024**2 and run["limits_applied"]["cpuset"]
+        assert run["peak_source"] == "kernel" and 10 < run["peak_memory_mib"] < 300
+    assert left_on(own) == ([], [])
+    own_cgroup = own.exec("sh", "-c", "grep memory /proc/1/cgroup | cut -d: -f3").stdout.strip()
+    leftover = own.exec("find", f"/sys/fs/cgroup/memory{own_cgroup}", "-name", "harness-*", check=False).stdout
+    assert own_cgroup.startswith("/docker/") and leftover == ""  # the board's run cgroups went with their runs
