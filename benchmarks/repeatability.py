@@ -40,7 +40,7 @@ def medians(runs: list[RunRecord]) -> dict[str, tuple[float, float]]:
     for run in runs:
         found = value(run.line) if run.ok else None
         if found is not None:
-            per_model.setdefault(run.model_name, []).append(float(found))
+            per_model.setdefault(run.model_name.rsplit("-", 1)[0], []).append(float(found))  # the zoo name
     out = {}
     for model, values in per_model.items():
         q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
