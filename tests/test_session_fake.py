@@ -29,6 +29,7 @@ class FakeBackend:
     name = "fake"
     warm_runners = False
     runner_off_workload_cores = False
+    elsewhere = None  # its runs run on this host
 
     def __init__(self, runtimes: dict[str, float], fail_at: int | None = None, refuse: str | None = None) -> None:
         self.runtimes, self.fail_at, self.refuse, self.ran = runtimes, fail_at, refuse, []

@@ -102,6 +102,7 @@ def test_a_board_profile_names_the_board_and_becomes_a_device(board: Board, mode
     device = f"{board.name}-onnxruntime-1t"
     listed = json.loads(harness(board.config, tmp_path, "devices", "--json").stdout)
     assert device in json.dumps(listed)
+    assert (tmp_path / "results" / "devices" / device / "library-member").is_file()  # joined, and said so
     # the same models and one more on this host: the board predicts the fourth with no import step
     harness(board.config, tmp_path, "profile", *map(str, models), "--backend", "local", "--repeats", "2",
             "--iterations", "30", "--warmup", "3", "--memory", "512m")
@@ -113,8 +114,8 @@ def test_a_board_profile_names_the_board_and_becomes_a_device(board: Board, mode
     assert measured["measured"] == ["mlp_384"]
     table = (tmp_path / "results" / "devices" / device / "measurements.csv").read_text()
     assert all(model.stem in table for model in models)
-    harness(board.config, tmp_path, "report")
-    report = next((tmp_path / "results").glob("*/report/report.md")).read_text()
+    harness(board.config, tmp_path, "report")  # the newest session's: the one --measure ran on the board
+    report = (list_sessions(tmp_path / "results")[-1] / "report" / "report.md").read_text()
     assert "## Host and board" in report and board.name in report
 
 

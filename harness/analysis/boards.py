@@ -26,8 +26,8 @@ from harness.store.results import iter_all_runs
 
 TARGET_FILE = "target.json"
 """Beside a board device's measurements: the TARGET, engine and threads that measure it (`suggest --measure`)."""
-METRICS = (metric_registry.LATENCY, metric_registry.PEAK_MEMORY, "peak_rss_mib", "load_s", metric_registry.RUNTIME,
-           "energy_mj")
+METRICS = (metric_registry.LATENCY, metric_registry.PEAK_MEMORY, metric_registry.PEAK_RSS, metric_registry.LOAD,
+           metric_registry.RUNTIME, metric_registry.ENERGY)
 """What a board's table gives, where its runs measured it."""
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -65,8 +65,9 @@ def board_rows(runs: Iterable[RunRecord]) -> pd.DataFrame:
 def register_boards(session_runs: list[RunRecord], results_dir: Path, chosen: str | None) -> list[str]:
     """Store the boards of `session_runs` as devices (each pooling every target run of its board, engine and threads
     under results_dir); returns one line per device stored."""
-    from harness.device.data import device_dir
+    from harness.device.data import device_dir, list_devices
     from harness.device.importer import DeviceFile, import_device
+    from harness.device.library import is_member, set_member
 
     keys = sorted({board_key(run) for run in session_runs if is_target_run(run)})
     if not keys:
@@ -79,14 +80,20 @@ def register_boards(session_runs: list[RunRecord], results_dir: Path, chosen: st
         if rows.empty:
             continue
         name = device_name(key, chosen, len(keys) > 1)
+        member = name not in list_devices(results_dir) or is_member(results_dir, name)  # a device left stays out
         with tempfile.TemporaryDirectory(prefix="harness-board-") as folder:
             path = Path(folder) / f"{name}.csv"
             rows.to_csv(path, index=False)
             result = import_device([DeviceFile(path)], name, results_dir, sorted(set(rows["model"])))
         where = {"target": (runs[-1].line.get("provenance") or {}).get("target"), "runtime": key[1], "threads": key[2]}
         write_bytes_atomically(device_dir(results_dir, name) / TARGET_FILE, json.dumps(where, indent=2).encode())
-        lines.append(f"board {key[0]} ({key[1]}, {key[2]} thread{'s' if key[2] > 1 else ''}) is device {name}: "
-                     f"{result.models} models from {len(runs)} runs; `harness predict MODEL --device {name}`")
+        if member:
+            set_member(results_dir, name, True, "a TARGET session")
+        library = (f"in the device library (`harness devices leave {name}` takes it out)" if member else
+                   f"not in the device library (`harness devices join {name}` puts it in)")
+        lines.append(f"board {key[0]} ({key[1]}, {key[2]} thread{'s' if key[2] > 1 else ''}) is device {name}, "
+                     f"{library}: {result.models} models from {len(runs)} runs; `harness predict MODEL --device "
+                     f"{name}`")
     return lines
 
 

@@ -28,6 +28,9 @@ from harness.device.data import DeviceData, load_device
 from harness.report.figures import pareto_chart
 from harness.report.format import mib, sig, with_interval
 
+LATENCY = metric_registry.LATENCY
+"""The accuracy table's latency column: the metric's own name."""
+
 TIE = "="
 """Appended to a shared rank: `1=` reads "first, tied"."""
 PEAK = metric_registry.get(metric_registry.PEAK_MEMORY)
@@ -237,12 +240,12 @@ def accuracy_table(found: dict[str, Accuracy], points: pd.DataFrame, device: str
         else:
             continue
         rows.append({"model": model, "accuracy_pct": accuracy.value, "source": accuracy.source,
-                     "latency_ms": latency, "latency_low_ms": low, "latency_high_ms": high,
+                     LATENCY: latency, "latency_low_ms": low, "latency_high_ms": high,
                      "latency_on": device or "this host", PEAK.name: float(host["y"].get(model, math.nan))})
     if not rows:
         return None
-    table = pd.DataFrame(rows).sort_values("latency_ms").reset_index(drop=True)
-    criteria = pd.DataFrame({"latency": table["latency_ms"], "error": 100.0 - table["accuracy_pct"]})
+    table = pd.DataFrame(rows).sort_values(LATENCY).reset_index(drop=True)
+    criteria = pd.DataFrame({"latency": table[LATENCY], "error": 100.0 - table["accuracy_pct"]})
     if table[PEAK.name].notna().all():
         criteria["memory"] = table[PEAK.name]
     table["non_dominated"] = non_dominated(criteria).to_numpy()
@@ -252,7 +255,7 @@ def accuracy_table(found: dict[str, Accuracy], points: pd.DataFrame, device: str
 def accuracy_display(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "model": table["model"], "accuracy (%)": table["accuracy_pct"].map(sig),
-        "latency (ms)": [with_interval(*v) for v in zip(table["latency_ms"], table["latency_low_ms"],
+        "latency (ms)": [with_interval(*v) for v in zip(table[LATENCY], table["latency_low_ms"],
                                                         table["latency_high_ms"], strict=True)],
         "on": table["latency_on"], PEAK.label_with_unit: table[PEAK.name].map(sig),
         "Pareto": ["✓" if flag else "" for flag in table["non_dominated"]], "accuracy from": table["source"]})
@@ -264,19 +267,19 @@ def accuracy_sentence(table: pd.DataFrame, max_latency_ms: float | None) -> str:
     front = table[table["non_dominated"]]
     text = (f"Accuracy against latency on {where} (no other model as accurate, as fast and as light): "
             + ", ".join(f"{m} ({sig(a)}%, {sig(t)} ms)" for m, a, t in zip(
-                front["model"], front["accuracy_pct"], front["latency_ms"], strict=True)) + ".")
+                front["model"], front["accuracy_pct"], front[LATENCY], strict=True)) + ".")
     if max_latency_ms is None:
         return text
-    within = table[table["latency_ms"] <= max_latency_ms]
+    within = table[table[LATENCY] <= max_latency_ms]
     if within.empty:
         fastest = table.iloc[0]
         return (f"{text} No model with a known accuracy is under {sig(max_latency_ms)} ms on {where}; the fastest is "
-                f"{fastest['model']} ({sig(fastest['latency_ms'])} ms).")
-    best = within.sort_values(["accuracy_pct", "latency_ms"], ascending=[False, True]).iloc[0]
+                f"{fastest['model']} ({sig(fastest[LATENCY])} ms).")
+    best = within.sort_values(["accuracy_pct", LATENCY], ascending=[False, True]).iloc[0]
     reach = (f"; its 95% interval reaches {sig(best['latency_high_ms'])} ms"
              if best["latency_high_ms"] > max_latency_ms else "")
     return (f"{text} Most accurate under {sig(max_latency_ms)} ms on {where}: {best['model']} "
-            f"({sig(best['accuracy_pct'])}%, {sig(best['latency_ms'])} ms{reach}).")
+            f"({sig(best['accuracy_pct'])}%, {sig(best[LATENCY])} ms{reach}).")
 
 
 @dataclass(frozen=True)
