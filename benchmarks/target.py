@@ -1,19 +1,18 @@
 """TARGET against a local session: parity, overhead and the cost of setting up a board.
 
-    .venv/bin/python benchmarks/target.py [--rounds 2] [--repeats 5] [--iterations 300]
+    .venv/bin/python benchmarks/target.py [--rounds 4] [--repeats 4] [--iterations 300]
 
-Parity and overhead use a loopback board: this host's own sshd on 127.0.0.1 (benchmarks/_sshd.py), so a TARGET
-session runs on the same kernel, cores and cgroups as a local one and differs only by the SSH path and the board's
-agent. Each round runs one local session and one TARGET session of the three example models under the same CPUS=1
-and MEMORY=1g, in mirrored order from round to round. Parity compares each model's median latency and mean peak
-memory over every round (goals: within 5% and 2%), beside the same figure between the first and second half of the
-local sessions (local_a_a_pct: how far this host's own sessions move). Overhead: the median per-run overhead_s (a
-run's wall time outside its script, as the backend sees it: for TARGET, from the host's request to the board's
-answer) against the local one
-(goal: at most 0.2 s more), and per session the CLI's wall time less its runs' runtime_s (goal: at most 5 s more,
-the board set up). Transfer: `harness target setup` of a container board that has only Python and sshd (tests/boards:
-x86-bare; the arm64 board too where its image is built), from nothing, with the megabytes sent and the seconds it
-took; skipped with a note where Docker or those images are missing.
+Parity and overhead use a loopback board: this host's own sshd on 127.0.0.1 (benchmarks/_sshd.py), whose sessions find
+this host's Python first, so a TARGET session runs on the same kernel, cores, cgroups and interpreter as a local one
+and differs only by the SSH path and the board's agent. Each round runs one local session and one TARGET session of the
+three example models under the same CPUS=1 and MEMORY=1g, in mirrored order from round to round. Parity compares each
+model's median latency and mean peak memory over every round (goals: within 5% and 2%), beside the same figure between
+the first and second half of the local sessions (local_a_a_pct: how far this host's own sessions move). Overhead: the
+median per-run overhead_s (a run's wall time outside its script, as the backend sees it: for TARGET, from the host's
+request to the board's answer) against the local one (goal: at most 0.2 s more), and per session the CLI's wall time
+less its runs' runtime_s (goal: at most 5 s more, the board set up). Transfer: `harness target setup` of a container
+board that has only Python and sshd (tests/boards: x86-bare; the arm64 board too where its image is built), from
+nothing, with the megabytes sent and the seconds it took; skipped with a note where Docker or those images are missing.
 """
 
 from __future__ import annotations
