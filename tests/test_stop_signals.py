@@ -219,3 +219,16 @@ def test_a_hangup_after_the_terminal_has_gone_still_ends_interrupted(in_tmp_cwd:
     assert process.wait(timeout=60) == INTERRUPT_EXIT_BASE + signal.SIGHUP
     assert load_session_info(session)["state"] == "interrupted" and load_runs(session)
     assert not cgroups_named(session.name)
+
+
+def test_a_terminal_that_goes_away_mid_session_stops_nothing(in_tmp_cwd: Path) -> None:
+    """A progress line whose terminal has gone (stderr closed, no signal) is dropped: the session runs to its end and
+    keeps every run, where rich's broken-pipe exit once ended it after the run in flight."""
+    results = in_tmp_cwd / "results"
+    process = start(results, "local")
+    session = session_with_runs(results, process)
+    assert process.stderr is not None
+    process.stderr.close()
+    process.wait(timeout=120)
+    assert load_session_info(session)["state"] == "complete"
+    assert len(load_runs(session)) == len(load_session_info(session)["plan"])

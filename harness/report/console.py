@@ -5,6 +5,7 @@ Everything for people goes to stderr except the final table, so `--json` can own
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import shutil
 import time
@@ -59,22 +60,26 @@ def plain_progress(total: int, clock: Callable[[], float] = time.monotonic) -> t
     and the time left at the mean pace of the runs done; a run that failed says so, and the last line the total."""
     started, done = clock(), [0]
 
+    def say(text: str) -> None:
+        """A progress line, best effort: a terminal or log that went away (SIGHUP) never stops the session (rich
+        answers a broken pipe with SystemExit(1))."""
+        with contextlib.suppress(OSError, ValueError, SystemExit):
+            err_console.print(text, highlight=False, markup=False)
+
     def on_start(spec: RunSpec) -> None:
         elapsed = clock() - started
         eta = _clock_text(elapsed / done[0] * (total - done[0])) if done[0] else "?"
-        err_console.print(f"run {done[0] + 1}/{total}: {spec.model_name} cpus={spec.cpu.cpus:g} round "
-                          f"{spec.repeat + 1} · elapsed {_clock_text(elapsed)} · eta {eta}", highlight=False,
-                          markup=False)
+        say(f"run {done[0] + 1}/{total}: {spec.model_name} cpus={spec.cpu.cpus:g} round {spec.repeat + 1} · elapsed "
+            f"{_clock_text(elapsed)} · eta {eta}")
 
     def on_done(spec: RunSpec, result: dict[str, Any] | None) -> None:
         done[0] += 1
         status = (result or {}).get("status", "error")
         if status != "ok":
             tail = ((result or {}).get("stderr_tail") or "").strip().splitlines()
-            err_console.print(f"{spec.model_name} round {spec.repeat + 1}: {status}{f' {tail[-1]}' if tail else ''}",
-                              highlight=False, markup=False)
+            say(f"{spec.model_name} round {spec.repeat + 1}: {status}{f' {tail[-1]}' if tail else ''}")
         if done[0] == total:
-            err_console.print(f"{total}/{total} runs done in {_clock_text(clock() - started)}", highlight=False)
+            say(f"{total}/{total} runs done in {_clock_text(clock() - started)}")
 
     return on_start, on_done
 
