@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 from harness.backends.base import Elsewhere
 from harness.backends.local import GRACE_S
 from harness.backends.target.board import SESSIONS, Board, last_line
-from harness.backends.target.transport import Connection
+from harness.backends.target.transport import Connection, ssh_failure
 from harness.core.errors import BackendError, StorageError
 from harness.core.records import Limits, RunOutcome, RunResult
 from harness.core.targets import Address
@@ -54,6 +54,7 @@ class BoardLost(BackendError):
 
 
 def _key(path: str) -> str:
+    """A short name for a host path's folder on the board (the board never sees the host's paths)."""
     return hashlib.sha256(path.encode()).hexdigest()[:16]
 
 
@@ -76,8 +77,7 @@ class TargetBackend:
         self._agent: subprocess.Popen[bytes] | None = None
         try:
             facts = self.board.probe()
-            swept = self.board.call("sweep", SESSIONS, doing="removing what killed sessions left")
-            self.swept_sessions = json.loads(swept.stdout or b"[]")
+            self.board.call("sweep", SESSIONS, doing="removing what killed sessions left")
             self.board.upload(self.folder, [(PACKAGE, "code/harness")])
             self.ready = self._start_agent()
         except BaseException:
@@ -130,8 +130,6 @@ class TargetBackend:
                 self._agent.wait(timeout=10)
         self._errors.seek(0)
         text = self._errors.read().decode(errors="replace")
-        from harness.backends.target.transport import ssh_failure
-
         if self._agent is not None and self._agent.returncode not in (255, None) and text.strip():
             return BoardLost(f"board {self.url}: the harness's agent ended while {doing} ({last_line(text.encode())})")
         return BoardLost(str(ssh_failure(self.address, text, doing)))
