@@ -78,7 +78,7 @@ class TargetBackend:
         try:
             facts = self.board.probe()
             self.board.call("sweep", SESSIONS, doing="removing what killed sessions left")
-            self.board.upload(self.folder, [(PACKAGE, "code/harness")])
+            self.board.upload(self.folder, code_files())
             self.ready = self._start_agent()
         except BaseException:
             self.close()
@@ -224,6 +224,13 @@ class TargetBackend:
             self.board.call("clean", self.folder, doing="removing the session's files")
         self.connection.close()
         self._errors.close()
+
+
+def code_files() -> list[tuple[Path, str]]:
+    """The harness's own modules, as the board's agent imports them (code/harness/...): its Python files alone, not
+    the data an installed package carries (bench scripts and example models go as a session needs them)."""
+    return [(path, f"code/harness/{path.relative_to(PACKAGE).as_posix()}") for path in sorted(PACKAGE.rglob("*.py"))
+            if "__pycache__" not in path.parts]
 
 
 def model_files(model: ModelInfo) -> list[str]:
