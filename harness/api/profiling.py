@@ -25,6 +25,7 @@ from harness.api.session import Session
 from harness.core.config import VARIABLES, load_profile, resolve_results_dir
 from harness.core.errors import ConfigError
 from harness.core.shipped import PRESETS_DIR
+from harness.core.targets import TARGET_BACKEND
 from harness.models.input_feeds import dims_text
 from harness.run.assemble import SessionRequest, SessionStart, start_session
 from harness.run.session import BaseSession
@@ -87,7 +88,7 @@ def run_session(session: BaseSession, progress: bool = True) -> tuple[Session, d
     pending = len(session.plan.specs) - len(session.runs)
     with _progress(pending) if progress else nullcontext((None, None)) as (on_start, on_done):
         summary = session.run(on_start, on_done)
-    if session.backend_info.get("backend") == "ssh":  # a board's runs are a device's measurements, with no import
+    if session.backend_info.get("backend") == TARGET_BACKEND:  # a board's runs are a device's, with no import
         from harness.analysis.boards import register_boards
         from harness.analysis.throttle import throttle_notes
 

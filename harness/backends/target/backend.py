@@ -30,7 +30,7 @@ from harness.backends.target.board import SESSIONS, Board, last_line
 from harness.backends.target.transport import Connection, ssh_failure
 from harness.core.errors import BackendError, StorageError
 from harness.core.records import Limits, RunOutcome, RunResult
-from harness.core.targets import Address
+from harness.core.targets import TARGET_BACKEND, Address
 from harness.measure.spec import RunSpec
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def _key(path: str) -> str:
 class TargetBackend:
     """One board. Connects, reads its facts and starts its agent when made; `check` sends the models."""
 
-    name = "ssh"
+    name = TARGET_BACKEND
     warm_runners = False
     runner_off_workload_cores = True
 
@@ -249,7 +249,7 @@ class FarmBackend:
     """Several boards of one kind: each run goes to a free board; a board that drops out hands its run in flight to
     another, and the session goes on while one board is left."""
 
-    name = "ssh"
+    name = TARGET_BACKEND
     warm_runners = False
     runner_off_workload_cores = True
 
