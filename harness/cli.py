@@ -6,15 +6,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
+import select
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.commands import COMMANDS
 from harness.core import progress
 from harness.core.errors import HarnessError, user_interrupt
 from harness.core.interrupts import INTERRUPT_EXIT_BASE, Interrupted, signal_number, stop_signals
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 COMMAND_MODULES: tuple[str, ...] = tuple(f"harness.commands.{name.replace('-', '_')}" for name in COMMANDS)
 
@@ -32,6 +37,12 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        """--help and usage errors as argparse writes them, less its dropping of a failed write: a closed pipe
+        (`harness --help | head -1`) ends here as it ends every command, in main."""
+        if message:
+            (file or sys.stderr).write(message)
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -52,6 +63,32 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command, ended quietly when its reader goes away (`harness devices --json | head -1`), as Unix tools end:
+    no traceback, exit status 128 + SIGPIPE. A broken pipe of the harness's own (a runner's) is no such end."""
+    try:
+        try:
+            return run_command(argv)
+        finally:  # here, not at exit (nor after --help's SystemExit): a reader gone is seen by the handler below
+            sys.stdout.flush()
+    except BrokenPipeError:
+        if not output_closed():
+            raise
+        for stream in (sys.stdout, sys.stderr):  # what is still buffered for them goes nowhere, even at exit
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        return 128 + signal.SIGPIPE
+
+
+def output_closed() -> bool:
+    """Whether stdout's or stderr's reader is gone: a pipe whose read end closed polls as an error."""
+    poller = select.poll()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a stream with no descriptor (a test's capture) is open
+            poller.register(stream.fileno(), select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def run_command(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # Everything after the first `--` belongs to the user's bench script, untouched.
     extra: list[str] = []

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+
 import pytest
 
 from harness.cli import COMMAND_MODULES, build_parser, command_name, main
@@ -99,4 +104,31 @@ def test_an_error_without_ctrl_c_behind_it_is_not_taken_for_one(monkeypatch) -> 
 
     monkeypatch.setattr("harness.commands.zoo.list_models", fail)
     with pytest.raises(RuntimeError, match="a bug"):
+        main(["zoo", "list"])
+
+
+CLOSED_PIPE_COMMANDS = (["devices", "--json"], ["devices"], ["zoo", "list"], ["zoo", "list", "--json"],
+                        ["devices", "show", "ncnn-rpi4b-4t"], ["--help"], ["predict", "--help"])
+
+
+@pytest.mark.parametrize("argv", CLOSED_PIPE_COMMANDS, ids=" ".join)
+def test_a_closed_pipe_ends_a_command_quietly(argv: list[str]) -> None:
+    """`harness devices --json | head -1`: a reader gone before the first line ends the command as it ends a Unix
+    tool, with no traceback and the status a shell shows for SIGPIPE (141)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes
+    try:
+        done = subprocess.run([sys.executable, "-m", "harness.cli", *argv], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=120, check=False)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (128 + signal.SIGPIPE, "")
+
+
+def test_a_broken_pipe_of_the_harness_own_is_not_taken_for_a_closed_output(monkeypatch) -> None:
+    def fail(_args: object) -> int:
+        raise BrokenPipeError("a runner's pipe")
+
+    monkeypatch.setattr("harness.commands.zoo.list_models", fail)
+    with pytest.raises(BrokenPipeError, match="a runner's pipe"):
         main(["zoo", "list"])

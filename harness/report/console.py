@@ -21,10 +21,20 @@ from harness.analysis.stats import UNSTABLE_RULE
 from harness.core import metric_registry
 from harness.measure.spec import RunSpec
 
+
+class PipedConsole(Console):
+    """rich's console, whose closed pipe (`harness zoo list | head -1`) reaches the CLI as the BrokenPipeError it is,
+    where every command's ends the same way; rich's own ending exits 1 and points stdout at /dev/null, even for
+    stderr's console."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(f"{'stderr' if self.stderr else 'stdout'}: its reader is gone")
+
+
 # Tables are wide: piped output (a file, a CI log) gets 200 columns instead of rich's default 80.
 WIDTH = shutil.get_terminal_size((200, 24)).columns
-err_console = Console(stderr=True, soft_wrap=True, width=WIDTH)
-out_console = Console(soft_wrap=True, width=WIDTH)
+err_console = PipedConsole(stderr=True, soft_wrap=True, width=WIDTH)
+out_console = PipedConsole(soft_wrap=True, width=WIDTH)
 
 STATUS_STYLE = {"ok": "green", "oom": "red", "timeout": "yellow", "error": "red"}
 
