@@ -37,7 +37,8 @@ _ERRORS = "harness.core.errors"
 API = {
     **{name: ("harness.api.profiling", name) for name in ("profile", "open_session")},
     **{name: ("harness.api.queries", name) for name in ("rank", "compare")},
-    "predict": ("harness.api.predicting", "predict"), "Session": ("harness.api.session", "Session"),
+    "predict": ("harness.api.predicting", "predict"), "regress": ("harness.api.calibrating", "regress"),
+    "Session": ("harness.api.session", "Session"),
     **{name: (_ERRORS, name) for name in ("HarnessError", "ConfigError", "ModelError", "BackendError", "DataError",
                                           "StorageError")},
 }

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness import regress
 from harness.cli import main
 from harness.store.results import SCHEMA_VERSION
 from tests.analysis_fixtures import write_session
@@ -49,6 +50,12 @@ def test_regress_recovers_an_exact_law_from_store_and_csv(tmp_path: Path, capsys
     assert calibration["stats"]["loo_rmse"] < 1e-9
     assert {p["harness_model"] for p in calibration["points"]} == set(FASTEST)
     assert {p["harness"] for p in calibration["points"]} == set(FASTEST.values())
+
+    regression = regress("phone", results_dir=results)  # what the command prints, from Python
+    assert regression.device == "phone"
+    as_printed = {"schema_version": SCHEMA_VERSION, "session": regression.session, **regression.calibrations.to_dict()}
+    assert json.loads(json.dumps(as_printed, default=str)) == result
+    assert regression.harness["latency_ms"].set_index("model_name")["value"].to_dict() == FASTEST
 
 
 QUICKEST = {"net_a": [0.9, 0.7, 1.0], "net_b": [1.8, 2.1, 1.5], "net_c": [3.1, 4.4, 3.9], "net_d": [7.0, 6.4, 7.1],

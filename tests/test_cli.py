@@ -9,8 +9,10 @@ import sys
 
 import pytest
 
+from harness.api.profiling import KEYWORDS, device_profile
 from harness.cli import COMMAND_MODULES, build_parser, command_name, main
-from harness.commands.shared import profile_from_args
+from harness.commands.shared import flag_of, flag_settings, profile_env_file
+from harness.core.errors import ConfigError
 
 
 def test_help_lists_every_command(capsys) -> None:
@@ -54,10 +56,30 @@ def test_device_on_profile_loads_the_preset(monkeypatch) -> None:
     monkeypatch.delenv("HARNESS_ENV_FILE", raising=False)
     for name in ("profile", "sweep"):
         args = build_parser([name]).parse_args([name, "--device", "raspberry-pi-4"])
-        profile = profile_from_args(args)
+        profile = device_profile(profile_env_file(args), flag_settings(args))[0]
         assert (profile.device_name, profile.cpus, profile.memory_mib) == ("raspberry-pi-4", 4, 4096)
     with pytest.raises(SystemExit):
         build_parser(["profile"]).parse_args(["profile", "--device-n", "x"])
+
+
+def test_flags_and_keywords_are_one_table(monkeypatch) -> None:
+    """Every keyword of harness.profile is a flag of profile and sweep (its dest), and both set the same variables:
+    --timeout and --dim are timeout_s= and dims=; an error names the flag the value came from."""
+    monkeypatch.delenv("HARNESS_ENV_FILE", raising=False)
+    parser = build_parser(["profile"])
+    dests = {action.dest for action in parser._subparsers._group_actions[0].choices["profile"]._actions}  # type: ignore[union-attr]
+    assert set(KEYWORDS) <= dests
+    args = parser.parse_args(["profile", "--timeout", "7", "--dim", "batch=2", "--dim", "seq=128", "--cpu-pinning",
+                              "off"])
+    by_flags = device_profile(None, flag_settings(args))[0]
+    by_keywords = device_profile(None, {"timeout_s": 7, "dims": {"batch": 2, "seq": 128}, "cpu_pinning": "off"})[0]
+    assert (by_flags.timeout_s, by_flags.dims, by_flags.cpu_pinning) == (7.0, "batch=2 seq=128", "off")
+    assert (by_keywords.timeout_s, by_keywords.dims) == (by_flags.timeout_s, by_flags.dims)
+    with pytest.raises(ConfigError, match=r"TIMEOUT_S='-1' \(from --timeout\)"):
+        device_profile(None, flag_settings(parser.parse_args(["profile", "--timeout", "-1"])),
+                       source=flag_of)
+    with pytest.raises(ConfigError, match=r"TIMEOUT_S='-1' \(from harness.profile\(timeout_s=...\)\)"):
+        device_profile(None, {"timeout_s": -1})
 
 
 def test_a_misspelt_preset_offers_the_closest(monkeypatch, capsys) -> None:

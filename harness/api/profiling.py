@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api.session import Session
-from harness.core.config import VARIABLES, load_profile, resolve_results_dir
+from harness.core.config import VARIABLES, DeviceProfile, environment_values, load_profile, resolve_results_dir
 from harness.core.errors import ConfigError
 from harness.core.shipped import PRESETS_DIR
 from harness.core.targets import TARGET_BACKEND
@@ -30,13 +30,20 @@ from harness.models.input_feeds import dims_text
 from harness.run.assemble import SessionRequest, SessionStart, start_session
 from harness.run.session import BaseSession
 
-KEYWORDS = {"device_name": "DEVICE_NAME", "cpus": "CPUS", "memory": "MEMORY", "swap": "SWAP", "repeats": "REPEATS",
-            "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE", "backend": "BACKEND",
-            "runtime": "RUNTIME", "per_op": "PER_OP", "results_dir": "RESULTS_DIR", "timeout_s": "TIMEOUT_S",
-            "dims": "DIMS", "inputs": "INPUTS", "target": "TARGET"}
-"""profile()'s keyword -> the env.template variable it sets; any other variable goes by its own name (SWAP=...).
-The layers are those of the CLI: env.template < .env < the device's env file < HARNESS_SET_* < these keywords."""
+KEYWORDS = {"device_name": "DEVICE_NAME", "cpus": "CPUS", "cpu_pinning": "CPU_PINNING", "memory": "MEMORY",
+            "swap": "SWAP", "repeats": "REPEATS", "iterations": "ITERATIONS", "warmup": "WARMUP",
+            "batch_size": "BATCH_SIZE", "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout_s": "TIMEOUT_S",
+            "backend": "BACKEND", "image": "IMAGE", "runtime": "RUNTIME", "per_op": "PER_OP",
+            "results_dir": "RESULTS_DIR", "dims": "DIMS", "inputs": "INPUTS", "target": "TARGET"}
+"""The one table of a profile's settings: profile()'s keyword, which is also the CLI's flag's argparse dest (--timeout
+and --dim are the flags of timeout_s and dims), -> the env.template variable it sets; any other variable goes by its
+own name (SWAP=...). The layers are: env.template < .env < the device's env file < HARNESS_SET_* < these."""
 KEYWORD_OF = {variable: keyword for keyword, variable in KEYWORDS.items()}
+
+
+def keyword_source(name: str) -> str:
+    """Where a Python caller's override came from, as an error names it."""
+    return f"harness.profile({KEYWORD_OF.get(name, name)}=...)"
 
 
 def device_env(device: str | Path | None) -> Path | None:
@@ -99,26 +106,54 @@ def run_session(session: BaseSession, progress: bool = True) -> tuple[Session, d
     return Session(session.store.path), summary
 
 
+def plan_profile(request: SessionRequest, env_file: str | Path | None, settings: Mapping[str, Any], *,
+                 source: Callable[[str], str] = keyword_source) -> SessionStart:
+    """The session that harness.profile and the CLI's profile and sweep run, planned and checked (every model
+    resolved, every value validated), not run."""
+    profile, sweep = device_profile(env_file, settings, source=source)
+    return start_session(profile, request, sweep)
+
+
+def device_profile(env_file: str | Path | None, settings: Mapping[str, Any], *,
+                   source: Callable[[str], str] = keyword_source) -> tuple[DeviceProfile, list[float] | None]:
+    """The profile from every layer, `settings` (profile()'s keywords) last, and the CPUS values of a sweep: `cpus`
+    as a list sweeps them in one session, and make's CPUS (HARNESS_SET_CPUS) is then that list, not a CPUS value."""
+    cpus = settings.get("cpus")
+    sweep = [cpus_value(value, source("CPUS")) for value in cpus] if isinstance(cpus, (list, tuple)) else None
+    variables = profile_settings(**{key: value for key, value in settings.items() if not (sweep and key == "cpus")})
+    environment = {name: value for name, value in environment_values().items() if not (sweep and name == "CPUS")}
+    return load_profile(env_file, variables, environment, override_source=source), sweep
+
+
+def cpus_value(value: object, source: str) -> float:
+    """One CPUS value of a sweep, validated as CPUS is."""
+    parse, form = VARIABLES["CPUS"][1], VARIABLES["CPUS"][2]
+    try:
+        return float(parse(str(value)))
+    except ValueError:
+        raise ConfigError(f"CPUS={str(value)!r} (from {source}, a sweep's list) is not valid: "
+                          f"expected {form}") from None
+
+
 def start_profile(models: Iterable[str | Path] | str | Path, *, device: str | Path | None = None,
                   seed: int | None = None, parallel: int | str | None = None, **settings: Any) -> SessionStart:
-    """The session profile() runs, planned and checked (every model resolved, every value validated), not run."""
+    """The session profile() runs, planned and checked, not run."""
     names = tuple(str(model) for model in ([models] if isinstance(models, (str, Path)) else models))
     if not names:
         raise ConfigError("profile: give at least one model (a file or a zoo name)")
-    profile = load_profile(device_env(device), profile_settings(**settings),
-                           override_source=lambda name: f"harness.profile({KEYWORD_OF.get(name, name)}=...)")
     request = SessionRequest(models=names, seed=seed, parallel=None if parallel is None else str(parallel))
-    return start_session(profile, request)
+    return plan_profile(request, device_env(device), settings)
 
 
 def profile(models: Iterable[str | Path] | str | Path, *, device: str | Path | None = None,
             runtime: str | None = None, repeats: int | None = None, per_op: bool | None = None,
-            cpus: float | str | None = None, memory: str | None = None, results_dir: str | Path | None = None,
+            cpus: float | str | list[float] | None = None, memory: str | None = None,
+            results_dir: str | Path | None = None,
             seed: int | None = None, parallel: int | str | None = None, progress: bool = True,
             **settings: Any) -> Session:
     """Profile `models` (files or zoo names) under `device`'s limits (a preset such as "raspberry-pi-4", or an env
     file), as `harness profile` does, and return the stored session. Keywords override the device's variables;
-    others are env.template's by name (ITERATIONS=50, SWAP="0")."""
+    others are env.template's by name (ITERATIONS=50, SWAP="0"). `cpus=[1, 2, 4]` sweeps them, as `harness sweep`."""
     start = start_profile(models, device=device, seed=seed, parallel=parallel, runtime=runtime, repeats=repeats,
                           per_op=per_op, cpus=cpus, memory=memory, results_dir=results_dir, **settings)
     return run_session(start.session, progress)[0]

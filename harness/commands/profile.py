@@ -12,16 +12,16 @@ from harness.commands.shared import (
     print_notes,
     print_refusals,
     profile_env_file,
-    profile_from_args,
     run_and_print,
     session_request,
+    start_from_args,
     warn,
     write_session_report,
 )
 from harness.core.config import load_profile
 from harness.core.errors import HarnessError
 from harness.report.console import err_console
-from harness.run.assemble import resume_session, start_session
+from harness.run.assemble import resume_session
 from harness.run.session import BaseSession
 
 NEXT_STEPS = (
@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.resume:
         return resume(args)
-    start = start_session(profile_from_args(args), session_request(args))
+    start = start_from_args(args)
     announce(start)
     code = run_and_print(start.session, args.json)
     report_and_next_steps(args, start.session, NEXT_STEPS if start.examples else NEXT_STEPS_OWN)

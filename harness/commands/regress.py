@@ -9,12 +9,12 @@ from typing import Any
 
 from rich.table import Table
 
-from harness.analysis.run_values import runs_by_engine, select_runs
+from harness.analysis.run_values import runs_by_engine
+from harness.api.calibrating import regress
 from harness.calibration.calibrate import (
     ACROSS_FAMILIES,
     AUTO_CANDIDATES,
     Calibration,
-    calibrate_runs,
     calibrated_metrics,
     group_label,
 )
@@ -30,7 +30,6 @@ from harness.commands.shared import (
     add_results_options,
     env_default,
     fmt,
-    library_option,
     print_json,
     warn,
 )
@@ -171,12 +170,14 @@ def compare(args: argparse.Namespace, results_dir: Path, device: DeviceData) -> 
 
 def run(args: argparse.Namespace) -> int:
     results_dir = resolve_results_dir(args.results_dir)
-    device = load_device(results_dir, args.device)
     if args.compare_engines:
-        return compare(args, results_dir, device)
-    runs, session = select_runs(results_dir, args.session, args.runtime, device)
-    cset, _ = calibrate_runs(device, runs, args.metric, args.group_by, args.fit, args.across_repeats,
-                             library_option(args, results_dir, device.name))
+        return compare(args, results_dir, load_device(results_dir, args.device))
+    regression = regress(args.device, session=args.session, metric=args.metric, group_by=args.group_by, fit=args.fit,
+                         across_repeats=args.across_repeats, library=not args.no_library, runtime=args.runtime,
+                         results_dir=results_dir)
+    cset, session = regression.calibrations, regression.session
+    for note in regression.notes:
+        warn(note)
     for skipped in cset.skipped:
         warn(f"{skipped['metric']} {group_label(skipped['group'])}: not fitted: {skipped['reason']}")
     if cset.unmatched_device_models:

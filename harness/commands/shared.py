@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.table import Table
 
-from harness.api.profiling import device_env, run_session
+from harness.api.profiling import KEYWORD_OF, KEYWORDS, device_env, plan_profile, run_session
 from harness.core import metric_registry
-from harness.core.config import DeviceProfile, environment_values, load_profile
 from harness.core.errors import ConfigError
 from harness.core.targets import Address
 from harness.models.resolve import ModelInfo
@@ -141,14 +140,9 @@ def fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-# CLI flag (argparse dest) -> env.template variable it overrides
-FLAG_VARIABLES = {
-    "device_name": "DEVICE_NAME", "cpus": "CPUS", "cpu_pinning": "CPU_PINNING", "memory": "MEMORY", "swap": "SWAP",
-    "repeats": "REPEATS", "iterations": "ITERATIONS", "warmup": "WARMUP", "batch_size": "BATCH_SIZE",
-    "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout": "TIMEOUT_S", "backend": "BACKEND", "image": "IMAGE",
-    "results_dir": "RESULTS_DIR", "per_op": "PER_OP", "runtime": "RUNTIME", "dim": "DIMS", "inputs": "INPUTS",
-    "target": "TARGET",
-}
+FLAG_NAMES = {"timeout_s": "timeout", "dims": "dim"}
+"""The flags of profile and sweep whose name is not their keyword's (harness.api.profiling.KEYWORDS, the one table:
+a flag's dest is its keyword)."""
 
 
 def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None:
@@ -159,12 +153,13 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
                         help="device profile env file, e.g. devices/jetson-nano.env (default: $ENV)")
     parser.add_argument("--cpus", help=cpus_help)
     parser.add_argument("--memory", help="MEMORY, e.g. 512m or 2g")
-    for flag in ("device-name", "cpu-pinning", "swap", "repeats", "iterations", "warmup", "batch-size",
-                 "sample-interval-ms", "timeout", "image", "results-dir"):
-        parser.add_argument(f"--{flag}", help=f"overrides {FLAG_VARIABLES[flag.replace('-', '_')]}")
+    for keyword in ("device_name", "cpu_pinning", "swap", "repeats", "iterations", "warmup", "batch_size",
+                    "sample_interval_ms", "timeout_s", "image", "results_dir"):
+        parser.add_argument(f"--{FLAG_NAMES.get(keyword, keyword).replace('_', '-')}", dest=keyword,
+                            help=f"overrides {KEYWORDS[keyword]}")
     parser.add_argument("--backend", help="auto, docker or local")
     parser.add_argument("--runtime", help="RUNTIME: the engine for ONNX models, onnxruntime, ncnn or litert")
-    parser.add_argument("--dim", action="append", metavar="NAME=SIZE",
+    parser.add_argument("--dim", dest="dims", action="append", metavar="NAME=SIZE",
                         help="size of a dynamic input dimension, e.g. --dim seq=128 (repeatable; overrides DIMS)")
     parser.add_argument("--inputs", metavar="FILE", help="INPUTS: an .npz of the models' inputs, fed instead of "
                                                         "random ones (see docs/inputs.md)")
@@ -191,13 +186,24 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
                         help="with --cluster: accept nodes whose CPU models differ (the summary groups by host)")
 
 
-def profile_from_args(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> DeviceProfile:
-    """The profile from every layer; `skip` names flags (and their variables) that the command reads itself."""
-    overrides = {var: " ".join(value) if isinstance(value := getattr(args, dest), list) else value
-                 for dest, var in FLAG_VARIABLES.items() if dest not in skip}
-    skipped = {FLAG_VARIABLES[dest] for dest in skip}
-    environment = {name: value for name, value in environment_values().items() if name not in skipped}
-    return load_profile(profile_env_file(args), overrides, environment)
+def start_from_args(args: argparse.Namespace, cpus: list[str] | None = None) -> SessionStart:
+    """The session of profile and sweep (`cpus`: sweep's list), planned by the function harness.profile plans with."""
+    return plan_profile(session_request(args), profile_env_file(args), flag_settings(args, cpus), source=flag_of)
+
+
+def flag_settings(args: argparse.Namespace, cpus: list[str] | None = None) -> dict[str, Any]:
+    """The flags of profile and sweep as harness.profile's keywords (a flag's dest is its keyword); --dim's repeats
+    as DIMS writes them."""
+    settings = {keyword: getattr(args, keyword) for keyword in KEYWORDS}
+    if settings["dims"]:
+        settings["dims"] = " ".join(settings["dims"])
+    return settings if cpus is None else {**settings, "cpus": cpus}
+
+
+def flag_of(variable: str) -> str:
+    """The flag that sets `variable`, as an error names where a value came from."""
+    keyword = KEYWORD_OF.get(variable, variable.lower())
+    return f"--{FLAG_NAMES.get(keyword, keyword).replace('_', '-')}"
 
 
 def profile_env_file(args: argparse.Namespace) -> str | Path | None:
