@@ -163,7 +163,7 @@ def test_a_group_summary_gives_the_entry_summary_json_holds() -> None:
     assert isinstance(entry, GroupSummary) and entry.n_ok == 3 and entry.metrics["latency_ms"].median == 2.2
     stored = entry.as_dict()
     assert list(stored) == ["model_name", "cpus", "n_runs", "n_ok", "statuses", "throttled_runs",
-                            "shorter_than_quota_window_runs", "latency_headline", "unstable_metrics", "metrics",
-                            "conditions", "differs_in", "condition_label"]
+                            "shorter_than_quota_window_runs", "noisy_runs", "latency_headline", "unstable_metrics",
+                            "metrics", "conditions", "differs_in", "condition_label"]
     assert stored["metrics"]["latency_ms"] == entry.metrics["latency_ms"].as_dict()
     assert (stored["statuses"], stored["differs_in"], stored["condition_label"]) == ({"ok": 3}, [], "")

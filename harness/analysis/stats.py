@@ -104,6 +104,11 @@ def throttled(run: RunRecord) -> bool:
     return bool(periods) and (run.result.cpu_nr_throttled or 0) / periods > HEAVY_THROTTLE_RATIO
 
 
+def noisy(run: RunRecord) -> bool:
+    """Whether the machine did enough else during the run to move its timing (harness.measure.host_load)."""
+    return bool((run.result.host_load or {}).get("noisy"))
+
+
 def group_key(run: RunRecord) -> tuple[Any, ...]:
     """Runs pool into one summary only under equal conditions (harness.core.conditions): model, CPUS and the rest."""
     return run.model_name, float(run.cpus), conditions.key(run.line)
@@ -121,6 +126,7 @@ class GroupSummary:
     statuses: dict[str, int]
     throttled_runs: int
     shorter_than_quota_window_runs: int
+    noisy_runs: int  # runs that shared the machine (harness.measure.host_load): their timing is the machine's too
     latency_headline: str
     unstable_metrics: list[str]
     metrics: dict[str, Summary]
@@ -154,6 +160,7 @@ def summarize_group(members: Sequence[RunRecord]) -> GroupSummary:
         model_name=members[0].model_name, cpus=float(members[0].cpus), n_runs=len(members), n_ok=len(ok),
         statuses=statuses, throttled_runs=sum(throttled(r) for r in ok),
         shorter_than_quota_window_runs=sum(r.result.shorter_than_quota_window for r in ok),
+        noisy_runs=sum(noisy(r) for r in ok),
         latency_headline=next((r.result.latency_headline for r in ok if r.result.latency_headline), "p50"),
         unstable_metrics=[name for name, s in metrics.items() if s.unstable], metrics=metrics,
         conditions=members[0].conditions,
@@ -189,7 +196,8 @@ def summary_rows(entries: Iterable[GroupSummary]) -> list[dict[str, Any]]:
     rows = []
     for entry in entries:
         row: dict[str, Any] = {"model_name": entry.model_name, "cpus": entry.cpus,
-                               "n_runs": entry.n_runs, "n_ok": entry.n_ok, "throttled_runs": entry.throttled_runs}
+                               "n_runs": entry.n_runs, "n_ok": entry.n_ok, "throttled_runs": entry.throttled_runs,
+                               "noisy_runs": entry.noisy_runs}
         row["conditions"] = entry.condition_label or ""
         row["statuses"] = ";".join(f"{k}={v}" for k, v in sorted(entry.statuses.items()))
         row["unstable_metrics"] = ";".join(entry.unstable_metrics)

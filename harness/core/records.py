@@ -130,6 +130,10 @@ class RunResult:
     runner_cpu_s: float | None = None
     """CPU time of the runner"""
     runner_cores: list[int] = field(default_factory=list)  # where the runner itself ran
+    host_load: dict[str, Any] | None = None
+    """what else the machine did during the run: other_cores (CPU time of everything but the run, in cores), steal
+    (the hypervisor's share), mhz (the run's cores' clock at start and end), noisy (the reasons it counts as noisy,
+    empty if none) (harness.measure.host_load)"""
     oom_kills: int = 0
     """OOM kills in the run's cgroup"""
     cgroup_version: int | None = None

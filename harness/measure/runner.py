@@ -32,6 +32,7 @@ from harness.core import RESULT_NOT_STORED_EXIT, STDERR_TAIL_CHARS, STORAGE_ERRN
 from harness.core.errors import HarnessError
 from harness.core.external_data import confine
 from harness.measure.cgroup_probe import MemoryProbe, own_cgroup_dirs
+from harness.measure.host_load import host_load, snapshot
 from harness.measure.process_tree import ProcessTree
 from harness.measure.report_protocol import (
     BATCH_SIZE_KEY,
@@ -167,6 +168,14 @@ def place_runner(spec: RunnerInput) -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+def script_affinity(pid: int) -> list[int]:
+    """The cores the script may run on (its cpuset or affinity), whose clock the run's host load reads."""
+    try:
+        return sorted(os.sched_getaffinity(pid))
+    except OSError:  # it has already exited
+        return sorted(os.sched_getaffinity(0))
+
+
 def time_weighted_mean(times: array, values: array, start: float, end: float) -> float | None:
     """Mean of a step function (each sample holds until the next) over [start, end]."""
     total = weight = 0.0
@@ -238,6 +247,8 @@ def measure(spec: RunnerInput, near: str | None = None, measured: Callable[[], N
     env = child_env(spec, metrics_path, latencies_path, profile_dir)
     t0 = time.monotonic()
     child_pid = spawn(child_command(spec), env, stderr_path, lambda: _prepare_child(spec))
+    script_cores = script_affinity(child_pid)
+    load_before = snapshot(script_cores)
     sampler = probe or ProcessTree(child_pid)
     pidfd = os.pidfd_open(child_pid)
     poller = select.epoll()
@@ -262,8 +273,10 @@ def measure(spec: RunnerInput, near: str | None = None, measured: Callable[[], N
         if poller.poll(min(next_sample, deadline) - now):
             break
     t_exit = time.monotonic()
+    load_after = snapshot(script_cores)
     _, wait_status, usage = os.wait4(child_pid, 0)
     self_after = resource.getrusage(resource.RUSAGE_SELF)
+    runner_cpu_s = (self_after.ru_utime + self_after.ru_stime) - (self_before.ru_utime + self_before.ru_stime)
     poller.close()
     os.close(pidfd)
     returncode = os.waitstatus_to_exitcode(wait_status)
@@ -288,8 +301,10 @@ def measure(spec: RunnerInput, near: str | None = None, measured: Callable[[], N
         peak_bytes=peak, usage=usage, returncode=returncode, timed_out=timed_out, oom_kills=oom_kills,
         stderr_tail=stderr_tail, cgroup_version=version, tree_mode=tree_mode, runner_cores=runner_cores,
         cpu_delta={k: cpu_after.get(k, 0) - cpu_before.get(k, 0) for k in cpu_after},
-        runner_cpu_s=(self_after.ru_utime + self_after.ru_stime) - (self_before.ru_utime + self_before.ru_stime),
+        runner_cpu_s=runner_cpu_s,
     )
+    result["host_load"] = host_load(load_before, load_after, t_exit - t0,
+                                    usage.ru_utime + usage.ru_stime + runner_cpu_s)
     result["clock_s"] = {"script_spawned": t0, "script_exited": t_exit}
     if profile_files is not None:
         result["per_op_files"] = profile_files
