@@ -76,7 +76,7 @@ def test_outside_a_terminal_each_run_is_a_plain_line_with_its_round_and_eta(
         capsys: pytest.CaptureFixture[str]) -> None:
     """rich's live bar draws nothing in a CI log or a notebook cell: there each run says where the session is."""
     now = [100.0]
-    on_start, on_done = plain_progress(3, clock=lambda: now[0])
+    on_start, on_done = plain_progress(lambda: 3, clock=lambda: now[0])
     specs = [SimpleNamespace(model_name=name, cpu=SimpleNamespace(cpus=1.0), repeat=r)
              for r, name in ((0, "a"), (0, "b"), (1, "a"))]
     for spec, status in zip(specs, ("ok", "oom", "ok"), strict=True):

@@ -31,7 +31,8 @@ from harness.run.assemble import SessionRequest, SessionStart, start_session
 from harness.run.session import BaseSession
 
 KEYWORDS = {"device_name": "DEVICE_NAME", "cpus": "CPUS", "cpu_pinning": "CPU_PINNING", "memory": "MEMORY",
-            "swap": "SWAP", "repeats": "REPEATS", "iterations": "ITERATIONS", "warmup": "WARMUP",
+            "swap": "SWAP", "repeats": "REPEATS", "precision": "PRECISION", "max_repeats": "MAX_REPEATS",
+            "adaptive_budget_s": "ADAPTIVE_BUDGET_S", "iterations": "ITERATIONS", "warmup": "WARMUP",
             "batch_size": "BATCH_SIZE", "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout_s": "TIMEOUT_S",
             "backend": "BACKEND", "image": "IMAGE", "runtime": "RUNTIME", "per_op": "PER_OP",
             "results_dir": "RESULTS_DIR", "dims": "DIMS", "inputs": "INPUTS", "target": "TARGET"}
@@ -80,7 +81,7 @@ def profile_settings(**settings: Any) -> dict[str, str]:
 
 
 @contextmanager
-def _progress(total: int) -> Iterator[tuple[Callable[..., None] | None, Callable[..., None] | None]]:
+def _progress(total: Callable[[], int]) -> Iterator[tuple[Callable[..., None] | None, Callable[..., None] | None]]:
     """rich's progress bar (a notebook shows it live), imported only when shown."""
     from harness.report.console import run_progress
 
@@ -92,8 +93,13 @@ def run_session(session: BaseSession, progress: bool = True) -> tuple[Session, d
     """Run every planned run a session has not kept, under a progress bar or silently; returns it as a Session, with
     the summary its last run left (the one summary.json holds, at hand without reading anything back). The CLI's
     profile, sweep and resume run their sessions here too."""
-    pending = len(session.plan.specs) - len(session.runs)
-    with _progress(pending) if progress else nullcontext((None, None)) as (on_start, on_done):
+    kept = len(session.runs)
+
+    def planned() -> int:
+        """Runs to go, read at every run: adaptive repeats add rounds as the session goes."""
+        return len(session.plan.specs) - kept
+
+    with _progress(planned) if progress else nullcontext((None, None)) as (on_start, on_done):
         summary = session.run(on_start, on_done)
     if session.backend_info.get("backend") == TARGET_BACKEND:  # a board's runs are a device's, with no import
         from harness.analysis.boards import register_boards

@@ -107,6 +107,9 @@ VARIABLES: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "MEMORY": ("memory_bytes", parse_size, "a size such as 512m or 2g (units k, m, g)", "2g"),
     "SWAP": ("swap_bytes", parse_size, "a size such as 0, 256m or 1g", "0"),
     "REPEATS": ("repeats", _number(int, 1, 10_000), "a whole number >= 1", "7"),
+    "PRECISION": ("precision_pct", _number(float, 0, 100), "a percentage from 0 to 100 such as 2 (0: off)", "2"),
+    "MAX_REPEATS": ("max_repeats", _number(int, 1, 10_000), "a whole number >= 1", "15"),
+    "ADAPTIVE_BUDGET_S": ("adaptive_budget_s", _number(float, 0, 10_000_000), "a number of seconds >= 0", "300"),
     "ITERATIONS": ("iterations", _number(int, 1, 10_000_000), "a whole number >= 1", "500"),
     "WARMUP": ("warmup", _number(int, 0, 10_000_000), "a whole number >= 0", "20"),
     "BATCH_SIZE": ("batch_size", _number(int, 1, 1_000_000), "a whole number >= 1", "1"),
@@ -137,6 +140,9 @@ class DeviceProfile:
     memory_bytes: int
     swap_bytes: int
     repeats: int
+    precision_pct: float
+    max_repeats: int
+    adaptive_budget_s: float
     iterations: int
     warmup: int
     batch_size: int

@@ -40,18 +40,20 @@ STATUS_STYLE = {"ok": "green", "oom": "red", "timeout": "yellow", "error": "red"
 
 
 @contextmanager
-def run_progress(total: int) -> Iterator[tuple[Any, Any]]:
+def run_progress(total: Callable[[], int]) -> Iterator[tuple[Any, Any]]:
     """Yields (on_start, on_done) callbacks that drive a progress bar over model x repeat, with ETA; plain lines
-    where stderr is no terminal (a CI log, a notebook's output), which rich's live bar would leave blank."""
+    where stderr is no terminal (a CI log, a notebook's output), which rich's live bar would leave blank. `total`
+    is read at every run: adaptive repeats add rounds as the session goes."""
     if not err_console.is_terminal:
         yield plain_progress(total)
         return
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=False)
-    task = progress.add_task("starting", total=total)
+    task = progress.add_task("starting", total=total())
 
     def on_start(spec: RunSpec) -> None:
-        progress.update(task, description=f"{spec.model_name} cpus={spec.cpu.cpus:g} repeat {spec.repeat + 1}")
+        progress.update(task, total=total(),
+                        description=f"{spec.model_name} cpus={spec.cpu.cpus:g} repeat {spec.repeat + 1}")
 
     def on_done(spec: RunSpec, result: dict[str, Any] | None) -> None:
         status = (result or {}).get("status", "error")
@@ -65,7 +67,7 @@ def run_progress(total: int) -> Iterator[tuple[Any, Any]]:
         yield on_start, on_done
 
 
-def plain_progress(total: int, clock: Callable[[], float] = time.monotonic) -> tuple[Any, Any]:
+def plain_progress(total: Callable[[], int], clock: Callable[[], float] = time.monotonic) -> tuple[Any, Any]:
     """(on_start, on_done) that print one line as each run starts: its place, model, CPUs, round, the time so far
     and the time left at the mean pace of the runs done; a run that failed says so, and the last line the total."""
     started, done = clock(), [0]
@@ -78,8 +80,8 @@ def plain_progress(total: int, clock: Callable[[], float] = time.monotonic) -> t
 
     def on_start(spec: RunSpec) -> None:
         elapsed = clock() - started
-        eta = _clock_text(elapsed / done[0] * (total - done[0])) if done[0] else "?"
-        say(f"run {done[0] + 1}/{total}: {spec.model_name} cpus={spec.cpu.cpus:g} round {spec.repeat + 1} · elapsed "
+        eta = _clock_text(elapsed / done[0] * (total() - done[0])) if done[0] else "?"
+        say(f"run {done[0] + 1}/{total()}: {spec.model_name} cpus={spec.cpu.cpus:g} round {spec.repeat + 1} · elapsed "
             f"{_clock_text(elapsed)} · eta {eta}")
 
     def on_done(spec: RunSpec, result: dict[str, Any] | None) -> None:
@@ -88,8 +90,8 @@ def plain_progress(total: int, clock: Callable[[], float] = time.monotonic) -> t
         if status != "ok":
             tail = ((result or {}).get("stderr_tail") or "").strip().splitlines()
             say(f"{spec.model_name} round {spec.repeat + 1}: {status}{f' {tail[-1]}' if tail else ''}")
-        if done[0] == total:
-            say(f"{total}/{total} runs done in {_clock_text(clock() - started)}")
+        if done[0] == total():
+            say(f"{done[0]}/{done[0]} runs done in {_clock_text(clock() - started)}")
 
     return on_start, on_done
 
@@ -143,4 +145,10 @@ def print_summary(summary: dict[str, Any]) -> None:
     for model, count in throttled:
         err_console.print(f"[yellow]throttled[/]: {model}: {count} run(s) spent >10% of CFS periods throttled; "
                           "latency tails are bent by the quota (whole CPUS with CPU_PINNING=auto avoid it)")
+    noisy = [(e["model_name"], e["cpus"], e.get("noisy_runs", 0), e["n_ok"]) for e in summary["models"]
+             if e.get("noisy_runs")]
+    for model, cpus, count, runs in noisy:
+        err_console.print(f"[yellow]noisy[/]: {model} cpus={cpus:g}: {count} of {runs} runs shared the machine with "
+                          "other work (each run's host_load says what); quiet the machine and profile again for "
+                          "numbers that repeat (docs/measurement.md: noisy)")
     err_console.print(f"results: {summary['results_dir']}")

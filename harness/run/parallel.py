@@ -84,7 +84,7 @@ class ParallelSession(Session):
         self.backend.check(self.plan.models)  # what would fail every run fails once, before the first
         self.store.write_session(self._session_info("running"))
         try:
-            while todo or threads:
+            while todo or threads or self._queue_next_round(todo):
                 while todo and free:
                     slot = free.pop(0)
                     spec = place(todo.popleft(), self.slots.slots[slot])
@@ -110,6 +110,11 @@ class ParallelSession(Session):
         finally:
             self.backend.close()
         return self._complete()
+
+    def _queue_next_round(self, todo: deque[RunSpec]) -> bool:
+        """With every run kept: queue the next adaptive round, if one is due (Session.more_rounds)."""
+        todo.extend(self.more_rounds())
+        return bool(todo)
 
     def _work(self, spec: RunSpec, slot: int, started_at: str, finished: Finished) -> None:
         try:

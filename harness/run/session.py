@@ -32,6 +32,7 @@ from harness.measure.provenance import collect_metadata
 from harness.measure.spec import RunSpec, plan_cpu_limits
 from harness.models.input_feeds import unused_dims
 from harness.models.resolve import ModelInfo
+from harness.run.adaptive import next_round, unmet_notes
 from harness.store.results import SCHEMA_VERSION, SessionStore, load_session_info
 
 OnRun = Callable[[RunSpec, dict[str, Any] | None], None]
@@ -276,6 +277,21 @@ class BaseSession(ABC):
         if on_done:
             on_done(spec, record)
 
+    def more_rounds(self) -> list[RunSpec]:
+        """Once every planned run is kept: the next adaptive round (harness.run.adaptive), added to the plan and to
+        session.json so a resume runs it too; empty when none is due, and then the session's notes name the models
+        still short of PRECISION."""
+        extra = next_round(self.profile, self.plan.specs, self.runs, self.plan.seed)
+        if extra:
+            self.plan.specs += extra
+            self._planned.update((spec.model_name, spec.cpu.cpus) for spec in extra)
+            self.store.write_session(self._session_info("running"))
+        else:
+            groups = list(dict.fromkeys((spec.model_name, spec.cpu.cpus) for spec in self.plan.specs))
+            self.plan.notes += [note for note in unmet_notes(self.profile, self.runs, groups)
+                                if note not in self.plan.notes]
+        return extra
+
     def resume_command(self) -> str:
         """The command that runs what this session has not (its results folder as this session was given it)."""
         results_dir = shlex.quote(str(self.store.path.parent))
@@ -318,14 +334,15 @@ class Session(BaseSession):
         done = {run["run_id"] for run in self.runs}
         self.backend.check(self.plan.models)  # what would fail every run fails once, before the first
         self.store.write_session(self._session_info("running"))
+        todo = [spec for spec in self.plan.specs if spec.run_id not in done]
         try:
-            for spec in self.plan.specs:
-                if spec.run_id in done:
-                    continue
-                if on_start:
-                    on_start(spec)
-                started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                self._keep(spec, self._record(spec, self.outcome(spec), started_at), on_done)
+            while todo:
+                for spec in todo:
+                    if on_start:
+                        on_start(spec)
+                    started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                    self._keep(spec, self._record(spec, self.outcome(spec), started_at), on_done)
+                todo = self.more_rounds()
         except BaseException as err:
             self._interrupted(err)
             raise
