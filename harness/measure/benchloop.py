@@ -71,8 +71,44 @@ def resolve_shape(name: str, dims: list[Any], batch: int, sizes: dict[str, str])
     return shape
 
 
+STEADY_WINDOW = 5
+"""Warm-up calls per window, beyond WARMUP: two windows in a row whose medians agree within STEADY_TOLERANCE end it."""
+STEADY_TOLERANCE = 0.02
+STEADY_MIN_S = 0.1
+"""The extra warm-up lasts at most as long as the WARMUP calls took, or this long if that is longer."""
+
+
+def warm_up(infer: Callable[[], Any], warmup: int) -> int:
+    """WARMUP calls, then windows of STEADY_WINDOW until the medians of two windows in a row agree within
+    STEADY_TOLERANCE, for at most as long again as the WARMUP calls took, or STEADY_MIN_S (two windows at least);
+    returns the calls made. An engine's first calls allocate its arenas, fill the caches and wait for the clock
+    governor, and how many that takes depends on the model and the machine, not on a fixed count. WARMUP=0 measures
+    from a cold start: no warm-up at all."""
+    clock = time.perf_counter
+    start = clock()
+    for _ in range(warmup):
+        infer()
+    if warmup == 0:
+        return 0
+    budget, calls, previous = max(clock() - start, STEADY_MIN_S), warmup, math.nan
+    extra_start = clock()
+    while calls < warmup + 2 * STEADY_WINDOW or clock() - extra_start < budget:
+        window = []
+        for _ in range(STEADY_WINDOW):
+            began = clock()
+            infer()
+            window.append(clock() - began)
+        calls += STEADY_WINDOW
+        middle = sorted(window)[STEADY_WINDOW // 2]
+        if abs(middle - previous) <= STEADY_TOLERANCE * previous:
+            break
+        previous = middle
+    return calls
+
+
 def timed_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> array:
-    """WARMUP untimed calls, then ITERATIONS timed ones; reports phases and per-call latencies (ms).
+    """WARMUP untimed calls and more until steady (warm_up), then ITERATIONS timed ones; reports phases, the warm-up
+    calls made and per-call latencies (ms).
 
     Latencies live in one preallocated array('d') of at most MAX_LATENCIES values, so the script's own memory does
     not grow with ITERATIONS. Beyond that many calls it keeps a uniform random sample (reservoir sampling, seeded)
@@ -81,8 +117,7 @@ def timed_loop(infer: Callable[[], Any], warmup: int, iterations: int) -> array:
     on a board without RAPL, its hwmon power sensors are read or sampled over the same phase
     (harness.measure.power_rails)."""
     phase("warmup")
-    for _ in range(warmup):
-        infer()
+    report(warmup_calls=warm_up(infer, warmup))
     kept = min(iterations, MAX_LATENCIES)
     latencies = array("d", bytes(8 * kept))
     rng = random.Random(0)
