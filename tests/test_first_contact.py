@@ -72,6 +72,29 @@ def test_a_session_of_your_own_models_writes_its_report_and_says_what_next(
     assert not (list_sessions(results)[-1] / "report").exists()
 
 
+def test_the_report_after_a_session_weighs_accuracy_and_the_latency_budget(
+        capsys: pytest.CaptureFixture[str], in_tmp_cwd: Path) -> None:
+    """--accuracy and --max-latency-ms on profile reach the report it writes, as on `harness report`; in Python,
+    Session.report takes them too. The larger example is the more accurate here, and only the budget that admits it
+    names it."""
+    import harness
+
+    small, large = (EXAMPLES_DIR / f"mobilenet_v1_0.25_{size}.onnx" for size in (128, 224))
+    (in_tmp_cwd / "acc.csv").write_text("model,accuracy\nmobilenet_v1_0.25_128,41.5\nmobilenet_v1_0.25_224,49.8\n")
+    results = in_tmp_cwd / "results"
+    assert main(["profile", str(small), str(large), "--backend", "local", "--repeats", "1", "--iterations", "20",
+                 "--results-dir", str(results), "--accuracy", "acc.csv", "--max-latency-ms", "1000"]) == 0
+    capsys.readouterr()
+    session = list_sessions(results)[-1]
+    answer = " ".join((session / "report" / "report.md").read_text().split("\n## ")[1].split())
+    assert "Accuracy against latency" in answer
+    assert "Most accurate under 1,000 ms on this host: mobilenet_v1_0.25_224 (49.8%" in answer
+    html = harness.open_session(session, results_dir=results).report(in_tmp_cwd / "tight", accuracy="acc.csv",
+                                                                      max_latency_ms=0.001)
+    tight = " ".join((html.parent / "report.md").read_text().split())
+    assert "No model with a known accuracy is under 0.00100 ms on this host" in tight
+
+
 def test_outside_a_terminal_each_run_is_a_plain_line_with_its_round_and_eta(
         capsys: pytest.CaptureFixture[str]) -> None:
     """rich's live bar draws nothing in a CI log or a notebook cell: there each run says where the session is."""

@@ -88,13 +88,16 @@ class Session:
             rows.append(row)
         return pd.DataFrame(rows, columns=[*RUN_COLUMNS, *(m.name for m in metric_registry.METRICS)])
 
-    def report(self, out: str | Path | None = None) -> Path:
+    def report(self, out: str | Path | None = None, *, accuracy: str | Path | None = None,
+               max_latency_ms: float | None = None) -> Path:
         """Write report.html (with report.md, figures and tables) to `out` (default: the session's report/ folder)
-        and return the HTML's path."""
+        and return the HTML's path. `accuracy`: a CSV of model and accuracy (or top1) in percent, and
+        `max_latency_ms` a latency budget, for the answer's accuracy against latency (as `harness report`)."""
         from harness.report.document import REPORT_DIR, build_report, write_report
 
         folder = Path(out) if out is not None else self.path / REPORT_DIR
-        write_report(build_report(self.path.parent, self.path), folder)
+        write_report(build_report(self.path.parent, self.path, accuracy_file=Path(accuracy) if accuracy else None,
+                                  max_latency_ms=max_latency_ms), folder)
         return folder / "report.html"
 
     def __repr__(self) -> str:

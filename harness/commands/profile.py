@@ -63,7 +63,7 @@ def report_and_next_steps(args: argparse.Namespace, session: BaseSession, steps:
     if args.json or args.no_report:
         return
     try:
-        report = write_session_report(session)
+        report = write_session_report(session, args)
     except HarnessError as err:  # a full disk: the session is kept, and the message says how to write it later
         warn(str(err))
         return

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.analysis.run_values import ALL_SESSIONS
 from harness.commands import COMMANDS
-from harness.commands.shared import add_results_options, env_default
+from harness.commands.shared import add_answer_options, add_results_options, env_default
 from harness.core.config import resolve_results_dir
 from harness.core.errors import StorageError
 from harness.report.console import out_console
@@ -26,13 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "name given to import-device; repeatable; default: every imported device)")
     parser.add_argument("--group-by", default=env_default("HARNESS_GROUP_BY") or "cpus",
                         help="calibration groups: cpus (default) or a tag column of the device CSV, as for regress")
-    parser.add_argument("--accuracy", type=Path, metavar="FILE", default=env_default("HARNESS_ACCURACY"),
-                        help="a CSV of model and accuracy (or top1), in percent: the answer's accuracy against "
-                             "latency (beside an imported device CSV's accuracy or top1 column and the published "
-                             "top-1 of the shipped tables; make: ACCURACY=...)")
-    parser.add_argument("--max-latency-ms", type=float, metavar="MS", default=env_default("HARNESS_MAX_LATENCY_MS"),
-                        help="the latency budget: the answer names the most accurate model under it (on the "
-                             "device the answer ranks by, else this host; make: MAX_LATENCY_MS=...)")
+    add_answer_options(parser)
     parser.add_argument("--out", type=Path, help=f"output directory (default: <session>/{REPORT_DIR})")
     parser.set_defaults(func=run)
 

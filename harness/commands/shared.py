@@ -184,6 +184,7 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
                              "docs/scaling.md); --parallel then applies on each worker")
     parser.add_argument("--allow-mixed-hosts", action="store_true",
                         help="with --cluster: accept nodes whose CPU models differ (the summary groups by host)")
+    add_answer_options(parser)
 
 
 def start_from_args(args: argparse.Namespace, cpus: list[str] | None = None) -> SessionStart:
@@ -273,12 +274,25 @@ def run_and_print(session: BaseSession, as_json: bool) -> int:
     return 0
 
 
-def write_session_report(session: BaseSession) -> Path:
-    """The session's report (report.html and its files); imported here since it loads matplotlib and scipy."""
+def add_answer_options(parser: argparse.ArgumentParser) -> None:
+    """What the report's answer weighs besides latency: accuracy and a latency budget (report, profile, sweep)."""
+    parser.add_argument("--accuracy", type=Path, metavar="FILE", default=env_default("HARNESS_ACCURACY"),
+                        help="a CSV of model and accuracy (or top1), in percent: the answer's accuracy against "
+                             "latency (beside an imported device CSV's accuracy or top1 column and the published "
+                             "top-1 of the shipped tables; make: ACCURACY=...)")
+    parser.add_argument("--max-latency-ms", type=float, metavar="MS", default=env_default("HARNESS_MAX_LATENCY_MS"),
+                        help="the latency budget: the answer names the most accurate model under it (on the "
+                             "device the answer ranks by, else this host; make: MAX_LATENCY_MS=...)")
+
+
+def write_session_report(session: BaseSession, args: argparse.Namespace) -> Path:
+    """The session's report (report.html and its files), its answer weighing --accuracy and --max-latency-ms;
+    imported here since it loads matplotlib and scipy."""
     from harness.report.document import REPORT_DIR, build_report, write_report
 
     out = session.store.path / REPORT_DIR
-    write_report(build_report(session.store.path.parent, session.store.path), out)
+    write_report(build_report(session.store.path.parent, session.store.path, accuracy_file=args.accuracy,
+                              max_latency_ms=args.max_latency_ms), out)
     return out / "report.html"
 
 

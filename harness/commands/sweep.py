@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     announce(start)
     code = run_and_print(start.session, args.json)
     if not args.no_report:
-        err_console.print(f"report: {write_session_report(start.session)}")
+        err_console.print(f"report: {write_session_report(start.session, args)}")
     return code
 
 
