@@ -145,10 +145,11 @@ def print_summary(summary: dict[str, Any]) -> None:
     for model, count in throttled:
         err_console.print(f"[yellow]throttled[/]: {model}: {count} run(s) spent >10% of CFS periods throttled; "
                           "latency tails are bent by the quota (whole CPUS with CPU_PINNING=auto avoid it)")
-    noisy = [(e["model_name"], e["cpus"], e.get("noisy_runs", 0), e["n_ok"]) for e in summary["models"]
-             if e.get("noisy_runs")]
-    for model, cpus, count, runs in noisy:
-        err_console.print(f"[yellow]noisy[/]: {model} cpus={cpus:g}: {count} of {runs} runs shared the machine with "
-                          "other work (each run's host_load says what); quiet the machine and profile again for "
-                          "numbers that repeat (docs/measurement.md: noisy)")
+    noisy = [e for e in summary["models"] if e.get("noisy_runs")]
+    if noisy:
+        runs = sum(e["noisy_runs"] for e in noisy), sum(e["n_ok"] for e in summary["models"])
+        names = ", ".join(f"{e['model_name']} ({e['noisy_runs']})" for e in noisy)
+        err_console.print(f"[yellow]noisy[/]: {runs[0]} of {runs[1]} runs shared the machine with other work: {names} "
+                          "(each run's host_load says what); quiet the machine and profile again for numbers that "
+                          "repeat (docs/measurement.md: noisy)")
     err_console.print(f"results: {summary['results_dir']}")
