@@ -155,21 +155,26 @@ def test_with_no_library_the_results_equal_todays() -> None:
     assert [row["fit"] for row in before.comparison] == [*FIT_NAMES, "auto"]
 
 
+def small_catalog(folder: Path) -> Path:
+    """A library of two small tables (tiny: four zoo models; other: five) in `folder`, as HARNESS_LIBRARY_CATALOG."""
+    table = folder / "tiny.csv"
+    table.write_text("# a small device table\nmodel,threads,latency_ms\nmobilenet_v1_0.25_128,1,3.0\n"
+                     "mobilenet_v1_0.25_224,1,8.4\nsqueezenet1_1,1,31.0\nmobilenet_v1_0.5_128,1,7.9\n")
+    other = folder / "other.csv"
+    other.write_text("model,threads,latency_ms\nmobilenet_v1_0.25_128,1,1.5\nmobilenet_v1_0.25_224,1,4.1\n"
+                     "squeezenet1_1,1,16.0\nmobilenet_v1_0.5_128,1,4.2\nmobilenet_v1_0.5_160,1,6.3\n")
+    catalog = folder / "library.csv"
+    catalog.write_text("name,device,file,column,source,engine,threads,precision,date,role\n"
+                       f"tiny,tiny-board,{table},,a test,onnxruntime,1,fp32,2026,score\n"
+                       f"other,other-board,{other},,a test,onnxruntime,1,fp32,2026,score\n")
+    return catalog
+
+
 def test_zero_shot_prediction_on_a_small_library_table(tmp_path: Path) -> None:
     """A user with no device data names a library table: its models are profiled on this host, the table calibrates,
     the other tables are its library, and the user's model is predicted with an interval and the table's error."""
     pytest.importorskip("torch")
-    table = tmp_path / "tiny.csv"
-    table.write_text("# a small device table\nmodel,threads,latency_ms\nmobilenet_v1_0.25_128,1,3.0\n"
-                     "mobilenet_v1_0.25_224,1,8.4\nsqueezenet1_1,1,31.0\nmobilenet_v1_0.5_128,1,7.9\n")
-    other = tmp_path / "other.csv"
-    other.write_text("model,threads,latency_ms\nmobilenet_v1_0.25_128,1,1.5\nmobilenet_v1_0.25_224,1,4.1\n"
-                     "squeezenet1_1,1,16.0\nmobilenet_v1_0.5_128,1,4.2\nmobilenet_v1_0.5_160,1,6.3\n")
-    catalog = tmp_path / "library.csv"
-    catalog.write_text("name,device,file,column,source,engine,threads,precision,date,role\n"
-                       f"tiny,tiny-board,{table},,a test,onnxruntime,1,fp32,2026,score\n"
-                       f"other,other-board,{other},,a test,onnxruntime,1,fp32,2026,score\n")
-    env = {**os.environ, "HARNESS_LIBRARY_CATALOG": str(catalog), "HARNESS_SET_BACKEND": "local"}
+    env = {**os.environ, "HARNESS_LIBRARY_CATALOG": str(small_catalog(tmp_path)), "HARNESS_SET_BACKEND": "local"}
     results = tmp_path / "results"
     argv = [sys.executable, "-m", "harness.cli", "predict", "mobilenet_v1_0.5_160", "--device", "tiny",
             "--results-dir", str(results), "--json"]
@@ -180,11 +185,47 @@ def test_zero_shot_prediction_on_a_small_library_table(tmp_path: Path) -> None:
     assert 0 < prediction["pi_low"] < prediction["predicted"] < prediction["pi_high"]
     assert "held out on tiny (each of its 4 models predicted from the others" in done.stderr
     # A second call profiles nothing: the sessions under RESULTS_DIR/zero-shot hold every model.
-    sessions = sorted((results / "zero-shot").iterdir())
+    sessions = sorted((results / "zero-shot").glob("*/*"))
     again = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     assert again.returncode == 0, again.stderr
-    assert sorted((results / "zero-shot").iterdir()) == sessions
+    assert sorted((results / "zero-shot").glob("*/*")) == sessions
     assert json.loads(again.stdout)["predictions"][0]["predicted"] == pytest.approx(prediction["predicted"])
+
+
+def test_zero_shot_sessions_are_kept_apart_by_what_makes_sessions_differ() -> None:
+    """The engine, DIMS and the limits each give their own folder under zero-shot/; REPEATS (more of the same runs)
+    does not."""
+    from harness.api.preparing import ZERO_SHOT_SETTINGS, conditions_key
+    from harness.api.profiling import device_profile
+
+    def key(**settings: object) -> str:
+        return conditions_key(device_profile(None, {**ZERO_SHOT_SETTINGS, "backend": "local", **settings})[0])
+
+    assert key() == key(repeats=9) and key().startswith("onnxruntime-") and key(runtime="ncnn").startswith("ncnn-")
+    keys = [key(), key(runtime="ncnn"), key(dims="seq=128"), key(memory="1g"), key(iterations=31), key(cpus=2)]
+    assert len(set(keys)) == len(keys)
+
+
+def test_a_dims_model_then_a_plain_one_predict_zero_shot_in_one_results_dir(tmp_path: Path) -> None:
+    """`make predict MODEL=bert_mini DIMS="seq=128"`, then a plain model, in one RESULTS_DIR: the DIMS session is
+    refused by nothing (not by itself, as when DIMS was compared across models), and the plain model is profiled in
+    its own conditions' folder, not refused by the DIMS session's."""
+    pytest.importorskip("torch")
+    env = {**os.environ, "HARNESS_LIBRARY_CATALOG": str(small_catalog(tmp_path)), "HARNESS_SET_BACKEND": "local"}
+    results = tmp_path / "results"
+    for model, dims in (("bert_mini", "seq=128"), ("mobilenet_v1_0.5_160", "")):
+        done = subprocess.run([sys.executable, "-m", "harness.cli", "predict", model, "--device", "tiny",
+                               "--results-dir", str(results), "--json"], capture_output=True, text=True,
+                              env={**env, "HARNESS_SET_DIMS": dims}, cwd=ROOT, timeout=900)
+        assert done.returncode == 0, done.stderr
+        (prediction,) = json.loads(done.stdout)["predictions"]
+        assert prediction["model"] == model and 0 < prediction["pi_low"] < prediction["predicted"]
+    folders = sorted((results / "zero-shot").iterdir())
+    assert len(folders) == 2 and all(folder.name.startswith("onnxruntime-") for folder in folders)
+    dims = {folder.name: {(run["model_name"], run["conditions"]["dims"]) for path in folder.glob("*/runs.jsonl")
+                          for run in map(json.loads, path.read_text().splitlines())} for folder in folders}
+    assert sorted(len(pairs) for pairs in dims.values()) == [5, 5]  # the table's four models and the user's, each
+    assert {("bert_mini", "seq=128"), ("mobilenet_v1_0.5_160", None)} <= set().union(*dims.values())
 
 
 def test_an_imported_device_named_like_a_shipped_table_is_one_line(tmp_path: Path,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis.run_values import select_runs
+from harness.api.preparing import prepare
 from harness.api.results import Predictions
 from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label
 from harness.calibration.nas import CellPredictor, cell_index
@@ -26,9 +27,7 @@ from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.device.data import list_devices, load_device
 from harness.device.library import METRIC, NB201_PREFIX, LibraryTable, all_tables, catalog_path, shipped_tables
-from harness.models.resolve import resolve_model
-from harness.run.zero_shot import ZERO_SHOT_DIR, device_data, profile_missing, shipped_table, zoo_models
-from harness.store.results import ALL_SESSIONS, iter_all_runs
+from harness.run.zero_shot import device_data, shipped_table
 from harness.zoo.registry import NB201_REFERENCE
 
 Cell = int | str
@@ -111,17 +110,12 @@ def predict_profiled(models: list[str], device: str, *, session: str | None = No
 
 def zero_shot(models: list[str], results_dir: Path, table: LibraryTable, *, fit: str, across_repeats: str | None,
               library: bool, runtime: str | None) -> Predictions:
-    """A library table as the device: its zoo models and the user's profiled under ZERO_SHOT_DIR (once; later calls
-    reuse those sessions, pooled), the table calibrated as imported data, the other tables its library."""
+    """A library table as the device: its zoo models and the user's profiled by prepare() (once per set of
+    conditions; later calls reuse those sessions, pooled), the table calibrated as imported data, the other tables
+    its library."""
     data = device_data(table)
-    names = {arg: resolve_model(arg).name for arg in models}
-    wanted = list(dict.fromkeys([*zoo_models(table), *models]))
-    directory = results_dir / ZERO_SHOT_DIR
-    profiled = {run.model_name for run in iter_all_runs(directory)} if directory.is_dir() else set()
-    missing = [model for model in wanted if names.get(model, model) not in profiled]
-    if missing:
-        profile_missing(missing, directory)
-    runs, session = select_runs(directory, ALL_SESSIONS, runtime)
+    prepared = prepare(table, models, results_dir=results_dir, runtime=runtime)
+    runs, session, names = prepared.runs, prepared.session, prepared.names
     learned = Library.for_target(all_tables(results_dir), table.name) if library else None
     cset, measured = calibrate_runs(data, runs, METRIC, fit=fit, across=across_repeats, library=learned)
     notes = [f"held out on {table.name} (each of its {len(c.points)} models predicted from the others, the fit "

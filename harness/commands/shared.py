@@ -21,10 +21,12 @@ from rich.table import Table
 
 from harness.api.profiling import KEYWORD_OF, KEYWORDS, device_env, plan_profile, run_session
 from harness.core import metric_registry
+from harness.core.config import DeviceProfile
 from harness.core.errors import ConfigError
 from harness.core.targets import Address
 from harness.models.resolve import ModelInfo
 from harness.report.console import err_console, out_console, print_summary
+from harness.run.adaptive import adapts
 from harness.run.assemble import SessionRequest, SessionStart
 from harness.run.session import BaseSession
 from harness.store.results import ALL_SESSIONS, SCHEMA_VERSION
@@ -238,12 +240,19 @@ def announce(start: SessionStart) -> None:
                           highlight=False)
     err_console.print(f"[bold]{profile.device_name}[/]: cpus={','.join(f'{c:g}' for c in plan.cpus_values)} "
                       f"memory={profile.memory_mib:.0f}MiB swap={profile.swap_bytes // 1024**2}MiB "
-                      f"repeats={profile.repeats} · {session.backend_reason} · isolation "
+                      f"repeats={profile.repeats}{adaptive_text(profile)} · {session.backend_reason} · isolation "
                       f"{session.backend_info.get('isolation')} · seed {plan.seed} · session {plan.session_id}")
     for warning in profile.warnings:
         err_console.print(f"[yellow]warning[/]: {warning}")
     print_notes(start.new_notes)
     print_refusals(models)
+
+
+def adaptive_text(profile: DeviceProfile) -> str:
+    """How far adaptive repeats may take a model, where they apply (harness.run.adaptive)."""
+    if not adapts(profile):
+        return ""
+    return f" (up to {profile.max_repeats} until ±{profile.precision_pct:g}%)"
 
 
 def print_notes(notes: list[str]) -> None:

@@ -20,6 +20,8 @@ from harness.core.config import DeviceProfile
 from harness.core.records import RunRecord
 from harness.measure.spec import RunSpec
 
+MIN_RUNS_FOR_CI = 6
+"""The fewest runs with a distribution-free 95% CI of the median (harness.analysis.stats.median_ci)."""
 Group = tuple[str, float]
 """(model name, CPUS): the unit a round runs once."""
 
@@ -35,6 +37,12 @@ class Width:
 
     def too_wide(self, precision: float) -> bool:
         return self.half_width is not None and self.half_width > precision
+
+
+def adapts(profile: DeviceProfile) -> bool:
+    """Whether a session of this profile may run extra rounds: PRECISION on, room above REPEATS, and REPEATS of 6 or
+    more (below, no 95% CI of the median exists to narrow)."""
+    return profile.precision_pct > 0 and profile.max_repeats > profile.repeats >= MIN_RUNS_FOR_CI
 
 
 def widths(runs: list[RunRecord], groups: list[Group]) -> list[Width]:
@@ -62,9 +70,9 @@ def extra_seconds(runs: list[RunRecord], planned_rounds: int) -> float:
 def next_round(profile: DeviceProfile, specs: list[RunSpec], runs: list[RunRecord], seed: int) -> list[RunSpec]:
     """The next extra round's runs (empty when none is due): one per group still too wide, with fewer than
     MAX_REPEATS runs, whose expected time (its mean runtime so far) still fits the budget, in a shuffled order."""
-    precision = profile.precision_pct / 100
-    if precision <= 0 or not specs:
+    if not adapts(profile) or not specs:
         return []
+    precision = profile.precision_pct / 100
     last: dict[Group, RunSpec] = {}
     for spec in specs:
         last[(spec.model_name, spec.cpu.cpus)] = spec
@@ -87,7 +95,7 @@ def next_round(profile: DeviceProfile, specs: list[RunSpec], runs: list[RunRecor
 
 def unmet_notes(profile: DeviceProfile, runs: list[RunRecord], groups: list[Group]) -> list[str]:
     """One line per group whose median is still wider than PRECISION after the session's rounds."""
-    if profile.precision_pct <= 0:
+    if not adapts(profile):
         return []
     return [f"precision: {name} cpus={cpus:g}: the 95% CI of its median latency is "
             f"±{w.half_width or 0:.1%} after {w.runs} runs, wider than "
