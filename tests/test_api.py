@@ -148,21 +148,29 @@ def test_predict_answers_cells_from_static_facts_and_the_library() -> None:
 
 
 def test_a_library_call_prints_nothing_unless_progress_is_asked_for(tmp_path: Path, capfd: pytest.CaptureFixture[str],
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """harness.predict's zero-shot profile (a child harness) says nothing from Python; its error carries the child's
-    last line. With progress shown (the CLI, or harness.core.progress.show()) the child's output is on stderr."""
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     tiny_onnx: Path) -> None:
+    """Zero-shot preparation profiles in this process (no child harness): silent from Python, its progress on
+    stderr once progress is shown (the CLI, or harness.core.progress.show()); a second call profiles nothing."""
+    from harness.api.preparing import prepare
     from harness.core import progress
-    from harness.run.zero_shot import profile_missing
+    from harness.device.library import LibraryTable
 
+    csv = tmp_path / "table.csv"
+    csv.write_text("model,threads,latency_ms\nno_zoo_model_a,1,3.0\n")  # no zoo model: the user's alone is run
+    table = LibraryTable("t", "board", "a test", "onnxruntime", 1, "fp32", "2026", "score", "shipped", csv)
     monkeypatch.setattr(progress.LOGGER, "handlers", [])
-    with pytest.raises(harness.DataError, match="no_such_model"):
-        profile_missing(["no_such_model.onnx"], tmp_path)
+    with pytest.raises(harness.ModelError, match="no_such_model"):
+        prepare(table, ["no_such_model.onnx"], results_dir=tmp_path / "quiet", backend="local")
+    prepared = prepare(table, [str(tiny_onnx)], results_dir=tmp_path / "quiet", backend="local")
     assert capfd.readouterr() == ("", "")
+    assert prepared.profiled == (str(tiny_onnx),) and prepared.names == {str(tiny_onnx): "tiny_mlp"}
+    assert len(prepared.runs) == 3 and {run.model_name for run in prepared.runs} == {"tiny_mlp"}
+    assert prepare(table, [str(tiny_onnx)], results_dir=tmp_path / "quiet", backend="local").profiled == ()
     progress.show()
-    with pytest.raises(harness.DataError):
-        profile_missing(["no_such_model.onnx"], tmp_path)
+    prepare(table, [str(tiny_onnx)], results_dir=tmp_path / "shown", backend="local")
     err = capfd.readouterr().err
-    assert "zero-shot: profiling the library table's 1 models" in err and "no_such_model" in err
+    assert "zero-shot: profiling 1 models on this host" in err and "3/3 runs done" in err
 
 
 def test_names_of_the_python_face_hide_no_package() -> None:

@@ -32,6 +32,9 @@ CONDITIONS: dict[str, str] = {
     "inputs": "INPUTS (the inputs file's sha256)",
 }
 """Condition -> how to name it to a user (the env.template variable where there is one)."""
+MODEL_CONDITIONS = ("model_sha256", "dims")
+"""The conditions that belong to a model, not to a session: two models of one session differ in them by nature (a
+model with no dynamic dimension has no DIMS), so only one model's runs must agree on them."""
 
 
 def run_conditions(*, model_sha256: str, cpus: float, cpu_mode: str, memory_bytes: int, swap_bytes: int,
@@ -132,17 +135,18 @@ def _shown(name: str, value: Any) -> str:
 def pooling_conflict(runs: Iterable[dict[str, Any]]) -> str | None:
     """Why `runs` may not be pooled into one ranking or calibration, in one line; None when they may.
 
-    Runs at one CPUS value must agree on every condition but the model's content, and the runs of one model name
-    must agree on that too (a model is its name plus its content)."""
+    Runs at one CPUS value must agree on every condition but the model's own (MODEL_CONDITIONS), and the runs of one
+    model name must agree on those too (a model is its name plus its content, at its sizes)."""
     first: dict[tuple[Any, ...], dict[str, Any]] = {}
     for run in runs:
         conditions = run.get("conditions") or {}
         for name in CONDITIONS:
-            scope = (run.get("model_name"),) if name == "model_sha256" else (conditions.get("cpus"),)
+            per_model = name in MODEL_CONDITIONS
+            scope = (run.get("model_name"),) if per_model else (conditions.get("cpus"),)
             seen = first.setdefault((name, *scope), run)
             theirs = (seen.get("conditions") or {}).get(name)
             if theirs != conditions.get(name):
-                where = f"model {run.get('model_name')}" if name == "model_sha256" else f"cpus={conditions.get('cpus')}"
+                where = f"model {run.get('model_name')}" if per_model else f"cpus={conditions.get('cpus')}"
                 return (f"runs at {where} differ in {CONDITIONS[name]}: {_shown(name, theirs)} in session "
                         f"{seen.get('session_id')}, {_shown(name, conditions.get(name))} in session "
                         f"{run.get('session_id')}")
