@@ -99,8 +99,7 @@ def _few_shot(points: pd.DataFrame, chosen: np.ndarray, candidates: Any,
     if evidence_without is None:
         calibration = calibrate_points(METRIC, {}, points.iloc[chosen], figures=False, candidates=candidates)
         test = points.iloc[rest]
-        yhat = np.array([p[1] for p in calibration.predictions(calibration.design(test["harness"], test,
-                                                                                  test["harness_model"]))])
+        yhat = calibration.intervals(calibration.design(test["harness"], test, test["harness_model"])).predicted
         return np.abs(yhat - y[rest]) / y[rest] <= 0.10 + 1e-12
     within = []
     models = points["harness_model"].tolist()
@@ -110,7 +109,7 @@ def _few_shot(points: pd.DataFrame, chosen: np.ndarray, candidates: Any,
             evidence, on="harness_model")
         calibration = calibrate_points(METRIC, {}, frame.iloc[chosen], figures=False, candidates=candidates)
         one = frame.iloc[[i]]
-        yhat = calibration.predictions(calibration.design(one["harness"], one, one["harness_model"]))[0][1]
+        yhat = float(calibration.intervals(calibration.design(one["harness"], one, one["harness_model"])).predicted[0])
         within.append(abs(yhat - y[i]) / y[i] <= 0.10 + 1e-12)
     return np.array(within)
 

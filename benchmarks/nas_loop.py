@@ -56,13 +56,13 @@ def main() -> None:
     harness.predict([0], device, measured=measured)  # fitted once here, as a search loop's first call does
     fit_s = time.perf_counter() - started
     test = list(range(900, 1900))
-    rho = float(stats.spearmanr(predictor.predict(test)[0], latency.loc[test]).statistic)
+    rho = float(stats.spearmanr(predictor.intervals(test).predicted, latency.loc[test]).statistic)
     rows = []
     for size in BATCHES:
         indices = list(range(size))
         strings = [cell_string(cell_ops(i)) for i in indices]
-        rows.append({"batch": size, "indices per s": rate(predictor.predict, indices, args.seconds),
-                     "cell strings per s": rate(predictor.predict, strings, args.seconds),
+        rows.append({"batch": size, "indices per s": rate(predictor.intervals, indices, args.seconds),
+                     "cell strings per s": rate(predictor.intervals, strings, args.seconds),
                      "harness.predict per s": rate(lambda cells: harness.predict(cells, device, measured=measured),
                                                    indices, args.seconds)})
     print_table(f"NAS-loop predictor on {args.device}: fit {predictor.calibration.model.name} in {fit_s:.2f} s, "

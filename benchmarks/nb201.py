@@ -200,9 +200,9 @@ def predict(device: Device, chosen: list[str], candidates: Candidates) -> dict[s
     calibration = calibrate_points("latency", {}, device.points.loc[chosen].reset_index(drop=True), figures=False,
                                    candidates=candidates)
     test = device.test
-    predicted = calibration.predictions(calibration.design(test["harness"], test, test["harness_model"]))
-    yhat, low, high = (np.array([p[i] for p in predicted]) for i in (1, 2, 3))
-    return {**score(test["device"].to_numpy(float), yhat, low, high), "fit": calibration.model.name}
+    found = calibration.intervals(calibration.design(test["harness"], test, test["harness_model"]))
+    return {**score(test["device"].to_numpy(float), found.predicted, found.low, found.high),
+            "fit": calibration.model.name}
 
 
 def mean_figures(trials: list[dict[str, Any]]) -> dict[str, Any]:
@@ -326,10 +326,9 @@ def report(device: Device, figures: dict[str, Any], max_latency_ms: float | None
     calibration = calibrate_points("latency", {}, device.points.loc[device.suggested[:CHOICE_K]]
                                    .reset_index(drop=True), figures=False, candidates=AUTO_CANDIDATES)
     test = device.test
-    predicted = calibration.predictions(calibration.design(test["harness"], test, test["harness_model"]))
-    ranked = pd.DataFrame({"architecture": test.index, "cell": test["arch_str"],
-                           "predicted_ms": [p[1] for p in predicted], "low_ms": [p[2] for p in predicted],
-                           "high_ms": [p[3] for p in predicted], "device_ms": test["device"]})
+    found = calibration.intervals(calibration.design(test["harness"], test, test["harness_model"]))
+    ranked = pd.DataFrame({"architecture": test.index, "cell": test["arch_str"], "predicted_ms": found.predicted,
+                           "low_ms": found.low, "high_ms": found.high, "device_ms": test["device"]})
     ranked = ranked.sort_values("predicted_ms")
     kept = ranked if max_latency_ms is None else ranked[ranked["high_ms"] <= max_latency_ms]
     budget = "" if max_latency_ms is None else f", interval under {max_latency_ms:g} ms: {len(kept)} of {len(ranked)}"

@@ -407,10 +407,11 @@ def test_a_model_beyond_the_calibration_models_reach_is_not_predicted_by_the_fea
     # Prediction: a new model amid the others gets `features`, one 100× beyond the largest harness value does not.
     inside = Design(np.array([np.median(design.harness)]), np.median(design.facts, axis=0)[None, :], ("macs", "params"))
     beyond_model = Design(inside.harness * 100, inside.facts, ("macs", "params"))
-    ((fit_inside, value, low, high, outside),) = calibration.predictions(inside)
-    ((fit_beyond, *_, beyond_reasons),) = calibration.predictions(beyond_model)
-    assert fit_inside == "features" and low < value < high and fit_beyond == beyond
-    assert outside == [] and beyond_reasons and beyond_reasons[0].startswith("harness value")
+    (near,) = calibration.predict(inside, ["amid"])
+    (far,) = calibration.predict(beyond_model, ["far"])
+    assert near.fit == "features" and near.pi_low < near.predicted < near.pi_high and far.fit == beyond
+    assert near.outside == () and far.outside and far.outside[0].startswith("harness value")
+    assert far.note.startswith("beyond the calibration models' reach")
 
 
 def test_below_few_models_the_choice_takes_only_the_fits_of_the_harness_value_and_the_library() -> None:

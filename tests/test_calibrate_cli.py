@@ -179,7 +179,7 @@ def test_predict_on_several_devices_is_one_table_of_models_by_devices(tmp_path: 
     assert "predicted latency by device" in text and "│ mid_net │ latency_ms │" in text
     assert text.index("pi") < text.index("phone")
     both = harness.predict(["mid_net"], device=["pi", "phone"], library=False, results_dir=results)
-    assert both.devices == ["pi", "phone"] and {row["device"] for row in both.rows} == {"pi", "phone"}
+    assert both.devices == ["pi", "phone"] and {p.device for p in both.rows} == {"pi", "phone"}
     wide = both.by_device.set_index("model")
     assert list(wide.columns[-2:]) == ["pi", "phone"]
     for device, scale in (("pi", 2.0), ("phone", 0.5)):

@@ -84,19 +84,19 @@ def test_a_model_outside_the_calibration_models_reach_gets_a_wider_interval_that
     probe = pd.DataFrame({"harness": [mobilenets["harness"].median()] * 2, "depthwise_share": [0.25, 0.25]},
                          index=["mobilenet_v1_1.0_224", "squeezenet1_0"])
     design = calibration.design(probe["harness"], probe, probe.index)
-    (_, yhat_in, low_in, high_in, why_in), (_, yhat_out, low_out, high_out, why_out) = calibration.predictions(design)
-    assert yhat_in == pytest.approx(yhat_out) and why_in == []
-    assert why_out == ["no calibration model of its family (squeezenet)"]
-    assert high_out - low_out > high_in - low_in
+    same, other = calibration.predict(design, probe.index)
+    assert same.predicted == pytest.approx(other.predicted) and same.outside == () and same.reach == "inside"
+    assert other.outside == ("no calibration model of its family (squeezenet)",) and other.reach == "outside"
+    assert other.pi_high - other.pi_low > same.pi_high - same.pi_low
     # The other families' models, SHIFT× slower than the fit knows: outside its fit's own interval, inside the
     # widened one (the extra spread is made for such a shift).
     others = points[points["family"] != "mobilenet_v1"]
     fit_own = calibration.model.interval(Design(others["harness"].to_numpy()), 0.95)
     design = calibration.design(others["harness"], others.set_index("harness_model"), others["harness_model"])
-    predicted = calibration.predictions(design)
+    found = calibration.intervals(design)
     device = others["device"].to_numpy()
     assert np.all(device > fit_own[2])
-    assert all(low <= y <= high for (_, _, low, high, _), y in zip(predicted, device, strict=True))
+    assert np.all((found.low <= device) & (device <= found.high))
 
 
 def test_nested_figures_per_family_and_across_families() -> None:

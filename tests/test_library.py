@@ -258,14 +258,15 @@ def test_the_nas_loop_predictor_equals_predict_on_the_same_inputs() -> None:
     predictor = CellPredictor.fit(measured, device="nb201-pixel2")
     assert "nb201-pixel2" not in {d["device"] for d in predictor.calibration.library_devices()}
     cells = list(range(900, 960))
-    fast = predictor.predict(cells)
+    fast = predictor.intervals(cells)
     slow = predict_models(predictor.cset, {METRIC: predictor.values}, [f"nb201_{i}" for i in cells])
-    for i, key in enumerate(("predicted", "pi_low", "pi_high")):
-        np.testing.assert_allclose(fast[i], [row[key] for row in slow], rtol=1e-12)
-    as_strings = predictor.predict([cell_string(cell_ops(i)) for i in cells])
-    as_names = predictor.predict([f"nb201_{i}" for i in cells])
-    np.testing.assert_array_equal(as_strings[0], fast[0])
-    np.testing.assert_array_equal(as_names[0], fast[0])
+    for array, key in ((fast.predicted, "predicted"), (fast.low, "pi_low"), (fast.high, "pi_high")):
+        np.testing.assert_allclose(array, [getattr(p, key) for p in slow], rtol=1e-12)
+    assert predictor.predict(cells) == slow
+    as_strings = predictor.intervals([cell_string(cell_ops(i)) for i in cells])
+    as_names = predictor.intervals([f"nb201_{i}" for i in cells])
+    np.testing.assert_array_equal(as_strings.predicted, fast.predicted)
+    np.testing.assert_array_equal(as_names.predicted, fast.predicted)
     for index in (0, 1, 900):
         assert cell_macs(cell_ops(index)) == onnx_facts(export(f"nb201_{index}"))["macs"]
     with pytest.raises(ConfigError, match="not a NAS-Bench-201 index"):

@@ -68,13 +68,7 @@ def predict_cells(cells: Iterable[Cell], device: str, measured: Mapping[Cell, fl
         raise ConfigError(f"device={device!r}: cells need measured={{cell: ms}} of a few cells on it, or a "
                           "NAS-Bench-201 library table (harness devices) as the device")
     predictor = _cell_predictor(device, pairs)
-    cells = list(cells)
-    predicted, low, high = predictor.predict(cells)
-    fit = predictor.calibration.model.name
-    rows = [{"model": f"{NB201_PREFIX}{cell_index(c)}", "metric": METRIC, "fit": fit, "predicted": float(p),
-             "pi_low": float(lo), "pi_high": float(hi)} for c, p, lo, hi in zip(cells, predicted, low, high,
-                                                                             strict=True)]
-    return Predictions(device, rows, [f"calibrated on {len(pairs)} measured cells"])
+    return Predictions(device, predictor.predict(cells), [f"calibrated on {len(pairs)} measured cells"])
 
 
 def calibration_notes(cset: CalibrationSet) -> list[str]:
@@ -123,13 +117,13 @@ def zero_shot(models: list[str], results_dir: Path, table: LibraryTable, *, fit:
              f"{c.stats['loo_within_20pct']:.0%} within ±20%, MAPE {c.stats['loo_mape_pct']:.1f}%"
              for c in cset.calibrations]
     return _predictions(cset, measured, [names[m] for m in models], table.name, session,
-                        notes + calibration_notes(cset))
+                        prepared.notes + notes + calibration_notes(cset))
 
 
 def _predictions(cset: CalibrationSet, measured: dict[str, pd.DataFrame], models: list[str], device: str, session: str,
                  notes: list[str]) -> Predictions:
     rows = predict_models(cset, measured, models)
-    if not any(row["predicted"] is not None for row in rows):
+    if not any(p.predicted is not None for p in rows):
         raise DataError(f"none of {', '.join(models)} has ok runs at a calibrated CPU count; see `harness regress`")
     return Predictions(device, rows, notes, session)
 

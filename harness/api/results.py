@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from harness.analysis.ranking import RankEntry
+    from harness.calibration.prediction import Prediction
 
 FLOAT_FORMAT = "{:.4g}".format
 
@@ -77,10 +78,10 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Predictions:
-    """Device values with their 95% prediction intervals, a row per model and metric (and CPUS group)."""
+    """Device values with their 95% prediction intervals, a Prediction per model and metric (and CPUS group)."""
 
     device: str
-    rows: list[dict[str, Any]]
+    rows: list[Prediction]
     notes: list[str] = field(default_factory=list)
     """What the calibration says of itself: the library devices that carried it, its held-out error."""
     session: str = ""
@@ -88,19 +89,25 @@ class Predictions:
 
     @property
     def table(self) -> pd.DataFrame:
-        return _frame(self.rows)
+        """A row per Prediction, a column per field (Prediction.to_dict)."""
+        return _frame([p.to_dict() for p in self.rows])
+
+    def to_dict(self) -> dict[str, Any]:
+        """What `harness predict --json` prints."""
+        return {"session": self.session, "device": self.device, "devices": self.devices,
+                "predictions": [p.to_dict() for p in self.rows]}
 
     @classmethod
     def several(cls, parts: list[Predictions]) -> Predictions:
-        """One device's predictions after another, each row naming its device (`device` column), each note too."""
-        rows = [{"device": part.device, **row} for part in parts for row in part.rows]
+        """One device's predictions after another, each naming its device, each note too."""
+        rows = [p for part in parts for p in part.rows]
         notes = [f"{part.device}: {note}" for part in parts for note in part.notes]
         return cls(", ".join(part.device for part in parts), rows, notes, parts[0].session if parts else "")
 
     @property
     def devices(self) -> list[str]:
         """The devices predicted, in the order asked."""
-        return list(dict.fromkeys(row.get("device", self.device) for row in self.rows)) or [self.device]
+        return list(dict.fromkeys(p.device or self.device for p in self.rows)) or [self.device]
 
     @property
     def by_device(self) -> pd.DataFrame:
@@ -108,8 +115,7 @@ class Predictions:
         ("12.3 [10.1, 15.0]"; "—" where a device has no prediction), per metric and CPUS group."""
         import pandas as pd
 
-        rows = [{**row, "device": row.get("device", self.device)} for row in self.rows
-                if row.get("predicted") is not None]
+        rows = [{**p.to_dict(), "device": p.device or self.device} for p in self.rows if p.predicted is not None]
         if not rows:
             return pd.DataFrame(columns=["model", "metric", *self.devices])
         frame = pd.DataFrame(rows)

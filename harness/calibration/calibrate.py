@@ -10,10 +10,9 @@ reference the published experiments use, with its diagnostics, and Spearman ρ a
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import Any
 
@@ -54,6 +53,7 @@ from harness.calibration.points import (
     repeats_note,
     threads_note,
 )
+from harness.calibration.prediction import Intervals, Prediction, float_or_none, json_safe, missing_facts_note
 from harness.calibration.reach import Reach, widen
 from harness.calibration.transfer import Library
 from harness.core import metric_registry
@@ -62,21 +62,6 @@ from harness.core.records import RunRecord
 from harness.device.data import DeviceData
 from harness.device.library import METRIC as LIBRARY_METRIC
 from harness.models.families import model_family
-
-
-def json_safe(value: Any) -> Any:
-    """JSON-safe: numpy scalars to Python, NaN/inf to None (JSON has no NaN)."""
-    if isinstance(value, dict):
-        return {key: json_safe(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(item) for item in value]
-    if isinstance(value, (np.floating, float)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
 
 
 def group_label(group: dict[str, Any]) -> str:
@@ -148,9 +133,10 @@ class Calibration:
         """What the calibration models span: harness values, op mix, families."""
         return Reach.of(points_design(self.points))
 
-    def predictions(self, design: Design) -> list[tuple[str, float, float, float, list[str]]]:
+    def intervals(self, design: Design) -> Intervals:
         """Per model: the fit that predicts it (the chosen one, or `beyond` for a model beyond its reach), the
-        prediction, its 95% interval (widened outside the calibration models' reach) and why it is outside."""
+        prediction, its 95% interval (widened outside the calibration models' reach) and why it is outside; as
+        arrays, for a search loop's thousands of models."""
         fits = np.full(len(design), self.model.name, dtype=object)
         yhat, low, high = self.model.interval(design, CONFIDENCE)
         if self.beyond is not None:
@@ -159,7 +145,33 @@ class Calibration:
             yhat[far], low[far], high[far] = self.beyond.interval(design.take(far), CONFIDENCE)
         reasons = self.reach.outside(design)
         low, high = widen(yhat, low, high, np.array([bool(r) for r in reasons]))
-        return list(zip(fits, yhat, low, high, reasons, strict=True))
+        return Intervals(fits, yhat, low, high, reasons)
+
+    def predict(self, design: Design, models: Sequence[str]) -> list[Prediction]:
+        """The predictions for the models of `design`, named `models` (harness model names). A model without a fact
+        the chosen fit reads (static facts, the per-op split) gets none, and a note saying so."""
+        found = self.intervals(design)
+        used = self.model.fact_names
+        known = np.isfinite(design.select(used)).all(axis=1) if used else np.ones(len(design), dtype=bool)
+        names = self.points["harness_model" if "harness_model" in self.points else "model"]
+        on_device = dict(zip(names, self.points["device"], strict=True))
+        carried = tuple(d["device"] for d in self.library_devices())
+        span = (float(self.fit.x_min), float(self.fit.x_max))
+        out = []
+        for i, name in enumerate(models):
+            fit, value = str(found.fits[i]), float(design.harness[i])
+            unpredicted = Prediction(
+                model=str(name), metric=self.metric, group=self.group, fit=self.model.name, harness=value,
+                harness_figure=self.harness_value, predicted=None, pi_low=None, pi_high=None,
+                measured_on_device=float_or_none(on_device.get(name)), out_of_range=not span[0] <= value <= span[1],
+                calibrated_range=span, note=missing_facts_note(self.model))
+            out.append(unpredicted if not known[i] else replace(
+                unpredicted, fit=fit, predicted=float(found.predicted[i]), pi_low=float(found.low[i]),
+                pi_high=float(found.high[i]), outside=tuple(found.outside[i]),
+                library_devices=carried if fit == "library" else (),
+                note="" if fit == self.model.name else f"{BEYOND_REACH}: predicted by {fit}, not by "
+                f"{self.model.name}, which was tuned among them"))
+        return out
 
     def by_family(self) -> list[dict[str, Any]]:
         """The held-out figures (nested for `auto`) per family, then across families: within ±10% and ±20%, and

@@ -45,12 +45,10 @@ class Trial:
 
 def held_out_of(calibration: Calibration, rest: pd.DataFrame) -> tuple[float, float]:
     """(share within ±10%, share inside the 95% interval) of the chosen fit's predictions for `rest`."""
-    predicted = calibration.predictions(calibration.design(rest["harness"], rest.set_index("harness_model"),
-                                                           rest["harness_model"]))
-    yhat = np.array([p[1] for p in predicted])
-    low, high = np.array([p[2] for p in predicted]), np.array([p[3] for p in predicted])
+    found = calibration.intervals(calibration.design(rest["harness"], rest.set_index("harness_model"),
+                                                     rest["harness_model"]))
     y = rest["device"].to_numpy(float)
-    return error_stats(y, yhat)["within_10pct"], float(np.mean((low <= y) & (y <= high)))
+    return error_stats(y, found.predicted)["within_10pct"], float(np.mean((found.low <= y) & (y <= found.high)))
 
 
 def trial(points: pd.DataFrame, chosen: list[str], how: str, candidates: Candidates) -> Trial | None:

@@ -5,7 +5,8 @@ NAS-Bench-201 devices is a table lookup, and its MACs a closed form of its edges
 cells, with the MACs standing where a profile's harness value stands, predicts any cell from arrays:
 
     predictor = CellPredictor.fit({"|nor_conv_3x3~0|+|...": 8.0, 431: 11.0, ...}, device="my-phone")
-    predicted, low, high = predictor.predict(cells)
+    found = predictor.intervals(cells)   # found.predicted, found.low, found.high: arrays
+    predictor.predict(cells)             # a Prediction per cell
 
 It is the calibration `harness predict` makes (calibrate_device, then predict_models), on the same inputs:
 `predict` gives the same numbers, one model at a time (tests/test_library.py checks it).
@@ -14,14 +15,15 @@ It is the calibration `harness predict` makes (calibrate_device, then predict_mo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
 import pandas as pd
 
-from harness.calibration.calibrate import Calibration, CalibrationSet, calibrate_device
+from harness.calibration.calibrate import Calibration, CalibrationSet, Intervals, calibrate_device
 from harness.calibration.fits import Design
+from harness.calibration.prediction import Prediction
 from harness.calibration.transfer import Library
 from harness.core.errors import ConfigError
 from harness.device.data import DeviceData
@@ -38,6 +40,8 @@ EDGE_MACS = {"nor_conv_1x1": CELLS_PER_STAGE * sum(side * side * channels * chan
              "nor_conv_3x3": 9 * CELLS_PER_STAGE * sum(side * side * channels * channels for side, channels in STAGES)}
 """One edge's convolution over the fifteen cells; `none`, `skip_connect` and `avg_pool_3x3` multiply nothing."""
 FAMILY = "nb201"
+STATIC_MACS = "static MACs"
+"""What a cell's harness value is: it is never run."""
 
 
 def cell_macs(ops: Sequence[str]) -> int:
@@ -73,7 +77,7 @@ def static_values() -> pd.DataFrame:
     """The `harness values` of every cell as `regress` reads them, with the MACs in the place of a profile's value."""
     names = [f"{NB201_PREFIX}{i}" for i in range(ARCHITECTURES)]
     return pd.DataFrame({"model_name": names, "cpus": 1.0, "value": _all_macs(), "n": 1, "over": np.nan,
-                         "across": "static MACs"})
+                         "across": STATIC_MACS})
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,7 @@ class CellPredictor:
         # evidence is each table's own latency of it, so the calibration points' evidence is the same either way.
         cset = calibrate_device(data, {METRIC: values.iloc[index]}, library=library)
         (calibration,) = cset.calibrations
+        calibration.harness_value = STATIC_MACS
         if calibration.evidence is not None:
             calibration.evidence = library.evidence(values.set_index("model_name")["value"])
         evidence = calibration.facts_for(pd.DataFrame(index=pd.Index(values["model_name"], name="harness_model")))
@@ -111,8 +116,13 @@ class CellPredictor:
         names = self.calibration.model.fact_names
         return Design(self.values["value"].to_numpy(float)[at], self.library[at], names, (FAMILY,) * len(at))
 
-    def predict(self, cells: Iterable[int | str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(prediction, low, high) in ms per cell: the 95% prediction interval, widened beyond the calibration
-        cells' reach, exactly as `predict` gives it."""
-        predicted = self.calibration.predictions(self.design(cells))
-        return tuple(np.array([p[i] for p in predicted]) for i in (1, 2, 3))  # type: ignore[return-value]
+    def intervals(self, cells: Iterable[int | str]) -> Intervals:
+        """Per cell, as arrays (a search loop's path): the prediction in ms and its 95% prediction interval, widened
+        beyond the calibration cells' reach, exactly as `predict` gives them."""
+        return self.calibration.intervals(self.design(cells))
+
+    def predict(self, cells: Iterable[int | str]) -> list[Prediction]:
+        """One Prediction per cell, named `nb201_<index>`, its harness value the cell's MACs."""
+        at = indices(cells)
+        predictions = self.calibration.predict(self.design(at), [f"{NB201_PREFIX}{i}" for i in at])
+        return [replace(p, device=self.cset.device) for p in predictions]

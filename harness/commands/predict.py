@@ -65,21 +65,19 @@ def show_predictions(args: argparse.Namespace, result: Predictions) -> int:
     """What harness.predict returned: its notes and each prediction's as warnings, then the table (or JSON)."""
     for line in result.notes:
         warn(line)
-    predictions = result.rows
-    for p in predictions:
-        if p["predicted"] is None:
-            warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: not predicted: {p['note']}")
+    for p in result.rows:
+        if p.predicted is None:
+            warn(f"{p.model} {p.metric} {group_label(p.group)}: not predicted: {p.note}")
             continue
-        for note in (p.get("note"), p.get("counts_note")):
+        for note in (p.note, p.counts_note):
             if note:
-                warn(f"{p['model']} {p['metric']} {group_label(p['group'])}: {note}")
-        if p["outside"]:
-            warn(f"{p['model']} {p['metric']}: outside the calibration models' reach ({'; '.join(p['outside'])}); "
-                    f"the {p['fit']} fit is extrapolated there, so its interval is widened "
-                    f"(±{EXTRAPOLATION_SPREAD:.0%} more in log space)")
+                warn(f"{p.model} {p.metric} {group_label(p.group)}: {note}")
+        if p.outside:
+            warn(f"{p.model} {p.metric}: outside the calibration models' reach ({'; '.join(p.outside)}); "
+                 f"the {p.fit} fit is extrapolated there, so its interval is widened "
+                 f"(±{EXTRAPOLATION_SPREAD:.0%} more in log space)")
     if args.json:
-        print_json({"session": result.session, "device": result.device, "devices": result.devices,
-                    "predictions": predictions})
+        print_json(result.to_dict())
         return 0
     if len(result.devices) > 1:
         wide = result.by_device
@@ -93,13 +91,10 @@ def show_predictions(args: argparse.Namespace, result: Predictions) -> int:
     table = Table(title=f"predicted on {result.device} (95% prediction interval)", title_justify="left")
     for column in ("model", "metric", "group", "fit", "harness", "predicted", "95% PI", "measured", "reach"):
         table.add_column(column)
-    for p in predictions:
-        if p["predicted"] is None:
+    for p in result.rows:
+        if p.predicted is None:
             continue
-        table.add_row(
-            p["model"], p["metric"], group_label(p["group"]), p["fit"], fmt(p["harness"]), fmt(p["predicted"]),
-            f"[{fmt(p['pi_low'])}, {fmt(p['pi_high'])}]", fmt(p["measured_on_device"]),
-            "outside" if p["outside"] else "inside",
-        )
+        table.add_row(p.model, p.metric, group_label(p.group), p.fit, fmt(p.harness), fmt(p.predicted),
+                      f"[{fmt(p.pi_low)}, {fmt(p.pi_high)}]", fmt(p.measured_on_device), p.reach)
     out_console.print(table)
     return 0

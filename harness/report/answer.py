@@ -153,18 +153,18 @@ def device_predictions(results_dir: Path, device_name: str,
     except DataError as err:
         return f"{device_name}: no predictions yet. {err}"
     models = sorted({run.model_name for run in runs if run.model_name})
-    predicted = pd.DataFrame(predict_models(cset, measured, models))
-    if predicted.empty:
+    predictions = predict_models(cset, measured, models)
+    if not predictions:
         return f"{device_name}: no predictions yet; no metric could be fitted (see its calibration section)"
+    predicted = pd.DataFrame([p.to_dict() for p in predictions]).drop(columns=["calibrated_range"])
     predicted["group"] = predicted["group"].map(group_label)
-    predicted = predicted.drop(columns=["calibrated_range"])
     shown = pd.DataFrame({
-        "model": predicted["model"], "metric": predicted["metric"], "group": predicted["group"],
+        "model": [p.model for p in predictions], "metric": [p.metric for p in predictions],
+        "group": predicted["group"],
         "device, predicted [95% PI]": [
-            with_interval(*v) + (" (outside the calibration models' reach)" if isinstance(out, list) and out else "")
-            for *v, out in zip(predicted["predicted"], predicted["pi_low"], predicted["pi_high"], predicted["outside"],
-                               strict=True)],
-        "device, measured": predicted["measured_on_device"].map(sig),
+            with_interval(p.predicted, p.pi_low, p.pi_high)
+            + (" (outside the calibration models' reach)" if p.outside else "") for p in predictions],
+        "device, measured": [sig(p.measured_on_device) for p in predictions],
     })
     return predicted, shown
 

@@ -208,7 +208,7 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[RunRecor
     profiled = sorted({run.model_name for run in runs if run.model_name})
     unmeasured = sorted(set(profiled) - set(points["harness_model"]))
     if unmeasured and group_by == "cpus":  # a tag group needs the tag, which only device rows have
-        predictions = pd.DataFrame(predict_models(cset, measured, unmeasured))
+        predictions = pd.DataFrame([p.to_dict() for p in predict_models(cset, measured, unmeasured)])
         if not predictions.empty:
             predictions["group"] = predictions["group"].map(group_label)
             predictions = predictions.drop(columns=["calibrated_range", "measured_on_device"])
