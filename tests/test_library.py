@@ -228,6 +228,63 @@ def test_a_dims_model_then_a_plain_one_predict_zero_shot_in_one_results_dir(tmp_
     assert {("bert_mini", "seq=128"), ("mobilenet_v1_0.5_160", None)} <= set().union(*dims.values())
 
 
+def disguised_copy(source: Path, target: Path) -> Path:
+    """`source`'s network as a user might export it: every tensor and node renamed, every weight scaled by 1.01."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(source))
+    names: dict[str, str] = {}
+
+    def rename(name: str) -> str:
+        return names.setdefault(name, f"t{len(names)}") if name else name
+
+    for tensor in model.graph.initializer:
+        values = numpy_helper.to_array(tensor)
+        tensor.CopyFrom(numpy_helper.from_array(values * 1.01 if values.dtype.kind == "f" else values,
+                                                rename(tensor.name)))
+    for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
+        value.name = rename(value.name)
+    for number, node in enumerate(model.graph.node):
+        node.name, node.input[:], node.output[:] = f"n{number}", map(rename, node.input), map(rename, node.output)
+    onnx.save(model, str(target))
+    return target
+
+
+def test_a_renamed_zoo_model_is_the_zoo_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The zoo's mobilenet_v1_0.25_224 saved as my_net.onnx, its weights and names changed: its graph, not its file
+    name, says what it is, so zero-shot gives it the zoo model's family, library match, prediction and the table's
+    measured value (8.4 ms), through the CLI and from Python, and profiles it no second time."""
+    pytest.importorskip("torch")
+    import harness
+    from harness.models.identity import graph_fingerprint
+    from harness.models.resolve import resolve_model
+
+    zoo_file = resolve_model("mobilenet_v1_0.25_224", check_runtime=False).path
+    mine = disguised_copy(zoo_file, tmp_path / "my_net.onnx")
+    assert graph_fingerprint(mine) == graph_fingerprint(zoo_file) != graph_fingerprint(
+        resolve_model("mobilenet_v1_0.25_128", check_runtime=False).path)
+    catalog, results = small_catalog(tmp_path), tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "predict", str(mine), "--device", "tiny", "--results-dir", str(results), "--json"], capture_output=True,
+                          text=True, env={**os.environ, "HARNESS_LIBRARY_CATALOG": str(catalog),
+                                          "HARNESS_SET_BACKEND": "local"}, cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr
+    (as_mine,) = json.loads(done.stdout)["predictions"]
+    assert as_mine["model"] == "mobilenet_v1_0.25_224"
+    assert as_mine["measured_on_device"] == 8.4 and not any("family" in why for why in as_mine["outside"])
+    assert f"{mine}: the graph of the zoo's mobilenet_v1_0.25_224 (weights aside)" in done.stderr
+    profiled = {json.loads(line)["model_name"] for path in results.glob("zero-shot/*/*/runs.jsonl")
+                for line in path.read_text().splitlines()}
+    assert profiled == {"mobilenet_v1_0.25_128", "mobilenet_v1_0.25_224", "squeezenet1_1", "mobilenet_v1_0.5_128"}
+
+    monkeypatch.setenv("HARNESS_LIBRARY_CATALOG", str(catalog))
+    monkeypatch.setenv("HARNESS_SET_BACKEND", "local")
+    for asked in (str(mine), "mobilenet_v1_0.25_224"):
+        (python,) = harness.predict(asked, device="tiny", results_dir=results).rows
+        assert (python.model, python.measured_on_device) == ("mobilenet_v1_0.25_224", 8.4)
+        assert python.predicted == pytest.approx(as_mine["predicted"], rel=1e-12)
+
+
 def test_an_imported_device_named_like_a_shipped_table_is_one_line(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     csv = tmp_path / "mine.csv"

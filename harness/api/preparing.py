@@ -23,6 +23,7 @@ from harness.core.config import VARIABLES, DeviceProfile, resolve_results_dir
 from harness.core.errors import ConfigError
 from harness.core.records import RunRecord
 from harness.device.library import LibraryTable
+from harness.models.identity import same_graph
 from harness.models.resolve import resolve_model
 from harness.run.zero_shot import ZERO_SHOT_DIR, zoo_models
 from harness.store.results import ALL_SESSIONS, iter_all_runs
@@ -47,6 +48,13 @@ class Prepared:
     runs: list[RunRecord]
     names: dict[str, str]
     profiled: tuple[str, ...] = ()  # the models this call profiled; empty when the sessions held them all
+    twins: tuple[tuple[str, str], ...] = ()  # (a model asked for, the table's zoo model whose graph it has)
+
+    @property
+    def notes(self) -> list[str]:
+        """What a prediction says of each model taken for the zoo model whose graph it has."""
+        return [f"{model}: the graph of the zoo's {zoo} (weights aside), so it is predicted, matched and measured as "
+                f"{zoo}" for model, zoo in self.twins]
 
     @property
     def session(self) -> str:
@@ -71,13 +79,26 @@ def prepare(table: LibraryTable, models: Sequence[str] = (), *, results_dir: str
     chosen = {**ZERO_SHOT_SETTINGS, "runtime": runtime, **settings}
     profile, _ = device_profile(None, chosen)
     folder = directory / conditions_key(profile)
-    names = {model: resolve_model(model, check_runtime=False).name for model in models}
+    zoo = zoo_models(table)
+    twins = zoo_twins(models, zoo)
+    names = {model: twins.get(model) or resolve_model(model, check_runtime=False).name for model in models}
     held = {run.model_name for run in iter_all_runs(folder)} if folder.is_dir() else set()
-    missing = [model for model in dict.fromkeys([*zoo_models(table), *models]) if names.get(model, model) not in held]
+    wanted = dict.fromkeys([*zoo, *(model for model in models if model not in twins)])
+    missing = [model for model in wanted if names.get(model, model) not in held]
     if missing:
         _profile(missing, folder, chosen)
     runs, _ = select_runs(folder, ALL_SESSIONS, profile.runtime)
-    return Prepared(folder, runs, names, tuple(missing))
+    return Prepared(folder, runs, names, tuple(missing), tuple(twins.items()))
+
+
+def zoo_twins(models: Sequence[str], zoo: Sequence[str]) -> dict[str, str]:
+    """Each of `models` (files) whose ONNX graph is one of the `zoo` models' (harness.models.identity: weights and
+    names aside) -> that zoo name; the zoo's files are built (or found in its cache) only when a model file is given."""
+    files = [model for model in models if Path(model).expanduser().is_file() and model not in zoo]
+    if not files:
+        return {}
+    candidates = [(name, resolve_model(name, check_runtime=False).path) for name in zoo]
+    return {model: twin for model in files if (twin := same_graph(Path(model).expanduser(), candidates))}
 
 
 def _profile(models: list[str], folder: Path, settings: dict[str, Any]) -> None:
