@@ -285,6 +285,25 @@ def test_a_renamed_zoo_model_is_the_zoo_model(tmp_path: Path, monkeypatch: pytes
         assert python.predicted == pytest.approx(as_mine["predicted"], rel=1e-12)
 
 
+def test_a_table_of_an_engine_that_cannot_run_the_model_says_so(tmp_path: Path) -> None:
+    """A token model (int64 input_ids) on a table whose latencies are ncnn's: one line naming the engine and the
+    input, no prediction, nothing profiled."""
+    from tests.token_models import make_encoder
+
+    encoder = make_encoder(tmp_path / "encoder.onnx")
+    catalog = small_catalog(tmp_path)
+    catalog.write_text(catalog.read_text().replace("a test,onnxruntime", "a test,ncnn"))
+    results = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "predict", str(encoder), "--device", "tiny",
+                           "--results-dir", str(results), "--json"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HARNESS_LIBRARY_CATALOG": str(catalog), "HARNESS_SET_DIMS": "seq=16"},
+                          cwd=ROOT)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.count("\n") == 1 and "--device tiny: its latencies are ncnn's, which cannot run encoder " \
+        "(input 'input_ids' is int64; ncnn runs float32 inputs only)" in done.stderr
+    assert not (results / "zero-shot").exists()
+
+
 def test_an_imported_device_named_like_a_shipped_table_is_one_line(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     csv = tmp_path / "mine.csv"

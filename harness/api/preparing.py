@@ -20,11 +20,14 @@ from harness.analysis.run_values import select_runs
 from harness.api.profiling import device_profile, run_session, start_profile
 from harness.core import progress
 from harness.core.config import VARIABLES, DeviceProfile, resolve_results_dir
-from harness.core.errors import ConfigError
+from harness.core.errors import ConfigError, ModelError
 from harness.core.records import RunRecord
 from harness.device.library import LibraryTable
 from harness.models.identity import same_graph
+from harness.models.input_feeds import FeedRequest
+from harness.models.ncnn_convert import ConversionError, input_shapes
 from harness.models.resolve import resolve_model
+from harness.run.assemble import feed_request
 from harness.run.zero_shot import ZERO_SHOT_DIR, zoo_models
 from harness.store.results import ALL_SESSIONS, iter_all_runs
 from harness.zoo import needs_torch
@@ -79,6 +82,8 @@ def prepare(table: LibraryTable, models: Sequence[str] = (), *, results_dir: str
     chosen = {**ZERO_SHOT_SETTINGS, "runtime": runtime, **settings}
     profile, _ = device_profile(None, chosen)
     folder = directory / conditions_key(profile)
+    for model in models:
+        refuse_engine(table, model, feed_request(profile))
     zoo = zoo_models(table)
     twins = zoo_twins(models, zoo)
     names = {model: twins.get(model) or resolve_model(model, check_runtime=False).name for model in models}
@@ -89,6 +94,24 @@ def prepare(table: LibraryTable, models: Sequence[str] = (), *, results_dir: str
         _profile(missing, folder, chosen)
     runs, _ = select_runs(folder, ALL_SESSIONS, profile.runtime)
     return Prepared(folder, runs, names, tuple(missing), tuple(twins.items()))
+
+
+def refuse_engine(table: LibraryTable, model: str, feeds: FeedRequest) -> None:
+    """One line when `table`'s engine cannot run `model`, instead of a prediction for it: ncnn feeds float32 inputs
+    of fixed shapes only (harness.models.ncnn_convert.input_shapes, the rule RUNTIME=ncnn applies), so a token
+    model's int64 input_ids has no ncnn latency to predict."""
+    if table.engine != "ncnn":
+        return
+    resolved = resolve_model(model, check_runtime=False, feeds=feeds)
+    if resolved.kind != "onnx":
+        return
+    try:
+        input_shapes((resolved.facts or {}).get("inputs", []), resolved.name)
+    except ConversionError as err:
+        said = str(err).removeprefix(f"model {resolved.name}: ").split(" (use RUNTIME=")[0]
+        raise ModelError(f"--device {table.name}: its latencies are ncnn's, which cannot run {resolved.name} ({said}); "
+                         "predict it on a device or library table of an engine that runs it (harness devices: "
+                         "engine)") from None
 
 
 def zoo_twins(models: Sequence[str], zoo: Sequence[str]) -> dict[str, str]:
