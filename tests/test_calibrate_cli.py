@@ -158,6 +158,12 @@ def test_predict_gives_intervals_and_warns_out_of_range(tmp_path: Path, capsys: 
     # Farther from the data, the interval widens.
     width = {m: p["pi_high"] - p["pi_low"] for m, p in predictions.items()}
     assert width["big_net"] > width["mid_net"]
+    # The table says which figure its harness column is (the JSON's harness_figure): not the summary's median.
+    figure = predictions["big_net"]["harness_figure"]
+    assert figure == "fastest inference of 3 repeats" == predictions["mid_net"]["harness_figure"]
+    code, out, err = run_cli(capsys, "predict", "--device", "d", "--results-dir", str(results), "big_net")
+    assert code == 0, err
+    assert f"harness: the value the fit reads, latency_ms: the {figure}" in out
 
 
 def test_predict_on_several_devices_is_one_table_of_models_by_devices(tmp_path: Path,

@@ -61,6 +61,14 @@ def run(args: argparse.Namespace) -> int:
     return show_predictions(args, predictions)
 
 
+def harness_caption(result: Predictions) -> str:
+    """What the `harness` column holds, per metric: the figure the fit read (`fastest inference of 3 repeats`), which
+    is not the session summary's median."""
+    figures = {p.metric: p.harness_figure for p in result.rows if p.predicted is not None}
+    return "harness: the value the fit reads, " + "; ".join(f"{metric}: the {figure}" for metric, figure in
+                                                            figures.items())
+
+
 def show_predictions(args: argparse.Namespace, result: Predictions) -> int:
     """What harness.predict returned: its notes and each prediction's as warnings, then the table (or JSON)."""
     for line in result.notes:
@@ -88,7 +96,8 @@ def show_predictions(args: argparse.Namespace, result: Predictions) -> int:
             table.add_row(*(str(value) for value in row))
         out_console.print(table)
         return 0
-    table = Table(title=f"predicted on {result.device} (95% prediction interval)", title_justify="left")
+    table = Table(title=f"predicted on {result.device} (95% prediction interval)", title_justify="left",
+                  caption=harness_caption(result), caption_justify="left")
     for column in ("model", "metric", "group", "fit", "harness", "predicted", "95% PI", "measured", "reach"):
         table.add_column(column)
     for p in result.rows:
