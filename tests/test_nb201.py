@@ -167,3 +167,22 @@ def test_the_benchmark_scores_a_device_that_is_none_of_the_six(tmp_path: Path) -
     assert done.returncode != 0, done.stderr
     assert done.stderr.strip() == (f"bench-nb201: {broken}:2: my_board latency '' is not a positive number of "
                                    "milliseconds")
+
+
+def test_the_nas_bench_201_file_is_read_once_for_every_table_and_reader() -> None:
+    """The library's NAS-Bench-201 tables are columns of a file or two: each file is parsed once, for all its tables
+    and for HELP's protocol (read_devices), each caller getting its own copy."""
+    from harness.device import library, nb201_table
+    from harness.device.library import shipped_tables
+
+    nb201_table._read.cache_clear()
+    library._read.cache_clear()
+    tables = [table for table in shipped_tables() if table.column]
+    columns = {(table.path, table.column): table.values for table in tables}
+    frame = read_devices(DEVICES_CSV)
+    assert len(tables) >= 6 and nb201_table._read.cache_info().misses == len({table.path for table in tables}) < 3
+    shared = [table.column for table in tables if table.path == DEVICES_CSV]
+    assert shared and all((columns[DEVICES_CSV, column].to_numpy() == frame[column].to_numpy()).all()
+                          for column in shared)
+    frame.loc[frame.index[0], "arch_str"] = "changed"
+    assert read_devices(DEVICES_CSV).iloc[0]["arch_str"] != "changed"

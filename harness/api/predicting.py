@@ -26,8 +26,16 @@ from harness.calibration.transfer import Library, device_library
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.device.data import list_devices, load_device
-from harness.device.library import METRIC, NB201_PREFIX, LibraryTable, all_tables, catalog_path, shipped_tables
-from harness.run.zero_shot import device_data, shipped_table
+from harness.device.library import (
+    METRIC,
+    NB201_PREFIX,
+    LibraryTable,
+    all_tables,
+    catalog_path,
+    find_table,
+    shipped_tables,
+)
+from harness.run.zero_shot import device_data
 from harness.zoo.registry import NB201_REFERENCE
 
 Cell = int | str
@@ -51,8 +59,8 @@ def reference_cells(device: str, catalog: Path) -> tuple[tuple[int, float], ...]
     """HELP's budget on a shipped NAS-Bench-201 table named `device`: its latency of the ten reference
     architectures, as a user would measure them on the device; None when `device` names no such table. Read once
     per catalog: a search loop asks for every batch."""
-    table = next((t for t in shipped_tables(catalog) if t.name == device and t.column), None)
-    if table is None:
+    table = find_table(device, shipped_tables(catalog))
+    if table is None or not table.column:
         return None
     values = table.values
     return tuple((index, float(values[f"{NB201_PREFIX}{index}"])) for index in NB201_REFERENCE)
@@ -85,7 +93,7 @@ def predict_profiled(models: list[str], device: str, *, session: str | None = No
         raise ConfigError("predict: name the models to predict (make predict MODEL=\"a.onnx b.onnx\" DEVICE=...)")
     directory = resolve_results_dir(None if results_dir is None else str(results_dir))
     if device not in list_devices(directory):
-        table = shipped_table(device, all_tables(directory))
+        table = find_table(device, all_tables(directory))  # not imported: a shipped table, or none
         if table is not None:
             return zero_shot(models, directory, table, fit=fit, across_repeats=across_repeats, library=library,
                              runtime=runtime)

@@ -9,24 +9,20 @@ Spearman's rank correlation between predicted and measured latency on the test a
 
 from __future__ import annotations
 
-import csv
-import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from harness.calibration.choice import error_stats
-from harness.core.errors import DataError, ModelError
+from harness.device.nb201_table import read_devices as read_devices  # what benchmarks and tests read
 from harness.zoo.nb201_cells import OPS, parse_cell
 
 CALIBRATION_POOL = range(0, 900)
 TEST_POOL = range(900, 1900)
 TRIM = 0.10
 """The share of each pool dropped at either end, by the target device's latency."""
-KEY_COLUMNS = ("arch_idx", "arch_str")
 
 
 @dataclass(frozen=True)
@@ -35,59 +31,6 @@ class Split:
 
     pool: np.ndarray
     test: np.ndarray
-
-
-def read_devices(path: Path) -> pd.DataFrame:
-    """A latency table shaped like NAS-Bench-201's (`#` comment lines, `arch_idx`, `arch_str`, one column of
-    milliseconds per device), indexed by arch_idx. Every problem is one line naming the file, and the line."""
-    try:
-        lines = [(number, line) for number, line in enumerate(path.read_text().splitlines(), 1)
-                 if line.strip() and not line.lstrip().startswith("#")]
-    except (OSError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: cannot be read ({err}); give a CSV of NAS-Bench-201 latencies") from err
-    if not lines:
-        raise DataError(f"{path}: no header; the first line must be arch_idx,arch_str,<device>,...")
-    header_number, header = lines[0]
-    columns = next(csv.reader([header]))
-    if tuple(columns[:2]) != KEY_COLUMNS or len(columns) < 3:
-        raise DataError(f"{path}:{header_number}: the header must be arch_idx,arch_str and one column per device "
-                        f"(got {','.join(columns)})")
-    rows = {}
-    for number, line in lines[1:]:
-        cells = next(csv.reader([line]))
-        if len(cells) != len(columns):
-            raise DataError(f"{path}:{number}: {len(cells)} cells where the header has {len(columns)}")
-        rows[_index(path, number, cells[0])] = [_cell_string(path, number, cells[1])] + [
-            _latency(path, number, device, value) for device, value in zip(columns[2:], cells[2:], strict=True)]
-    return pd.DataFrame.from_dict(rows, orient="index", columns=columns[1:]).rename_axis("arch_idx").sort_index()
-
-
-def _index(path: Path, number: int, text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise DataError(f"{path}:{number}: arch_idx {text!r} is not a whole number") from None
-
-
-def _cell_string(path: Path, number: int, text: str) -> str:
-    try:
-        ops = parse_cell(text)
-    except ModelError as err:
-        raise DataError(f"{path}:{number}: {err}") from None
-    if ops is None:
-        raise DataError(f"{path}:{number}: arch_str {text!r} is not a cell string such as "
-                        "|nor_conv_3x3~0|+|none~0|skip_connect~1|+|...|")
-    return text
-
-
-def _latency(path: Path, number: int, device: str, text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise DataError(f"{path}:{number}: {device} latency {text!r} is not a positive number of milliseconds")
-    return value
 
 
 def split(latency: pd.Series) -> Split:

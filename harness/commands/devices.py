@@ -9,7 +9,7 @@ from rich.table import Table
 from harness.commands import COMMANDS
 from harness.commands.shared import fmt, print_json
 from harness.core.config import resolve_results_dir
-from harness.core.errors import ConfigError
+from harness.core.errors import ConfigError, DataError
 from harness.device.library import METRIC, all_tables, find_table, imported_tables, set_member
 from harness.report.console import out_console
 
@@ -49,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("devices show: name a table, e.g. `harness devices show ncnn-rpi4b-4t` "
                              "(`harness devices` lists them)")
         table = find_table(args.name, tables)
+        if table is None:
+            raise DataError(f"no library device {args.name!r}; `harness devices` lists them "
+                            f"({', '.join(t.name for t in tables)})")
         values = table.values.sort_values()
         if args.json:
             print_json({**table.provenance(), METRIC: {str(k): float(v) for k, v in values.items()}})

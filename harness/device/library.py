@@ -30,6 +30,7 @@ from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.core.shipped import SHIPPED_ROOT
 from harness.device.data import IMPORT_FILE, list_devices, load_device
+from harness.device.nb201_table import read_devices
 
 ROOT = SHIPPED_ROOT
 CATALOG = ROOT / "devices" / "library.csv"
@@ -85,7 +86,7 @@ def _read(path: Path, column: str, name: str, origin: str, stamp: int) -> tuple[
     by `nb201_<arch_idx>`, a device CSV's latency_ms by its model name (repeats combined as import-device combines
     them), an imported device's stored measurements."""
     if column:
-        frame = pd.read_csv(path, comment="#", index_col="arch_idx")
+        frame = read_devices(path)
         if column not in frame:
             raise DataError(f"{catalog_path()}: table {name}: {path} has no column {column!r}")
         series = frame[column].astype(float)
@@ -218,9 +219,7 @@ def all_tables(results_dir: Path | None = None) -> list[LibraryTable]:
     return [*shipped, *imported]
 
 
-def find_table(name: str, tables: list[LibraryTable]) -> LibraryTable:
-    """The table called `name`; the error lists them."""
-    for table in tables:
-        if table.name == name:
-            return table
-    raise DataError(f"no library device {name!r}; `harness devices` lists them ({', '.join(t.name for t in tables)})")
+def find_table(name: str, tables: list[LibraryTable]) -> LibraryTable | None:
+    """The table called `name` among `tables`, or None: the one lookup of a table by name (names are unique: an
+    imported device named like a shipped table is refused), each caller saying what none means to it."""
+    return next((table for table in tables if table.name == name), None)
