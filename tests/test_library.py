@@ -265,9 +265,10 @@ def test_a_renamed_zoo_model_is_the_zoo_model(tmp_path: Path, monkeypatch: pytes
     assert graph_fingerprint(mine) == graph_fingerprint(zoo_file) != graph_fingerprint(
         resolve_model("mobilenet_v1_0.25_128", check_runtime=False).path)
     catalog, results = small_catalog(tmp_path), tmp_path / "results"
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "predict", str(mine), "--device", "tiny", "--results-dir", str(results), "--json"], capture_output=True,
-                          text=True, env={**os.environ, "HARNESS_LIBRARY_CATALOG": str(catalog),
-                                          "HARNESS_SET_BACKEND": "local"}, cwd=ROOT, timeout=900)
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "predict", str(mine), "--device", "tiny",
+                           "--results-dir", str(results), "--json"], capture_output=True, text=True,
+                          env={**os.environ, "HARNESS_LIBRARY_CATALOG": str(catalog), "HARNESS_SET_BACKEND": "local"},
+                          cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stderr
     (as_mine,) = json.loads(done.stdout)["predictions"]
     assert as_mine["model"] == "mobilenet_v1_0.25_224"
