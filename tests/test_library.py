@@ -183,6 +183,11 @@ def test_zero_shot_prediction_on_a_small_library_table(tmp_path: Path) -> None:
     (prediction,) = json.loads(done.stdout)["predictions"]
     assert prediction["model"] == "mobilenet_v1_0.5_160" and prediction["measured_on_device"] is None
     assert 0 < prediction["pi_low"] < prediction["predicted"] < prediction["pi_high"]
+    # What the tables imply: the other board's 6.3 ms, times tiny's geometric-mean ratio to it on the four models
+    # both hold (3.0/1.5, 8.4/4.1, 31/16, 7.9/4.2: about 1.97), about 12.4 ms; the prediction within its half-width.
+    implied = 6.3 * float(np.exp(np.mean(np.log([3.0 / 1.5, 8.4 / 4.1, 31.0 / 16.0, 7.9 / 4.2]))))
+    half_width = (prediction["pi_high"] - prediction["pi_low"]) / 2
+    assert abs(prediction["predicted"] - implied) <= half_width
     assert "held out on tiny (each of its 4 models predicted from the others" in done.stderr
     # A second call profiles nothing: the sessions under RESULTS_DIR/zero-shot hold every model.
     sessions = sorted((results / "zero-shot").glob("*/*"))
