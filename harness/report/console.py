@@ -73,9 +73,9 @@ def plain_progress(total: Callable[[], int], clock: Callable[[], float] = time.m
     started, done = clock(), [0]
 
     def say(text: str) -> None:
-        """A progress line, best effort: a terminal or log that went away (SIGHUP) never stops the session (rich
-        answers a broken pipe with SystemExit(1))."""
-        with contextlib.suppress(OSError, ValueError, SystemExit):
+        """A progress line, best effort: a terminal or log that went away (SIGHUP) never stops the session (its
+        broken pipe is a BrokenPipeError, an OSError: PipedConsole)."""
+        with contextlib.suppress(OSError, ValueError):
             err_console.print(text, highlight=False, markup=False)
 
     def on_start(spec: RunSpec) -> None:
