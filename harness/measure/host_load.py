@@ -47,6 +47,14 @@ def clock_mhz(cores: list[int]) -> float | None:
     return min(found) if found else None
 
 
+def script_affinity(pid: int) -> list[int]:
+    """The cores the script may run on (its cpuset or affinity), whose clock the run's host load reads."""
+    try:
+        return sorted(os.sched_getaffinity(pid))
+    except OSError:  # it has already exited
+        return sorted(os.sched_getaffinity(0))
+
+
 def snapshot(cores: list[int]) -> dict[str, Any]:
     """What a run's start or end reads: the CPU times and the clock of its cores."""
     return {"times": cpu_times(), "mhz": clock_mhz(cores)}

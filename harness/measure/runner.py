@@ -32,7 +32,7 @@ from harness.core import RESULT_NOT_STORED_EXIT, STDERR_TAIL_CHARS, STORAGE_ERRN
 from harness.core.errors import HarnessError
 from harness.core.external_data import confine
 from harness.measure.cgroup_probe import MemoryProbe, own_cgroup_dirs
-from harness.measure.host_load import host_load, snapshot
+from harness.measure.host_load import host_load, script_affinity, snapshot
 from harness.measure.process_tree import ProcessTree
 from harness.measure.report_protocol import (
     BATCH_SIZE_KEY,
@@ -166,14 +166,6 @@ def place_runner(spec: RunnerInput) -> list[int]:
     if spec.runner_affinity:
         os.sched_setaffinity(0, spec.runner_affinity)
     return sorted(os.sched_getaffinity(0))
-
-
-def script_affinity(pid: int) -> list[int]:
-    """The cores the script may run on (its cpuset or affinity), whose clock the run's host load reads."""
-    try:
-        return sorted(os.sched_getaffinity(pid))
-    except OSError:  # it has already exited
-        return sorted(os.sched_getaffinity(0))
 
 
 def time_weighted_mean(times: array, values: array, start: float, end: float) -> float | None:
