@@ -6,22 +6,13 @@ library, and the user's models are predicted with intervals beside the table's o
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
-from pathlib import Path
-
-from harness.core import progress
-from harness.core.errors import ConfigError, DataError, ModelError
+from harness.core.errors import ConfigError, ModelError
 from harness.device.data import DeviceData, normalise_model_name
 from harness.device.library import LibraryTable
 from harness.zoo import registry as zoo_registry
 
 ZERO_SHOT_DIR = "zero-shot"
 """Under RESULTS_DIR: the sessions zero-shot predictions profile, kept apart from the user's own sessions."""
-PROFILE_FLAGS = ("--cpus", "1", "--repeats", "3", "--iterations", "30", "--warmup", "5")
-"""How the table's models are profiled when no session holds them: one host core (the calibration maps it to the
-device's threads, as the library's benchmarks do), few short repeats, the profile's engine, memory and backend."""
 
 
 def zoo_models(table: LibraryTable) -> list[str]:
@@ -54,27 +45,3 @@ def device_data(table: LibraryTable) -> DeviceData:
     from harness.device.importer import DeviceFile, read_device
 
     return read_device([DeviceFile(table.path)], table.name)
-
-
-def profile_missing(models: list[str], results_dir: Path) -> None:
-    """One `harness profile` session of `models` in `results_dir`, through the real CLI: its progress on stderr where
-    progress is shown (the CLI), nothing printed from a library call unless harness.core.progress.show() asked."""
-    if importlib.util.find_spec("torch") is None and any(_builds(model) for model in models):
-        raise ConfigError("zero-shot: the library table's models are built by the zoo, whose extra is missing; run "
-                          "`make setup-zoo` (torch, about 5.5 GB) and predict again")
-    argv = [sys.executable, "-m", "harness.cli", "profile", *models, *PROFILE_FLAGS, "--results-dir", str(results_dir)]
-    progress.LOGGER.info(f"zero-shot: profiling the library table's {len(models)} models on this host "
-                         f"({' '.join(PROFILE_FLAGS)}); a later predict reuses the session")
-    shown = progress.shown()
-    done = subprocess.run(argv, stdout=sys.stderr if shown else subprocess.PIPE, stderr=None if shown else
-                          subprocess.STDOUT, text=True, errors="replace", check=False)
-    if done.returncode != 0:
-        said = [line for line in (done.stdout or "").splitlines() if line.strip()]
-        raise DataError(f"zero-shot: profiling {', '.join(models)} failed ({said[-1] if said else 'see above'}); "
-                        f"profile them with `make profile MODEL=\"{' '.join(models)}\"` and predict again")
-
-
-def shipped_table(name: str, tables: list[LibraryTable]) -> LibraryTable | None:
-    """The shipped library table `name`, or None (an imported device calibrates as imported data does)."""
-    return next((table for table in tables if table.name == name and table.origin == "shipped"), None)
-
