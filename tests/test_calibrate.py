@@ -166,14 +166,27 @@ def summary_frame(result: object, exog: np.ndarray, **kwargs: object) -> pd.Data
     return result.get_prediction(exog, **kwargs).summary_frame(alpha=1 - CONFIDENCE)
 
 
+def in_log_space(reference: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """statsmodels' interval ŷ ± h made in log space as the harness makes a linear fit's: ŷ · e^(±h/ŷ), none (NaN)
+    for a prediction at or below zero."""
+    mean = reference["mean"].to_numpy(float)
+    half = reference["obs_ci_upper"].to_numpy(float) - mean
+    np.testing.assert_allclose(mean - reference["obs_ci_lower"].to_numpy(float), half, rtol=1e-10)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(mean > 0, half / mean, np.nan)
+    return mean * np.exp(-spread), mean * np.exp(spread)
+
+
 def test_ols_prediction_interval_matches_statsmodels() -> None:
     x, y = noisy_points()
     new_x = np.array([0.5, 20.0, 80.0])
     yhat, low, high = fit_ols(Design(x), y).interval(Design(new_x), CONFIDENCE)
     reference = summary_frame(sm.OLS(y, sm.add_constant(x)).fit(), sm.add_constant(new_x))
     np.testing.assert_allclose(yhat, reference["mean"], rtol=1e-10)
-    np.testing.assert_allclose(low, reference["obs_ci_lower"], rtol=1e-8)
-    np.testing.assert_allclose(high, reference["obs_ci_upper"], rtol=1e-8)
+    assert reference["mean"][0] < 0 and np.isnan(low[0]) and np.isnan(high[0])  # no interval for ŷ ≤ 0
+    expected_low, expected_high = in_log_space(reference)
+    np.testing.assert_allclose(low, expected_low, rtol=1e-8)
+    np.testing.assert_allclose(high, expected_high, rtol=1e-8)
 
 
 def test_relative_fit_is_statsmodels_wls_with_weights_one_over_device_squared() -> None:
@@ -190,8 +203,9 @@ def test_relative_fit_is_statsmodels_wls_with_weights_one_over_device_squared() 
     # A new model's own scatter is weighted as the fit weighs a point at its predicted value.
     expected = summary_frame(reference, sm.add_constant(new_x), weights=1 / yhat**2)
     np.testing.assert_allclose(yhat, expected["mean"], rtol=1e-10)
-    np.testing.assert_allclose(low, expected["obs_ci_lower"], rtol=1e-8)
-    np.testing.assert_allclose(high, expected["obs_ci_upper"], rtol=1e-8)
+    expected_low, expected_high = in_log_space(expected)
+    np.testing.assert_allclose(low, expected_low, rtol=1e-8)
+    np.testing.assert_allclose(high, expected_high, rtol=1e-8)
 
 
 def test_loglog_fit_and_interval_are_statsmodels_ols_on_logs() -> None:
@@ -339,9 +353,9 @@ def test_ops_fit_is_statsmodels_wls_through_the_origin_on_the_two_times() -> Non
     model = fit_spec("ops").train(design, y)
     np.testing.assert_allclose(model.solution.coef, reference.params, rtol=1e-10)
     yhat, low, high = model.interval(design.take(np.array([0, 3, 5])), CONFIDENCE)
-    expected = summary_frame(reference, times[[0, 3, 5]], weights=1 / yhat**2)
-    np.testing.assert_allclose(low, expected["obs_ci_lower"], rtol=1e-8)
-    np.testing.assert_allclose(high, expected["obs_ci_upper"], rtol=1e-8)
+    expected_low, expected_high = in_log_space(summary_frame(reference, times[[0, 3, 5]], weights=1 / yhat**2))
+    np.testing.assert_allclose(low, expected_low, rtol=1e-8)
+    np.testing.assert_allclose(high, expected_high, rtol=1e-8)
 
 
 def test_one_split_for_every_model_leaves_the_ops_fit_untrainable() -> None:

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
 
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import harness
+from harness.calibration.calibrate import calibrate_points
+from harness.calibration.prediction import MAX_SPREAD
 from harness.cli import main
+from harness.core.errors import DataError
 from harness.device.library import shipped_tables
+from tests.analysis_fixtures import write_session
 
 CELLS = ("nb201_5", "nb201_77")
 
@@ -32,3 +41,71 @@ def test_cells_on_a_library_table_through_the_cli_as_text_and_json(capsys: pytes
     for cell in CELLS:
         line = next(line for line in table.splitlines() if f" {cell} " in line)
         assert f"{expected[cell].predicted:.4g}" in line and "inside" in line
+
+
+THREE = {"mobilenet_v1_0.25_128": (0.94, 2.1), "mobilenet_v1_0.25_224": (2.81, 5.9), "squeezenet1_1": (35.5, 30.5)}
+"""The three built-in examples: their harness latency (ms) on a loaded 2-core host, and a device's."""
+
+
+def test_three_models_give_an_interval_above_zero_or_say_the_fit_cannot_bound_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three models leave a line one degree of freedom: `ols` and `relative` once printed [-10.3, 15.6] and
+    [-55.2, 120.3]. Now every interval printed is above zero and within ×MAX_SPREAD of its prediction, and a fit that
+    cannot bound the model says so in one line."""
+    results = tmp_path / "results"
+    write_session(results, {**{m: [h] * 3 for m, (h, _) in THREE.items()}, "new_net": [10.0] * 3})
+    csv = tmp_path / "three.csv"
+    csv.write_text("model,latency_ms\n" + "".join(f"{m},{d}\n" for m, (_, d) in THREE.items()))
+    assert main(["import-device", str(csv), "--device", "three", "--results-dir", str(results)]) == 0
+    capsys.readouterr()
+    outcome = {}
+    for fit in ("auto", "ols", "relative", "loglog"):
+        code = main(["predict", "new_net", "mobilenet_v1_0.25_128", "--device", "three", "--fit", fit,
+                     "--results-dir", str(results), "--json"])
+        out, err = capsys.readouterr()
+        if code:
+            assert len(err.strip().splitlines()) == 1 and "cannot bound it from these 3 models" in err
+            outcome[fit] = "refused"
+            continue
+        rows = json.loads(out)["predictions"]
+        for row in rows:
+            if row["predicted"] is None:
+                assert "cannot bound it from these 3 models" in row["note"]
+                continue
+            assert 0 < row["pi_low"] < row["predicted"] < row["pi_high"]
+            assert row["pi_high"] / row["predicted"] <= MAX_SPREAD and row["predicted"] / row["pi_low"] <= MAX_SPREAD
+        outcome[fit] = {row["model"] for row in rows if row["predicted"] is not None}
+    # ols bounds new_net (10 ms, amid the three) but not the smallest model, whose interval spans ×3000 either side.
+    both = {"new_net", "mobilenet_v1_0.25_128"}
+    assert outcome == {"auto": both, "loglog": both, "ols": {"new_net"}, "relative": "refused"}
+
+
+POSITIVE = st.floats(0.05, 500.0, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(models=st.lists(st.tuples(POSITIVE, POSITIVE, POSITIVE, POSITIVE), min_size=2, max_size=6,
+                       unique_by=lambda m: round(m[0], 6)),
+       new=st.lists(st.tuples(POSITIVE, POSITIVE, POSITIVE), min_size=1, max_size=4),
+       fit=st.sampled_from(("auto", "ols", "relative", "loglog", "features")))
+def test_no_interval_of_a_small_random_device_reaches_zero_or_beyond_reason(
+        models: list[tuple[float, float, float, float]], new: list[tuple[float, float, float]], fit: str) -> None:
+    """2 to 6 models with random positive harness values, device values and static facts, every fit: each prediction
+    is either refused with a note, or above zero with a finite interval within ×MAX_SPREAD of it; a device that
+    cannot be fitted at all says so in one line."""
+    harness_ms, device_ms, macs, params = (list(column) for column in zip(*models, strict=True))
+    points = pd.DataFrame({"model": [f"m{i}" for i in range(len(models))], "harness": harness_ms,
+                           "device": device_ms, "macs": macs, "params": params})
+    try:
+        calibration = calibrate_points("latency_ms", {"cpus": 1.0}, points, fit=fit, figures=False)
+    except DataError as err:
+        assert "\n" not in str(err)
+        return
+    probe = pd.DataFrame({"macs": [n[1] for n in new], "params": [n[2] for n in new]})
+    design = calibration.design([n[0] for n in new], probe, [f"n{i}" for i in range(len(new))])
+    for p in calibration.predict(design, [f"n{i}" for i in range(len(new))]):
+        if p.predicted is None or p.pi_low is None or p.pi_high is None:
+            assert p.note and p.pi_low is None and p.pi_high is None
+            continue
+        assert 0 < p.pi_low <= p.predicted <= p.pi_high < math.inf
+        assert p.pi_high / p.predicted <= MAX_SPREAD and p.predicted / p.pi_low <= MAX_SPREAD

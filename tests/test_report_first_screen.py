@@ -72,9 +72,14 @@ def test_answer_holds_ranking_pareto_set_and_device_predictions(report_dir: Path
         best["latency_ms_median"], rel=5e-3)
     assert len(repr(best["latency_ms_median"])) > 6  # more digits in the CSV than on the page
     predictions = pd.read_csv(report_dir / "tables" / "answer_predictions_pixel-3.csv")
-    assert "squeezenet1_1" in set(predictions["model"])  # never run on the phone: predicted, with an interval
+    # Never run on the phone, and far beyond the three calibration models (which the phone may order otherwise than
+    # this host): predicted with an interval above zero, or, where three models cannot bound it, a row that says so.
     row = predictions[predictions["model"] == "squeezenet1_1"].iloc[0]
-    assert row["pi_low"] < row["predicted"] < row["pi_high"]
+    assert 0 < row["pi_low"] < row["predicted"] < row["pi_high"] if pd.notna(row["predicted"]) else \
+        "cannot bound it from these 3 models" in row["note"]
+    bounded = predictions[predictions["predicted"].notna()]
+    assert len(bounded) and ((bounded["pi_low"] > 0) & (bounded["pi_low"] < bounded["predicted"])
+                             & (bounded["predicted"] < bounded["pi_high"])).all()
     assert (report_dir / "figures" / "pareto_cpus1.png").exists()
 
 

@@ -132,7 +132,9 @@ def _predictions(cset: CalibrationSet, measured: dict[str, pd.DataFrame], models
                  notes: list[str]) -> Predictions:
     rows = predict_models(cset, measured, models)
     if not any(p.predicted is not None for p in rows):
-        raise DataError(f"none of {', '.join(models)} has ok runs at a calibrated CPU count; see `harness regress`")
+        why = "; ".join(dict.fromkeys(p.note for p in rows if p.note)) or \
+            "none has ok runs at a calibrated CPU count; see `harness regress`"
+        raise DataError(f"{', '.join(models)} not predicted: {why}")
     return Predictions(device, rows, notes, session)
 
 

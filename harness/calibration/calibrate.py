@@ -53,7 +53,14 @@ from harness.calibration.points import (
     repeats_note,
     threads_note,
 )
-from harness.calibration.prediction import Intervals, Prediction, float_or_none, json_safe, missing_facts_note
+from harness.calibration.prediction import (
+    Intervals,
+    Prediction,
+    float_or_none,
+    json_safe,
+    missing_facts_note,
+    unbounded_note,
+)
 from harness.calibration.reach import Reach, widen
 from harness.calibration.transfer import Library
 from harness.core import metric_registry
@@ -165,9 +172,12 @@ class Calibration:
                 harness_figure=self.harness_value, predicted=None, pi_low=None, pi_high=None,
                 measured_on_device=float_or_none(on_device.get(name)), out_of_range=not span[0] <= value <= span[1],
                 calibrated_range=span, note=missing_facts_note(self.model))
-            out.append(unpredicted if not known[i] else replace(
-                unpredicted, fit=fit, predicted=float(found.predicted[i]), pi_low=float(found.low[i]),
-                pi_high=float(found.high[i]), outside=tuple(found.outside[i]),
+            yhat, low, high = float(found.predicted[i]), float(found.low[i]), float(found.high[i])
+            if not known[i] or (why := unbounded_note(fit, len(self.points), yhat, low, high)):
+                out.append(unpredicted if not known[i] else replace(unpredicted, fit=fit, note=why))
+                continue
+            out.append(replace(
+                unpredicted, fit=fit, predicted=yhat, pi_low=low, pi_high=high, outside=tuple(found.outside[i]),
                 library_devices=carried if fit == "library" else (),
                 note="" if fit == self.model.name else f"{BEYOND_REACH}: predicted by {fit}, not by "
                 f"{self.model.name}, which was tuned among them"))
@@ -449,10 +459,11 @@ def calibrate_device(
         detail = "; ".join(
             f"{s['metric']} {group_label(s['group'])}: {s['reason']}" for s in result.skipped
         ) or "no metric in common"
+        few = any(s["n"] < MIN_POINTS for s in result.skipped)
         raise NothingToFit(
-            f"device {device.name}: nothing to fit ({detail}); calibration needs at least {MIN_POINTS} models "
-            "measured both on the device and by the harness: profile more of the device's models, or map names "
-            "with a harness_model column"
+            f"device {device.name}: nothing to fit ({detail})" + (
+                f"; calibration needs at least {MIN_POINTS} models measured both on the device and by the harness: "
+                "profile more of the device's models, or map names with a harness_model column" if few else "")
         )
     return result
 

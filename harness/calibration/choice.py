@@ -89,10 +89,11 @@ class HeldOut:
 
     def figures(self, y: np.ndarray) -> dict[str, float | None]:
         """Shares within each band, MAPE (%), RMSE, Kendall τ (held-out prediction vs device) and the share of
-        models inside their interval (None when no fold could give one)."""
+        models inside their interval (None when no fold could give one). A prediction at or below zero, which has no
+        interval (FittedModel.interval), counts as outside its interval."""
         out: dict[str, float | None] = {**error_stats(y, self.predicted)}
         low, high = self.interval()
-        finite = np.isfinite(low) & np.isfinite(high)
+        finite = (np.isfinite(low) & np.isfinite(high)) | (self.predicted <= 0)
         inside = (low <= y) & (y <= high)
         out["coverage"] = float(np.mean(inside[finite])) if finite.any() else None
         tau = stats.kendalltau(self.predicted, y).statistic if len(y) > 1 else np.nan

@@ -34,8 +34,9 @@ penalised) linear least-squares problem in its own space.
 Prediction intervals are computed in each fit's own space (Montgomery, Peck & Vining, "Introduction to
 Linear Regression Analysis", §2.4; §5.5 for weights): ŷ₀ ± t(df) · s · √(1/w₀ + z₀ᵀ C z₀), where C is the
 unscaled covariance of the coefficients (A⁻¹ ZᵀWZ A⁻¹ with A = ZᵀWZ + penalty, which is (ZᵀWZ)⁻¹ unpenalised),
-w₀ the new point's weight (1/ŷ₀² for `relative`) and df = n − trace(hat matrix). Log-space intervals are
-exponentiated, so in device units they are asymmetric and scale with the prediction.
+w₀ the new point's weight (1/ŷ₀² for `relative`) and df = n − trace(hat matrix). Every interval is made in log space
+(FittedModel.interval: a linear fit's relative half-width stands as the spread of log ŷ), so in device units they are
+asymmetric, scale with the prediction and never reach zero.
 """
 
 from __future__ import annotations

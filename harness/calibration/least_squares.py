@@ -137,11 +137,18 @@ class FittedModel:
         return leverage > 3 * float(self.solution.hat.sum()) / len(self.solution.hat)
 
     def interval(self, design: Design, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(prediction, low, high) in device units for new models."""
+        """(prediction, low, high) in device units for new models, the interval made in log space: every calibrated
+        metric (latency, memory, energy) is positive, so no interval reaches zero. A log-space fit's interval is
+        exponentiated; a linear fit's half-width h about ŷ becomes ŷ · e^(±h/ŷ), its relative spread taken as the
+        standard error of log ŷ (the delta method: sd(log y) ≈ sd(y)/y), the same interval to first order where it
+        is narrow. A linear fit's prediction at or below zero has no interval (NaN)."""
         own, fitted = self.variance_terms(design)
         half = stats.t.ppf(0.5 + confidence / 2, self.solution.df) * np.sqrt(self.solution.s2 * (own + fitted))
         t = self.rows(design) @ self.solution.coef
-        if self.log_space:
-            with np.errstate(over="ignore"):  # far out on few degrees of freedom the interval is unbounded: inf
-                return np.exp(t), np.exp(t - half), np.exp(t + half)
-        return t, t - half, t + half
+        predicted = np.exp(t) if self.log_space else t
+        if not self.log_space:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                half = np.where(t > 0, half / t, np.nan)
+                t = np.log(np.where(t > 0, t, np.nan))
+        with np.errstate(over="ignore"):  # far out on few degrees of freedom the interval is unbounded: inf
+            return predicted, np.exp(t - half), np.exp(t + half)

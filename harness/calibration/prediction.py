@@ -13,6 +13,10 @@ from harness.calibration.choice import CONFIDENCE
 from harness.calibration.fits import OP_SPLIT, FittedModel
 
 INSIDE, OUTSIDE = "inside", "outside"
+MAX_SPREAD = 100.0
+"""The widest 95% interval a prediction is given with, as a factor either side of it. Beyond it the fit cannot bound
+the model from the models it learned from (three models leave a two-coefficient fit one degree of freedom: t = 12.7),
+and the prediction says so instead of printing a number."""
 
 
 def float_or_none(value: Any) -> float | None:
@@ -104,3 +108,17 @@ def missing_facts_note(model: FittedModel) -> str:
     if OP_SPLIT in model.fact_names:
         return f"no per-op profile for the {model.name} fit: profile it with PER_OP=1 (--per-op)"
     return f"no static facts ({', '.join(model.fact_names)}) for the {model.name} fit"
+
+
+def unbounded_note(fit: str, models: int, predicted: float, low: float, high: float) -> str:
+    """Why the `fit` trained on `models` models cannot give this prediction (empty when it can): a value at or below
+    zero, or an interval not finite or beyond MAX_SPREAD either side of it."""
+    if not predicted > 0:
+        return (f"the {fit} fit predicts a value at or below zero from these {models} models; measure more models "
+                "on the device or choose another fit (--fit)")
+    if not (math.isfinite(low) and math.isfinite(high) and low > 0 and high / predicted <= MAX_SPREAD
+            and predicted / low <= MAX_SPREAD):
+        return (f"the {fit} fit cannot bound it from these {models} models (its 95% interval reaches beyond "
+                f"×{MAX_SPREAD:g} either side of the prediction); measure more models on the device or choose another "
+                "fit (--fit)")
+    return ""
