@@ -246,7 +246,7 @@ def loto_rows(cases: list[Case]) -> tuple[list[dict[str, Any]], dict[str, tuple[
 
         for case in [c for c in cases if c.table == table and c.policy == policy]:
             shipped, best = case_of(case.group, SHIPPED), case_of(case.group, in_table)
-            rows.append({"table": table, "group": case.group, "models": case.calibration.fit.n,
+            rows.append({"table": table, "group": case.group, "models": case.calibration.reference_line.n,
                          "policy (chosen on the others)": policy.label, "LOTO within ±10%": case.share,
                          "spread (others)": spread, "LOTO 95% coverage": float(case.inside(spread).mean()),
                          "outside reach": int(case.outside.sum()),

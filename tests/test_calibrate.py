@@ -81,7 +81,7 @@ def test_exact_linear_data_is_recovered_to_1e_9_by_both_lines() -> None:
         assert yhat[0] == pytest.approx(SLOPE * 34 + INTERCEPT, abs=1e-9) and high[0] - low[0] < 1e-6
     # Every fit a candidate: seven models are fewer than FEW_MODELS, below which only two would be.
     calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, y), candidates=Candidates(few_models=0))
-    line = calibration.fit
+    line = calibration.reference_line
     assert line.slope == pytest.approx(SLOPE, abs=1e-9) and line.intercept == pytest.approx(INTERCEPT, abs=1e-9)
     assert line.theil_slope == pytest.approx(SLOPE, abs=1e-9)
     assert line.theil_intercept == pytest.approx(INTERCEPT, abs=1e-9)
@@ -159,7 +159,7 @@ def test_the_planted_outlier_is_flagged_influential() -> None:
     assert f"m{len(x) - 1:02d}" in flagged
     # Theil–Sen's slope is the median of the pairwise slopes (Sen 1968).
     pairwise = [(y[j] - y[i]) / (x[j] - x[i]) for i, j in itertools.combinations(range(len(x)), 2)]
-    assert calibration.fit.theil_slope == pytest.approx(np.median(pairwise), rel=1e-12)
+    assert calibration.reference_line.theil_slope == pytest.approx(np.median(pairwise), rel=1e-12)
 
 
 def summary_frame(result: object, exog: np.ndarray, **kwargs: object) -> pd.DataFrame:

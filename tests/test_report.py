@@ -64,11 +64,11 @@ def test_report_numbers_are_the_calibration_and_ranking_numbers(report_dir: tupl
     (calibration,) = cset.calibrations
     fits = json.loads((tables / "calibration_phone_fits.json").read_text())
     assert fits[0]["fit"] == calibration.model.name
-    assert fits[0]["ols_slope"] == pytest.approx(calibration.fit.slope, rel=1e-12)
-    assert fits[0]["ols_r2"] == pytest.approx(calibration.fit.r2, rel=1e-12)
+    assert fits[0]["ols_slope"] == pytest.approx(calibration.reference_line.slope, rel=1e-12)
+    assert fits[0]["ols_r2"] == pytest.approx(calibration.reference_line.r2, rel=1e-12)
     assert fits[0]["loo_mape_pct"] == pytest.approx(calibration.stats["loo_mape_pct"], rel=1e-12)
     csv_fits = pd.read_csv(tables / "calibration_phone_fits.csv")
-    assert csv_fits["ols_intercept"][0] == pytest.approx(calibration.fit.intercept, rel=1e-12)
+    assert csv_fits["ols_intercept"][0] == pytest.approx(calibration.reference_line.intercept, rel=1e-12)
     comparison = pd.read_csv(tables / "calibration_phone_comparison.csv")
     assert comparison["fit"].tolist() == ["ols", "ops", "relative", "loglog", "features", "work", "library", "auto"]
     for row in calibration.comparison:

@@ -100,8 +100,11 @@ class Calibration:
 
     metric: str
     group: dict[str, Any]
-    fit: LineFit
+    reference_line: LineFit
+    """The OLS line of the published experiments, with its diagnostics (harness.calibration.line): a reference beside
+    the chosen fit, never what predicts."""
     model: FittedModel
+    """The chosen fit (or the one forced with --fit): what predicts."""
     fact_names: tuple[str, ...]
     points: pd.DataFrame
     stats: dict[str, float]
@@ -163,7 +166,7 @@ class Calibration:
         names = self.points["harness_model" if "harness_model" in self.points else "model"]
         on_device = dict(zip(names, self.points["device"], strict=True))
         carried = tuple(d["device"] for d in self.library_devices())
-        span = (float(self.fit.x_min), float(self.fit.x_max))
+        span = (float(self.reference_line.x_min), float(self.reference_line.x_max))
         out = []
         for i, name in enumerate(models):
             fit, value = str(found.fits[i]), float(design.harness[i])
@@ -236,7 +239,7 @@ class Calibration:
                 "equation": self.model.equation,
                 "choice": self.choice,
                 "fits": self.comparison,
-                "ols": vars(self.fit),
+                "ols": vars(self.reference_line),
                 "stats": self.stats,
                 "flipped_pairs": self.flipped_pairs,
                 "points": self.points.to_dict(orient="records"),

@@ -1,5 +1,5 @@
-"""The calibration fits: four ways to map a harness number to the device's, each one (weighted, possibly
-penalised) linear least-squares problem in its own space.
+"""The calibration fits: seven ways (FITS) to map a harness number to the device's, each one (weighted, possibly
+penalised) linear least-squares problem (harness.calibration.least_squares) in its own space.
 
 - `ols`: device = a + b · harness by ordinary least squares, the straight line of the published
   experiments. It minimises absolute error, so the largest models set it.
@@ -25,7 +25,7 @@ penalised) linear least-squares problem in its own space.
   penalty keeps a handful of models from learning noise. Where the harness value carries the device's order,
   the penalty falls on the kinds; where a kind costs the device what it does not cost the host, on the harness.
 - `library`: log device = a + b · log harness + Σ c_j · log library_j over the device library's tables (harness.
-  library): another device's latency of the same model, measured where its table has the model and predicted from
+  device.library): another device's latency of the same model, measured where its table has the model and predicted from
   the harness's profile where it has not (harness.calibration.transfer). Ridge-penalised on the library devices, and on
   the harness too where that gives the smaller leave-one-out error (the harness then weighed as one more device),
   the strength chosen by leave-one-out inside the training points, so the few target measurements decide which

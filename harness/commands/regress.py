@@ -98,7 +98,7 @@ def family_table(calibration: Calibration) -> Table | None:
 
 def reference_table(calibration: Calibration) -> Table:
     """The OLS line of the published experiments and its diagnostics, whichever fit was chosen."""
-    fit, s = calibration.fit, calibration.stats
+    fit, s = calibration.reference_line, calibration.stats
     table = Table(title="OLS reference and rank agreement", show_header=False, title_justify="left")
     influential = calibration.points[calibration.points["influential"]]
     rows = [
@@ -120,8 +120,9 @@ def reference_table(calibration: Calibration) -> Table:
 
 def print_calibration(calibration: Calibration) -> None:
     choice = calibration.choice
-    out_console.print(f"[bold]{calibration.metric} · {calibration.label} · {calibration.fit.n} models[/bold] "
-                    f"({calibration.threads}; harness value: the {calibration.harness_value})", highlight=False)
+    models = calibration.reference_line.n
+    out_console.print(f"[bold]{calibration.metric} · {calibration.label} · {models} models[/bold] "
+                      f"({calibration.threads}; harness value: the {calibration.harness_value})", highlight=False)
     out_console.print(f"chosen fit: [bold]{choice['chosen']}[/bold]: {calibration.model.equation}", highlight=False)
     out_console.print(f"why: {choice['reason']}", highlight=False)
     if carried := calibration.library_note():

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         picks = suggest(calibration, unmeasured, args.count) if not unmeasured.empty else []
         results.append({"metric": calibration.metric, "group": calibration.group, "fit": calibration.model.name,
                         "relative_widths": relative_widths(calibration.model),
-                        "calibration_models": calibration.fit.n, "unmeasured": len(unmeasured),
+                        "calibration_models": calibration.reference_line.n, "unmeasured": len(unmeasured),
                         "picks": [asdict(pick) for pick in picks]})
     if not any(r["picks"] for r in results):
         raise DataError(f"every model profiled in session {session} is measured on {device.name} already; "

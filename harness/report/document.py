@@ -169,7 +169,7 @@ def calibration_tables(cset: CalibrationSet) -> tuple[pd.DataFrame, pd.DataFrame
             "metric": c.metric, "group": c.label, "threads": c.threads, "harness_value": c.harness_value,
             "fit": c.model.name,
             "equation": c.model.equation, "why": c.choice["reason"],
-            **{f"ols_{k}": v for k, v in vars(c.fit).items()}, **c.stats,
+            **{f"ols_{k}": v for k, v in vars(c.reference_line).items()}, **c.stats,
             "flipped_pairs": "; ".join(f"{a} ↔ {b}" for a, b in c.flipped_pairs),
             "influential": ", ".join(influential),
         })
@@ -226,7 +226,7 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[RunRecor
         ]
         curve = curve_table(learning_curve(c.points))
         if not curve.empty:
-            title = f"{c.metric}, {c.label}: from k of the {c.fit.n} models, the others predicted"
+            title = f"{c.metric}, {c.label}: from k of the {c.reference_line.n} models, the others predicted"
             section.figures.append(ReportFigure(f"{name}_learning", title, learning_curve_chart(curve, title)))
             section.tables.append(ReportTable(f"{name}_learning", f"{c.metric}, {c.label}: learning curve (how "
                                               "many models to measure on the device)", curve))

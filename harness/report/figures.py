@@ -127,7 +127,7 @@ BAND_COLOR = "#2ca02c"
 def equation(calibration: Calibration) -> str:
     share = calibration.stats.get("loo_within_10pct")
     held_out = "" if share is None else f", held-out within ±10%: {share:.0%}"
-    return f"{calibration.model.name}: {calibration.model.equation}   (n = {calibration.fit.n}{held_out})"
+    return f"{calibration.model.name}: {calibration.model.equation}   (n = {calibration.reference_line.n}{held_out})"
 
 
 def _grid(x: np.ndarray, log: bool) -> np.ndarray:
@@ -161,7 +161,7 @@ def calibration_scatter(calibration: Calibration, device: str) -> bytes:
         ax.errorbar(x, yhat, yerr=[0.1 * yhat, 0.1 * yhat], fmt="none", color=BAND_COLOR, elinewidth=6, alpha=0.3,
                     label="fit ±10%")
     if model.name != "ols":
-        ols = calibration.fit
+        ols = calibration.reference_line
         ax.plot(grid, ols.predict(grid), color=ROBUST_COLOR, linestyle="--", linewidth=1, label="OLS (reference)")
     influential = points["influential"].to_numpy(bool)
     ax.scatter(x[~influential], y[~influential], color=POINT_COLOR, zorder=3, label="models")
