@@ -117,3 +117,28 @@ def test_a_run_on_a_busy_machine_says_so(tmp_path: Path, tiny_onnx: Path, busy_m
     assert summary["models"][0]["noisy_runs"] == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"noisy: 2 of 2 runs shared the machine with other work: {tiny_onnx.stem} (2)" in err
+
+
+def test_the_5th_percentile_headline_is_a_condition_of_its_own(tmp_path: Path, tiny_onnx: Path) -> None:
+    """LATENCY_STATISTIC=p05 makes each run's headline its 5th-percentile inference (interpolated, as numpy's
+    percentile), records it among the run's conditions, and never pools those runs with the median's."""
+    import numpy as np
+
+    from harness.analysis.stats import summarize_runs
+    from harness.store.results import list_sessions, load_runs
+
+    results = tmp_path / "results"
+    for statistic in ("p05", "p50"):
+        assert main(["profile", str(tiny_onnx), "--backend", "local", "--repeats", "2", "--iterations", "200",
+                     "--latency-statistic", statistic, "--no-report", "--results-dir", str(results)]) == 0
+    runs = [run for session in list_sessions(results) for run in load_runs(session)]
+    by_statistic = {run["conditions"]["latency_statistic"]: run for run in runs}
+    low, median = by_statistic["p05"], by_statistic[None]
+    assert low["latency_headline"] == "p05" and median["latency_headline"] == "p50"
+    stats = low["latency_stats_ms"]
+    assert stats["headline"] == stats["p05"] == pytest.approx(np.percentile(low["latencies_ms"], 5))
+    assert stats["min"] <= stats["p05"] <= stats["p50"]
+    entries = summarize_runs(runs)
+    assert len(entries) == 2 and all(entry.n_ok == 2 for entry in entries)
+    assert {label for entry in entries for label in entry.differs_in} == {
+        "LATENCY_STATISTIC (each run's headline latency: p05; the median where unset)"}

@@ -32,7 +32,8 @@ from harness.run.session import BaseSession
 
 KEYWORDS = {"device_name": "DEVICE_NAME", "cpus": "CPUS", "cpu_pinning": "CPU_PINNING", "memory": "MEMORY",
             "swap": "SWAP", "repeats": "REPEATS", "precision": "PRECISION", "max_repeats": "MAX_REPEATS",
-            "adaptive_budget_s": "ADAPTIVE_BUDGET_S", "iterations": "ITERATIONS", "warmup": "WARMUP",
+            "adaptive_budget_s": "ADAPTIVE_BUDGET_S", "latency_statistic": "LATENCY_STATISTIC",
+            "iterations": "ITERATIONS", "warmup": "WARMUP",
             "batch_size": "BATCH_SIZE", "sample_interval_ms": "SAMPLE_INTERVAL_MS", "timeout_s": "TIMEOUT_S",
             "backend": "BACKEND", "image": "IMAGE", "runtime": "RUNTIME", "per_op": "PER_OP",
             "results_dir": "RESULTS_DIR", "dims": "DIMS", "inputs": "INPUTS", "target": "TARGET"}

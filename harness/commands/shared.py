@@ -156,7 +156,8 @@ def add_profile_options(parser: argparse.ArgumentParser, cpus_help: str) -> None
     parser.add_argument("--cpus", help=cpus_help)
     parser.add_argument("--memory", help="MEMORY, e.g. 512m or 2g")
     for keyword in ("device_name", "cpu_pinning", "swap", "repeats", "precision", "max_repeats", "adaptive_budget_s",
-                    "iterations", "warmup", "batch_size", "sample_interval_ms", "timeout_s", "image", "results_dir"):
+                    "latency_statistic", "iterations", "warmup", "batch_size", "sample_interval_ms", "timeout_s",
+                    "image", "results_dir"):
         parser.add_argument(f"--{FLAG_NAMES.get(keyword, keyword).replace('_', '-')}", dest=keyword,
                             help=f"overrides {KEYWORDS[keyword]}")
     parser.add_argument("--backend", help="auto, docker or local")

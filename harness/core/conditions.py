@@ -30,6 +30,7 @@ CONDITIONS: dict[str, str] = {
     "conversion": "the model's conversion for its engine (tool and version)",
     "dims": "DIMS (the sizes of the model's dynamic dimensions)",
     "inputs": "INPUTS (the inputs file's sha256)",
+    "latency_statistic": "LATENCY_STATISTIC (each run's headline latency: p05; the median where unset)",
 }
 """Condition -> how to name it to a user (the env.template variable where there is one)."""
 MODEL_CONDITIONS = ("model_sha256", "dims")
@@ -40,16 +41,19 @@ model with no dynamic dimension has no DIMS), so only one model's runs must agre
 def run_conditions(*, model_sha256: str, cpus: float, cpu_mode: str, memory_bytes: int, swap_bytes: int,
                    iterations: int | None, warmup: int | None, batch_size: int | None, threads: int | None,
                    backend_info: dict[str, Any], host_cpu_model: str | None, runtime: str | None,
-                   conversion: str | None, dims: str | None = None, inputs: str | None = None) -> dict[str, Any]:
+                   conversion: str | None, dims: str | None = None, inputs: str | None = None,
+                   latency_statistic: str = "p50") -> dict[str, Any]:
     """The conditions of one run, in CONDITIONS order (None for a size a run stored before it was recorded lacks).
-    `dims` and `inputs` are None for a model with no dynamic dimension after the batch and fed random inputs, as
-    every run stored before they were recorded reads, so those runs pool with today's."""
+    `dims` and `inputs` are None for a model with no dynamic dimension after the batch and fed random inputs, and
+    `latency_statistic` None for the median, as every run stored before they were recorded reads, so those runs pool
+    with today's."""
     return {
         "model_sha256": model_sha256, "cpus": float(cpus), "cpu_mode": cpu_mode, "memory_bytes": int(memory_bytes),
         "swap_bytes": int(swap_bytes), "iterations": iterations, "warmup": warmup, "batch_size": batch_size,
         "threads": threads, "backend": backend_info.get("backend"), "isolation": backend_info.get("isolation"),
         "image_id": backend_info.get("image_id"), "host_cpu_model": host_cpu_model, "runtime": runtime,
         "conversion": conversion, "dims": dims or None, "inputs": inputs,
+        "latency_statistic": None if latency_statistic == "p50" else latency_statistic,
     }
 
 

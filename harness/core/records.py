@@ -59,6 +59,7 @@ class RunnerInput:
     external_data: tuple[tuple[str, str], ...] = ()  # (tensor, location) of the model's external-data files
     script_env: tuple[tuple[str, str], ...] = ()  # variables the script builds its inputs from (DIMS, token ids)
     inputs_file: str = ""  # INPUTS: the .npz the script feeds, as the runner sees it
+    latency_statistic: str = "p50"  # LATENCY_STATISTIC: the headline where no CFS quota applies (p50 or p05)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -339,8 +339,9 @@ def headline_statistic(spec: RunnerInput) -> str:
     stalls the process once per period; the inferences between stalls run at full speed, so whenever an inference
     is shorter than the quota's run window the median shows the unlimited speed, while the mean carries the stalls
     in proportion (the throughput the limit allows). One rule per CPU mode keeps every model at one CPUS value on
-    the same statistic."""
-    return "mean" if spec.cpu_mode == "quota" else "p50"
+    the same statistic. Elsewhere LATENCY_STATISTIC chooses: the median, or the 5th percentile, which the machine's
+    other work moves least (it slows some inferences, never speeds one up)."""
+    return "mean" if spec.cpu_mode == "quota" else spec.latency_statistic
 
 
 def assemble_result(

@@ -97,15 +97,15 @@ def percentile(ordered: list[float], percent: int) -> float:
 
 
 def latency_summary(latencies_ms: array, exact: dict[str, Any] | None = None) -> dict[str, float] | None:
-    """p50/p90/p99/mean/std/min/max/n. `exact` (the bench loop's `latency_all`) replaces n, mean, min and max with the
-    figures over every call when the latencies are a sample of a longer run."""
+    """p05/p50/p90/p99/mean/std/min/max/n. `exact` (the bench loop's `latency_all`) replaces n, mean, min and max with
+    the figures over every call when the latencies are a sample of a longer run."""
     if not latencies_ms:
         return None
     ordered = sorted(latencies_ms)
     n, middle = len(ordered), len(ordered) // 2
     mean = math.fsum(ordered) / n
     summary = {
-        "p50": ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2,
+        "p05": percentile(ordered, 5), "p50": ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2,
         "p90": percentile(ordered, 90), "p99": percentile(ordered, 99), "mean": mean,
         "std": math.sqrt(math.fsum((x - mean) ** 2 for x in ordered) / (n - 1)) if n > 1 else 0.0,
         "min": ordered[0], "max": ordered[-1], "n": n,

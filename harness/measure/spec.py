@@ -90,6 +90,7 @@ class RunSpec:
     external_data: ExternalData = ()  # (tensor, location) per file beside the model holding its tensors' data
     script_env: tuple[tuple[str, str], ...] = ()  # variables the bench script builds its inputs from (input_feeds)
     inputs_file: str = ""  # INPUTS: the .npz fed to the model instead of random inputs (absolute path on the host)
+    latency_statistic: str = "p50"  # LATENCY_STATISTIC: each run's headline latency where no CFS quota applies
 
     @property
     def model_files(self) -> list[str]:
@@ -111,7 +112,8 @@ class RunSpec:
             iterations=self.iterations, warmup=self.warmup, batch_size=self.batch_size,
             sample_interval_ms=self.sample_interval_ms, timeout_s=self.timeout_s, keep_samples=self.keep_samples,
             per_op=self.per_op, external_data=self.external_data, script_env=self.script_env,
-            inputs_file=self.inputs_file if inputs_file is None else inputs_file, **fallback,
+            inputs_file=self.inputs_file if inputs_file is None else inputs_file,
+            latency_statistic=self.latency_statistic, **fallback,
         )
 
     def limits_requested(self) -> Limits:

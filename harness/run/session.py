@@ -126,6 +126,7 @@ def plan_session(profile: DeviceProfile, models: list[ModelInfo], cpus_values: S
                 batch_size=profile.batch_size, sample_interval_ms=profile.sample_interval_ms,
                 timeout_s=profile.timeout_s, image=profile.image, keep_samples=keep_samples, per_op=profile.per_op,
                 external_data=model.external_data, script_env=model.script_env, inputs_file=model.inputs_file,
+                latency_statistic=profile.latency_statistic,
             ))
     return Plan(session_id, seed, specs, models, cpus_list, notes)
 
@@ -198,7 +199,7 @@ class BaseSession(ABC):
                 warmup=spec.warmup, batch_size=spec.batch_size, threads=spec.threads, backend_info=info,
                 host_cpu_model=metadata.get("host_cpu_model"),
                 runtime=model.runtime(run_packages(metadata, info)), conversion=model.conversion,
-                dims=model.dims, inputs=model.inputs_sha256),
+                dims=model.dims, inputs=model.inputs_sha256, latency_statistic=spec.latency_statistic),
             provenance={**metadata, "backend": info, "seed": self.plan.seed},
             concurrent_runs=concurrent_runs, node=location,
         ).to_dict()
