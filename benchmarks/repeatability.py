@@ -2,16 +2,18 @@
 them (goal: at least 95% of models within ±5% at the defaults).
 
     .venv/bin/python benchmarks/repeatability.py [--models a b ...] [--runtimes onnxruntime ncnn] [--repeats N]
-                                                 [--precision PCT] [--iterations N]
+                                                 [--precision PCT] [--latency-statistic p50|p05] [--iterations N]
 
 For each engine, two `harness profile` sessions of the same models, one after the other, at the defaults (REPEATS,
-PRECISION and adaptive repeats, ITERATIONS, CPUS=1 pinned where the host allows it) unless flags say otherwise
-(`--precision 0`: REPEATS rounds only, the figures without adaptive repeats). Per model: each session's median of its
-runs' latency (the ranking's latency_ms), their relative difference, its runs, and within one session the spread of
-its runs (IQR / median). Printed: the share of models within ±5% and ±10% between the sessions, the median and worst
-difference, the share of models whose runs spread more than 10% in a session, the runs per model and the minutes per
-session, and the machine's noise during the runs (harness.measure.host_load: the cores busy besides the runs, the
-share of noisy runs). Every figure is of this host at the time it ran: another host, or a busier hour, gives others.
+PRECISION and adaptive repeats, LATENCY_STATISTIC, ITERATIONS, CPUS=1 pinned where the host allows it) unless flags
+say otherwise (`--precision 0`: REPEATS rounds only, the figures without adaptive repeats). Beside the headline's
+figures, the same runs read by the other LATENCY_STATISTIC (p05 beside p50, or p50 beside p05). Per model: each
+session's median of its runs' latency (the ranking's latency_ms), their relative difference, its runs, and within one
+session the spread of its runs (IQR / median). Printed: the share of models within ±5% and ±10% between the sessions,
+the median and worst difference, the share of models whose runs spread more than 10% in a session, the runs per model
+and the minutes per session, and the machine's noise during the runs (harness.measure.host_load: the cores busy
+besides the runs, the share of noisy runs). Every figure is of this host at the time it ran: another host, or a busier
+hour, gives others.
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ GOAL_SHARE = 0.95  # of models within ±5% between sessions
 SPREAD = 0.10  # a session's IQR / median above which a model's repeats spread too much (the summary's `unstable`)
 
 
-def medians(runs: list[RunRecord]) -> dict[str, tuple[float, float, int]]:
-    """Per model: the median of its runs' latency, their IQR / median, and how many runs it took."""
+def medians(runs: list[RunRecord], statistic: str | None = None) -> dict[str, tuple[float, float, int]]:
+    """Per model: the median of its runs' latency (their headline, or `statistic` of latency_stats_ms), their IQR /
+    median, and how many runs it took."""
     value = metric_registry.get(metric_registry.LATENCY).value
     per_model: dict[str, list[float]] = {}
     for run in runs:
-        found = value(run.line) if run.ok else None
+        found = (value(run.line) if statistic is None else (run.result.latency_stats_ms or {}).get(statistic)
+                 ) if run.ok else None
         if found is not None:
             per_model.setdefault(run.model_name.rsplit("-", 1)[0], []).append(float(found))  # the zoo name
     out = {}
@@ -87,17 +91,24 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, help="REPEATS (default: the harness's default)")
     parser.add_argument("--iterations", type=int, help="ITERATIONS (default: the harness's default)")
     parser.add_argument("--precision", type=float, help="PRECISION in %% (default: the harness's default; 0: off)")
+    parser.add_argument("--latency-statistic", choices=("p50", "p05"), default=VARIABLES["LATENCY_STATISTIC"][3],
+                        help="LATENCY_STATISTIC (default: the harness's default); the other is printed beside it, "
+                             "from the same runs")
     args = parser.parse_args()
     files = [zoo_model(name) for name in args.models]
     repeats = args.repeats or int(VARIABLES["REPEATS"][3])
     flags = ["--cpus", "1", *(["--iterations", str(args.iterations)] if args.iterations else []),
-             *(["--precision", f"{args.precision:g}"] if args.precision is not None else [])]
+             *(["--precision", f"{args.precision:g}"] if args.precision is not None else []),
+             "--latency-statistic", args.latency_statistic]
     notes, goals, summaries, tables = [load_note("at the start")], [], [], {}
     for runtime in args.runtimes:
         with tempfile.TemporaryDirectory(prefix="bench-repeatability-") as tmp:
             sessions = [profile_runs(Path(tmp), None, [], backend="local", repeats=repeats, models=files,
                                      extra_flags=[*flags, "--runtime", runtime]) for _ in range(2)]
         rows, summary = compare_sessions(*(medians(session.runs) for session in sessions))
+        other = "p50" if args.latency_statistic == "p05" else "p05"  # the same runs, read by the other statistic
+        _, beside = compare_sessions(*(medians(session.runs, other) for session in sessions))
+        summary |= {f"{other}: within ±{w:.0%}": beside[f"within ±{w:.0%}"] for w in WITHIN}
         summary["minutes per session"] = statistics.fmean((s.ended_s - s.started_s) / 60 for s in sessions)
         for name in ("other cores", "noisy runs"):
             summary[name] = statistics.fmean(noise(session.runs)[name] for session in sessions)
