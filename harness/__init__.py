@@ -38,6 +38,8 @@ API = {
     **{name: ("harness.api.profiling", name) for name in ("profile", "open_session")},
     **{name: ("harness.api.queries", name) for name in ("rank", "compare")},
     "predict": ("harness.api.predicting", "predict"), "regress": ("harness.api.calibrating", "regress"),
+    "load_predictor": ("harness.api.predictors", "load_predictor"),
+    "Prediction": ("harness.calibration.prediction", "Prediction"),
     "Session": ("harness.api.session", "Session"),
     **{name: (_ERRORS, name) for name in ("HarnessError", "ConfigError", "ModelError", "BackendError", "DataError",
                                           "StorageError")},

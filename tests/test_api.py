@@ -118,7 +118,8 @@ def test_an_empty_session_says_so(tmp_path: Path) -> None:
     (lambda tmp: harness.profile([]), harness.ConfigError, "at least one model"),
     (lambda tmp: harness.rank(results_dir=tmp), harness.DataError, "profile"),
     (lambda tmp: harness.compare("a", "b", results_dir=tmp), harness.DataError, "make profile MODEL=a"),
-    (lambda tmp: harness.predict([1, 2], device="my-board"), harness.DataError, "my-board"),
+    (lambda tmp: harness.predict([1, 2], device="my-board", results_dir=tmp), harness.ConfigError,
+     "device='my-board': cells need measured={cell: ms} of a few cells on it"),
     (lambda tmp: harness.predict(["|bad~0|"], device="nb201-raspi4"), harness.ConfigError, "cell"),
 ])
 def test_errors_are_the_harness_s_typed_one_liners(call: Any, error: type[Exception], words: str,

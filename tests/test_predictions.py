@@ -109,3 +109,24 @@ def test_no_interval_of_a_small_random_device_reaches_zero_or_beyond_reason(
             continue
         assert 0 < p.pi_low <= p.predicted <= p.pi_high < math.inf
         assert p.pi_high / p.predicted <= MAX_SPREAD and p.predicted / p.pi_low <= MAX_SPREAD
+
+
+def test_the_cell_path_honours_fit_library_and_metric_and_refuses_what_it_does_not_take(tmp_path: Path) -> None:
+    """harness.predict([5, 77], device="nb201-raspi4", fit=...) once returned the rows of the call without it."""
+    default = harness.predict([5, 77], device="nb201-raspi4", results_dir=tmp_path).rows
+    forced = harness.predict([5, 77], device="nb201-raspi4", fit="library", results_dir=tmp_path).rows
+    assert {p.fit for p in default} == {"loglog"} and {p.fit for p in forced} == {"library"}
+    assert [round(p.predicted or 0, 2) for p in default] == [25.56, 39.71]
+    assert [round(p.predicted or 0, 2) for p in forced] == [23.11, 37.8] and forced[0].library_devices
+    with pytest.raises(harness.DataError, match="--fit library: .*needs a library device"):
+        harness.predict([5, 77], device="nb201-raspi4", fit="library", library=False, results_dir=tmp_path)
+    with pytest.raises(harness.ConfigError, match="metric='peak_memory_mib': cells are predicted for latency_ms"):
+        harness.predict([5], device="nb201-raspi4", metric="peak_memory_mib")
+    with pytest.raises(harness.ConfigError, match="session=...: CellsPredictor .* takes: measured, fit, library"):
+        harness.load_predictor("nb201-raspi4", session="all")
+    predictor = harness.load_predictor("nb201-raspi4", fit="library")
+    (figures,) = predictor.heldout()
+    assert figures["fit"] == "library" and figures["models"] == 10 and 0 <= figures["within_10pct"] <= 1
+    assert predictor.explain().startswith("latency_ms cpus=1: the library fit (device = ")
+    assert "library devices carrying it: nb201-" in predictor.explain()
+    assert [p.predicted for p in predictor.predict([5, 77])] == [p.predicted for p in forced]

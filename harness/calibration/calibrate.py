@@ -215,17 +215,6 @@ class Calibration:
                          "r": float(np.corrcoef(log_device, log_library)[0, 1])})
         return sorted(rows, key=lambda row: -abs(row["exponent"]))
 
-    def library_note(self) -> str:
-        """Which library devices carry the predictions and how alike they are to the device (empty when the chosen
-        fit reads none): what `regress`, `predict` and the report say."""
-        devices = self.library_devices()
-        if not devices:
-            return ""
-        shown = ", ".join(f"{d['device']} (power {d['exponent']:.2f}, r {d['r']:.2f})" for d in devices[:3])
-        more = f" and {len(devices) - 3} more" if len(devices) > 3 else ""
-        return (f"library devices carrying it: {shown}{more}; r is how alike their log latencies are to the device's "
-                "on the calibration models")
-
     def to_dict(self) -> dict[str, Any]:
         return json_safe(
             {

@@ -22,12 +22,13 @@ import numpy as np
 import pandas as pd
 
 from harness.calibration.calibrate import Calibration, CalibrationSet, Intervals, calibrate_device
+from harness.calibration.choice import AUTO
 from harness.calibration.fits import Design
 from harness.calibration.prediction import Prediction
 from harness.calibration.transfer import Library
 from harness.core.errors import ConfigError
 from harness.device.data import DeviceData
-from harness.device.library import METRIC, NB201_PREFIX, shipped_tables
+from harness.device.library import METRIC, NB201_PREFIX, LibraryTable, shipped_tables
 from harness.zoo.nb201_cells import ARCHITECTURES, OPS, cell_ops, index_of, parse_cell
 
 STAGES = ((32, 16), (16, 32), (8, 64))
@@ -91,22 +92,24 @@ class CellPredictor:
     """(cells, library devices the fit reads): their latency of every cell."""
 
     @classmethod
-    def fit(cls, measured: Mapping[int | str, float], device: str = "nas-target") -> CellPredictor:
-        """Calibrate `device` on its measured cells (ms), learning from every NAS-Bench-201 table of the library but
-        its own device's (`device` named like a table, e.g. nb201-raspi4, leaves that device out)."""
+    def fit(cls, measured: Mapping[int | str, float], device: str = "nas-target", fit: str = AUTO,
+            library: bool = True, tables: Sequence[LibraryTable] | None = None) -> CellPredictor:
+        """Calibrate `device` on its measured cells (ms) with `fit`, learning (unless `library` is False) from every
+        NAS-Bench-201 table of the library (`tables`, default the shipped ones) but its own device's (`device` named
+        like a table, e.g. nb201-raspi4, leaves that device out)."""
         index = [cell_index(cell) for cell in measured]
         table = pd.DataFrame({"model": [f"{NB201_PREFIX}{i}" for i in index],
                               METRIC: [float(v) for v in measured.values()], "n": 1, "family": FAMILY})
         data = DeviceData(device, table, {"metrics": [METRIC], "tags": []})
-        library = Library.for_target([t for t in shipped_tables() if t.column], device)
+        learned = Library.for_target([t for t in (shipped_tables() if tables is None else tables) if t.column], device)
         values = static_values()
         # Calibrated on the measured cells' values alone (pairing 15,625 rows would take seconds); every cell's
         # evidence is each table's own latency of it, so the calibration points' evidence is the same either way.
-        cset = calibrate_device(data, {METRIC: values.iloc[index]}, library=library)
+        cset = calibrate_device(data, {METRIC: values.iloc[index]}, fit=fit, library=learned if library else None)
         (calibration,) = cset.calibrations
         calibration.harness_value = STATIC_MACS
         if calibration.evidence is not None:
-            calibration.evidence = library.evidence(values.set_index("model_name")["value"])
+            calibration.evidence = learned.evidence(values.set_index("model_name")["value"])
         evidence = calibration.facts_for(pd.DataFrame(index=pd.Index(values["model_name"], name="harness_model")))
         library_values = evidence.reindex(values["model_name"])[list(calibration.model.fact_names)].to_numpy(float)
         return cls(calibration, cset, values, library_values)

@@ -1,0 +1,285 @@
+"""Predictor objects: `harness.load_predictor(device, **keywords)` returns the one that fits the device, and
+`harness.predict` is a short convenience over it.
+
+Each kind is one class in PREDICTORS, asked in order whether it serves a device: NAS-Bench-201 cells calibrated from
+static facts (CellsPredictor), an imported device calibrated against the harness's runs (DevicePredictor), a shipped
+library table with no data of the user's (ZeroShotPredictor). Another kind (a kernel table, say) is one more class
+added there. Each takes only its own keywords (KEYWORDS) and gives `.predict(models)`, `.explain()` and `.heldout()`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from harness.analysis.run_values import select_runs
+from harness.api.preparing import prepare
+from harness.api.session import Session
+from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label
+from harness.calibration.nas import CellPredictor, cell_index
+from harness.calibration.prediction import Prediction
+from harness.calibration.predictions import predict_models
+from harness.calibration.transfer import Library, device_library
+from harness.core.config import resolve_results_dir
+from harness.core.errors import ConfigError, DataError
+from harness.device.data import list_devices, load_device
+from harness.device.library import METRIC, NB201_PREFIX, all_tables, catalog_path, find_table, shipped_tables
+from harness.models.resolve import resolve_model
+from harness.report.carried import library_note
+from harness.run.zero_shot import device_data
+from harness.zoo.registry import NB201_REFERENCE
+
+AUTO = "auto"
+Cell = int | str
+
+
+def is_cell(model: object) -> bool:
+    """A NAS-Bench-201 architecture: an index, `nb201_<i>` or a cell string (|op~0|+|...|)."""
+    text = str(model)
+    return isinstance(model, int) or text.startswith("|") or (text.startswith(NB201_PREFIX) and
+                                                                text.removeprefix(NB201_PREFIX).isdigit())
+
+
+@lru_cache(maxsize=32)
+def reference_cells(device: str, catalog: Path) -> tuple[tuple[int, float], ...] | None:
+    """HELP's budget on a shipped NAS-Bench-201 table named `device`: its latency of the ten reference
+    architectures, as a user would measure them on the device; None when `device` names no such table. Read once
+    per catalog: a search loop asks for every batch."""
+    table = find_table(device, shipped_tables(catalog))
+    if table is None or not table.column:
+        return None
+    values = table.values
+    return tuple((index, float(values[f"{NB201_PREFIX}{index}"])) for index in NB201_REFERENCE)
+
+
+def calibration_notes(cset: CalibrationSet) -> list[str]:
+    """The library devices that carried each calibration, and how alike they are."""
+    return [f"{c.metric} {group_label(c.group)}: {note}" for c in cset.calibrations if (note := library_note(c))]
+
+
+def _directory(results_dir: str | Path | None) -> Path:
+    return resolve_results_dir(None if results_dir is None else str(results_dir))
+
+
+@lru_cache(maxsize=32)
+def _cells(device: str, pairs: tuple[tuple[int, float], ...], fit: str, library: bool,
+           directory: Path) -> CellPredictor:
+    """Fitted once per device, measured cells and keywords: a search loop asks again and again."""
+    return CellPredictor.fit(dict(pairs), device=device, fit=fit, library=library, tables=all_tables(directory))
+
+
+class Predictor(ABC):
+    """What predicts a device's values for models: `predict`, `explain`, `heldout`, from its own keywords only."""
+
+    KEYWORDS: ClassVar[tuple[str, ...]]
+    """The keywords load_predictor passes it; any other is refused (check_keywords)."""
+    device: str
+    notes: list[str]
+    session: str
+
+    @classmethod
+    @abstractmethod
+    def serves(cls, device: str, keywords: Mapping[str, Any]) -> bool:
+        """Whether this kind predicts for `device` given these keywords."""
+
+    @classmethod
+    @abstractmethod
+    def load(cls, device: str, **keywords: Any) -> Predictor:
+        """The predictor of `device`, calibrated."""
+
+    @classmethod
+    def check_keywords(cls, device: str, keywords: Mapping[str, Any]) -> None:
+        unknown = [name for name in keywords if name not in cls.KEYWORDS]
+        if unknown:
+            raise ConfigError(f"{', '.join(unknown)}=...: {cls.__name__} (device {device!r}) takes none of them; it "
+                              f"takes: {', '.join(cls.KEYWORDS)}")
+
+    @abstractmethod
+    def predict(self, models: Iterable[Any]) -> list[Prediction]:
+        """One Prediction per model, metric and calibrated group."""
+
+    def explain(self) -> str:
+        """Which fit predicts, why it was chosen, and which library devices carried it."""
+        return "\n".join(f"{c.metric} {group_label(c.group)}: the {c.model.name} fit ({c.model.equation}), chosen: "
+                         f"{c.choice.get('reason', '')}" + (f"; {note}" if (note := library_note(c)) else "")
+                         for c in self.calibrations.calibrations)
+
+    def heldout(self) -> list[dict[str, Any]]:
+        """Its own held-out error per metric and group: each calibration model predicted from the others (the fit
+        chosen again in each fold for `auto`)."""
+        return [{"metric": c.metric, "group": c.group, "models": len(c.points), "fit": c.model.name,
+                 **{key.removeprefix("loo_"): value for key, value in c.stats.items() if key.startswith("loo_")}}
+                for c in self.calibrations.calibrations]
+
+    @property
+    @abstractmethod
+    def calibrations(self) -> CalibrationSet:
+        """The calibration it predicts from."""
+
+
+@dataclass
+class CellsPredictor(Predictor):
+    """NAS-Bench-201 cells (indices, `nb201_<i>`, cell strings) from their MACs and the library's NAS-Bench-201
+    tables: `measured` (ms per cell on the device) calibrates it, else the device must be a NAS-Bench-201 table, whose
+    reference cells stand for the measurements."""
+
+    KEYWORDS: ClassVar[tuple[str, ...]] = ("measured", "fit", "library", "metric", "results_dir")
+    device: str
+    cells: CellPredictor
+    notes: list[str] = field(default_factory=list)
+    session: str = ""
+
+    @classmethod
+    def serves(cls, device: str, keywords: Mapping[str, Any]) -> bool:
+        return keywords.get("measured") is not None or reference_cells(device, catalog_path()) is not None
+
+    @classmethod
+    def load(cls, device: str, **keywords: Any) -> CellsPredictor:
+        cls.check_keywords(device, keywords)
+        metric = keywords.get("metric")
+        if metric not in (None, METRIC):
+            raise ConfigError(f"metric={metric!r}: cells are predicted for {METRIC} only")
+        measured = keywords.get("measured")
+        pairs = reference_cells(device, catalog_path()) if measured is None else \
+            tuple((cell_index(c), float(v)) for c, v in measured.items())
+        if pairs is None:
+            raise ConfigError(f"device={device!r}: cells need measured={{cell: ms}} of a few cells on it, or a "
+                              "NAS-Bench-201 library table (harness devices) as the device")
+        fitted = _cells(device, pairs, keywords.get("fit", AUTO), keywords.get("library", True),
+                        _directory(keywords.get("results_dir")))
+        return cls(device, fitted, [f"calibrated on {len(pairs)} measured cells"])
+
+    @property
+    def calibrations(self) -> CalibrationSet:
+        return self.cells.cset
+
+    def predict(self, models: Iterable[Cell]) -> list[Prediction]:
+        return self.cells.predict(models)
+
+
+@dataclass
+class DevicePredictor(Predictor):
+    """An imported device (or a board's): a session's runs calibrated against its data, as `harness predict` does."""
+
+    KEYWORDS: ClassVar[tuple[str, ...]] = ("session", "metric", "fit", "across_repeats", "library", "runtime",
+                                           "results_dir")
+    device: str
+    cset: CalibrationSet
+    runs_session: str
+    measured: dict[str, pd.DataFrame]
+    notes: list[str] = field(default_factory=list)
+    session: str = ""
+
+    @classmethod
+    def serves(cls, device: str, keywords: Mapping[str, Any]) -> bool:
+        return device in list_devices(_directory(keywords.get("results_dir")))
+
+    @classmethod
+    def load(cls, device: str, **keywords: Any) -> DevicePredictor:
+        cls.check_keywords(device, keywords)
+        session = keywords.get("session")
+        folder = session.path if isinstance(session, Session) else None
+        directory = folder.parent if folder is not None else _directory(keywords.get("results_dir"))
+        data = load_device(directory, device)
+        runs, name = select_runs(directory, folder.name if folder is not None else session,
+                                 keywords.get("runtime"), data)
+        learned = device_library(directory, data.name) if keywords.get("library", True) else None
+        cset, measured = calibrate_runs(data, runs, keywords.get("metric"), fit=keywords.get("fit", AUTO),
+                                        across=keywords.get("across_repeats"), library=learned)
+        refused = [learned.refused_note(data.name)] if learned is not None and learned.refused else []
+        return cls(data.name, cset, name, measured, refused + calibration_notes(cset), name)
+
+    @property
+    def calibrations(self) -> CalibrationSet:
+        return self.cset
+
+    def predict(self, models: Iterable[Any]) -> list[Prediction]:
+        """Profiled models: names as `harness rank` lists them, or the model files harness.profile took."""
+        names = [model_name(model) for model in models]
+        profiled = {name for values in self.measured.values() for name in values["model_name"]}
+        missing = [name for name in names if name not in profiled]
+        if missing:
+            raise DataError(f"no runs of {', '.join(missing)} in session {self.runs_session}; profile them first "
+                            "(harness.profile) or predict from every session (session=\"all\")")
+        return predict_models(self.cset, self.measured, names)
+
+
+@dataclass
+class ZeroShotPredictor(Predictor):
+    """A shipped library table and no data of the user's: its zoo models and the user's profiled on this host by
+    prepare() (once per set of conditions), the table calibrated as imported data, the other tables its library."""
+
+    KEYWORDS: ClassVar[tuple[str, ...]] = ("fit", "across_repeats", "library", "runtime", "results_dir")
+    device: str
+    keywords: dict[str, Any]
+    cset: CalibrationSet | None = None
+    """Made on first use: by predict, with the models to predict profiled beside the table's."""
+    notes: list[str] = field(default_factory=list)
+    session: str = ""
+
+    @classmethod
+    def serves(cls, device: str, keywords: Mapping[str, Any]) -> bool:
+        return find_table(device, all_tables(_directory(keywords.get("results_dir")))) is not None
+
+    @classmethod
+    def load(cls, device: str, **keywords: Any) -> ZeroShotPredictor:
+        cls.check_keywords(device, keywords)
+        return cls(device, dict(keywords))
+
+    @staticmethod
+    def _calibrate(device: str, models: Sequence[str], keywords: Mapping[str, Any]) -> tuple[
+            CalibrationSet, list[str], str, dict[str, pd.DataFrame], dict[str, str]]:
+        directory = _directory(keywords.get("results_dir"))
+        table = find_table(device, all_tables(directory))
+        if table is None:
+            raise DataError(f"device={device!r}: no library table of that name (harness devices)")
+        prepared = prepare(table, models, results_dir=directory, runtime=keywords.get("runtime"))
+        learned = Library.for_target(all_tables(directory), table.name) if keywords.get("library", True) else None
+        cset, measured = calibrate_runs(device_data(table), prepared.runs, METRIC, fit=keywords.get("fit", AUTO),
+                                        across=keywords.get("across_repeats"), library=learned)
+        notes = [f"held out on {table.name} (each of its {len(c.points)} models predicted from the others, the fit "
+                 f"chosen again each time): {c.stats['loo_within_10pct']:.0%} within ±10%, "
+                 f"{c.stats['loo_within_20pct']:.0%} within ±20%, MAPE {c.stats['loo_mape_pct']:.1f}%"
+                 for c in cset.calibrations]
+        return cset, prepared.notes + notes + calibration_notes(cset), prepared.session, measured, prepared.names
+
+    @property
+    def calibrations(self) -> CalibrationSet:
+        if self.cset is None:
+            self.predict(())
+        assert self.cset is not None  # predict made it
+        return self.cset
+
+    def predict(self, models: Iterable[Any]) -> list[Prediction]:
+        """Model files or zoo names, profiled here first where this host's sessions lack them."""
+        wanted = [str(model) for model in models]
+        self.cset, self.notes, self.session, measured, names = self._calibrate(self.device, wanted, self.keywords)
+        return predict_models(self.cset, measured, [names[model] for model in wanted])
+
+
+PREDICTORS: tuple[type[Predictor], ...] = (CellsPredictor, DevicePredictor, ZeroShotPredictor)
+"""The kinds of predictor, asked in this order which serves a device."""
+
+
+def model_name(model: Any) -> str:
+    """A model as the runs name it: a file harness.profile took is named as it named it."""
+    text = str(model)
+    return resolve_model(text, check_runtime=False).name if Path(text).suffix and Path(text).is_file() else text
+
+
+def load_predictor(device: str, **keywords: Any) -> Predictor:
+    """The predictor that fits `device`: measured NAS-Bench-201 cells or a NAS-Bench-201 table, an imported device,
+    or a shipped library table (zero-shot). Keywords it does not take raise ConfigError naming them."""
+    for kind in PREDICTORS:
+        if kind.serves(device, keywords):
+            return kind.load(device, **keywords)
+    known = ", ".join(list_devices(_directory(keywords.get("results_dir")))) or "none imported"
+    raise DataError(f"device={device!r}: neither an imported device ({known}) nor a library table "
+                    "(harness devices); import its measurements with harness import-device")
+
