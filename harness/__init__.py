@@ -16,9 +16,26 @@ from __future__ import annotations
 import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the public names' real types, for checkers and IDEs; at runtime __getattr__ imports them
     from importlib.machinery import ModuleSpec
     from types import ModuleType
+
+    # `name as name`: an explicit re-export, which __all__ (built from the tables) cannot show a linter
+    from harness.api.calibrating import regress as regress
+    from harness.api.predicting import predict as predict
+    from harness.api.predictors import load_predictor as load_predictor
+    from harness.api.profiling import open_session as open_session
+    from harness.api.profiling import profile as profile
+    from harness.api.queries import compare as compare
+    from harness.api.queries import rank as rank
+    from harness.api.session import Session as Session
+    from harness.calibration.prediction import Prediction as Prediction
+    from harness.core.errors import BackendError as BackendError
+    from harness.core.errors import ConfigError as ConfigError
+    from harness.core.errors import DataError as DataError
+    from harness.core.errors import HarnessError as HarnessError
+    from harness.core.errors import ModelError as ModelError
+    from harness.core.errors import StorageError as StorageError
 
 __version__ = "0.1.0"
 

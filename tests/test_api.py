@@ -3,6 +3,7 @@ same session, typed errors with the CLI's one-line messages, and what a notebook
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import subprocess
@@ -178,7 +179,44 @@ def test_names_of_the_python_face_hide_no_package() -> None:
     packages = {path.name for path in (ROOT / "harness").iterdir() if path.is_dir()} | \
         {path.stem for path in (ROOT / "harness").glob("*.py")}
     assert set(harness.API) & packages == set()
-    assert all(name in dir(harness) for name in harness.API)
+    for name, (module, attribute) in harness.API.items():  # each name is the object its module defines
+        assert getattr(harness, name) is getattr(importlib.import_module(module), attribute)
+
+
+SNIPPET = """
+from pathlib import Path
+
+import harness
+
+session: harness.Session = harness.profile(["a.onnx"], device="raspberry-pi-4", repeats=3)
+again: harness.Session = harness.open_session(session.id)
+runs = session.runs
+summary = session.summary
+page: Path = session.report()
+best: list[str] = harness.rank(session).best()
+table = harness.compare("a", "b").table
+predictions = harness.predict([1, 2], device="nb201-raspi4", fit="auto", library=True)
+predictor = harness.load_predictor("nb201-raspi4", fit="auto")
+rows: list[harness.Prediction] = predictor.predict([5])
+text: str = predictor.explain()
+first = predictions.rows[0]
+low: float | None = first.pi_low
+named: str = first.model + first.reach + first.carried_by
+try:
+    harness.predict([1], device="x", session=session)
+except harness.ConfigError as err:
+    message: str = str(err)
+"""
+
+
+def test_a_user_s_snippet_of_every_public_call_type_checks_clean(tmp_path: Path) -> None:
+    """mypy over user code that calls every public name: once `"object" not callable` for harness.predict."""
+    snippet = tmp_path / "user.py"
+    snippet.write_text(SNIPPET)
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
+                           "--follow-imports", "silent", "--ignore-missing-imports", str(snippet)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_dims_from_python_size_a_dynamic_sequence(tmp_path: Path) -> None:
