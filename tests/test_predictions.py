@@ -130,3 +130,26 @@ def test_the_cell_path_honours_fit_library_and_metric_and_refuses_what_it_does_n
     assert predictor.explain().startswith("latency_ms cpus=1: the library fit (device = ")
     assert "library devices carrying it: nb201-" in predictor.explain()
     assert [p.predicted for p in predictor.predict([5, 77])] == [p.predicted for p in forced]
+
+
+def test_predict_takes_what_profile_and_rank_take(tmp_path: Path) -> None:
+    """session=<Session> (once a raw TypeError) and a model file profile() took (once refused with CLI advice)."""
+    results = tmp_path / "results"
+    harness_ms = {"net_a": 1.0, "net_b": 2.0, "net_c": 4.0, "net_d": 7.0, "mobilenet_v1_0.25_128": 3.0}
+    folder = write_session(results, {model: [value] * 3 for model, value in harness_ms.items()})
+    csv = tmp_path / "board.csv"
+    csv.write_text("model,latency_ms\n" + "".join(f"{m},{2 * v + 1}\n" for m, v in harness_ms.items()
+                                                  if m.startswith("net_")))
+    assert main(["import-device", str(csv), "--device", "board", "--results-dir", str(results)]) == 0
+    session = harness.Session(folder)
+    file = Path(__file__).resolve().parents[1] / "examples" / "models" / "mobilenet_v1_0.25_128.onnx"
+    (by_file,) = harness.predict([str(file)], device="board", session=session, library=False).rows
+    (by_name,) = harness.predict(["mobilenet_v1_0.25_128"], device="board", results_dir=results, library=False).rows
+    assert by_file.model == "mobilenet_v1_0.25_128" and by_file.predicted == by_name.predicted
+    assert by_file.predicted == pytest.approx(2 * 3.0 + 1, rel=1e-6)
+    (by_folder,) = harness.predict(["mobilenet_v1_0.25_128"], device="board", session=folder, library=False).rows
+    assert by_folder.predicted == by_name.predicted
+    with pytest.raises(harness.DataError, match=r'profile them first \(harness.profile\) or predict from every '
+                                                r'session \(session="all"\)') as refused:
+        harness.predict(["net_z"], device="board", session=session)
+    assert "--session" not in str(refused.value)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from harness.analysis.run_values import select_runs
 from harness.api.preparing import prepare
-from harness.api.session import Session
+from harness.api.session import Session, session_folder
 from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label
 from harness.calibration.nas import CellPredictor, cell_index
 from harness.calibration.prediction import Prediction
@@ -63,7 +63,17 @@ def calibration_notes(cset: CalibrationSet) -> list[str]:
     return [f"{c.metric} {group_label(c.group)}: {note}" for c in cset.calibrations if (note := library_note(c))]
 
 
-def _directory(results_dir: str | Path | None) -> Path:
+def _session_folder(session: Any) -> Path | None:
+    return session.path if isinstance(session, Session) else session_folder(session)
+
+
+def _directory(keywords: Mapping[str, Any]) -> Path:
+    """The results directory the keywords name: a session's (a Session or its folder), else results_dir's (else the
+    configured one)."""
+    folder = _session_folder(keywords.get("session"))
+    if folder is not None:
+        return folder.parent
+    results_dir = keywords.get("results_dir")
     return resolve_results_dir(None if results_dir is None else str(results_dir))
 
 
@@ -152,7 +162,7 @@ class CellsPredictor(Predictor):
             raise ConfigError(f"device={device!r}: cells need measured={{cell: ms}} of a few cells on it, or a "
                               "NAS-Bench-201 library table (harness devices) as the device")
         fitted = _cells(device, pairs, keywords.get("fit", AUTO), keywords.get("library", True),
-                        _directory(keywords.get("results_dir")))
+                        _directory(keywords))
         return cls(device, fitted, [f"calibrated on {len(pairs)} measured cells"])
 
     @property
@@ -178,17 +188,17 @@ class DevicePredictor(Predictor):
 
     @classmethod
     def serves(cls, device: str, keywords: Mapping[str, Any]) -> bool:
-        return device in list_devices(_directory(keywords.get("results_dir")))
+        return device in list_devices(_directory(keywords))
 
     @classmethod
     def load(cls, device: str, **keywords: Any) -> DevicePredictor:
         cls.check_keywords(device, keywords)
         session = keywords.get("session")
-        folder = session.path if isinstance(session, Session) else None
-        directory = folder.parent if folder is not None else _directory(keywords.get("results_dir"))
+        directory = _directory(keywords)
         data = load_device(directory, device)
-        runs, name = select_runs(directory, folder.name if folder is not None else session,
-                                 keywords.get("runtime"), data)
+        folder = _session_folder(session)
+        runs, name = select_runs(directory, folder.name if folder is not None else session, keywords.get("runtime"),
+                                 data)
         learned = device_library(directory, data.name) if keywords.get("library", True) else None
         cset, measured = calibrate_runs(data, runs, keywords.get("metric"), fit=keywords.get("fit", AUTO),
                                         across=keywords.get("across_repeats"), library=learned)
@@ -225,7 +235,7 @@ class ZeroShotPredictor(Predictor):
 
     @classmethod
     def serves(cls, device: str, keywords: Mapping[str, Any]) -> bool:
-        return find_table(device, all_tables(_directory(keywords.get("results_dir")))) is not None
+        return find_table(device, all_tables(_directory(keywords))) is not None
 
     @classmethod
     def load(cls, device: str, **keywords: Any) -> ZeroShotPredictor:
@@ -235,7 +245,7 @@ class ZeroShotPredictor(Predictor):
     @staticmethod
     def _calibrate(device: str, models: Sequence[str], keywords: Mapping[str, Any]) -> tuple[
             CalibrationSet, list[str], str, dict[str, pd.DataFrame], dict[str, str]]:
-        directory = _directory(keywords.get("results_dir"))
+        directory = _directory(keywords)
         table = find_table(device, all_tables(directory))
         if table is None:
             raise DataError(f"device={device!r}: no library table of that name (harness devices)")
@@ -279,7 +289,7 @@ def load_predictor(device: str, **keywords: Any) -> Predictor:
     for kind in PREDICTORS:
         if kind.serves(device, keywords):
             return kind.load(device, **keywords)
-    known = ", ".join(list_devices(_directory(keywords.get("results_dir")))) or "none imported"
+    known = ", ".join(list_devices(_directory(keywords))) or "none imported"
     raise DataError(f"device={device!r}: neither an imported device ({known}) nor a library table "
                     "(harness devices); import its measurements with harness import-device")
 
