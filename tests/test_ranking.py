@@ -285,9 +285,12 @@ def test_models_measured_side_by_side_are_compared_round_by_round() -> None:
     assert pair.separated and pair.test == SIGNED_RANK and pair.p_value == pytest.approx(2 / 2**8)
     rounds = {"a": list(range(8)), "b": list(range(8))}
     assert [e.rank for e in rank_samples({"a": a, "b": b}, rounds=rounds)] == [1, 2]
-    # A model missing a round is compared unpaired: pairing is for models that ran in every round together.
+    # A model with a round fewer (a failed run) or more (adaptive repeats) is paired over the rounds both ran: 7 of
+    # them, still every one slower; runs of different sessions share no round and are compared unpaired.
     assert [e.rank for e in rank_samples({"a": a[:7], "b": b}, rounds={"a": rounds["a"][:7], "b": rounds["b"]})] \
-        == [1, 1]
+        == [1, 2]
+    assert [e.rank for e in rank_samples({"a": a, "b": b}, rounds={"a": [("s1", r) for r in range(8)],
+                                                                   "b": [("s2", r) for r in range(8)]})] == [1, 1]
 
 
 def test_the_paired_test_holds_alpha_where_runs_of_one_round_are_not_independent() -> None:

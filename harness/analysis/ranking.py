@@ -134,14 +134,16 @@ def material(low: float, high: float) -> bool:
 
 
 def paired_rounds(rounds: Rounds | None, better: str, worse: str) -> list[Hashable] | None:
-    """The rounds two models were both measured in, when that is every round of each (one value a round); None
-    when they were not measured side by side (then they are compared unpaired)."""
+    """The rounds two models were both measured in (one value a round each): adaptive repeats give a noisier model
+    more rounds, a failed run leaves one out, and the rounds they shared are still side by side. None when they
+    shared none (runs of different sessions): then they are compared unpaired, over all their runs."""
     if rounds is None or better not in rounds or worse not in rounds:
         return None
     mine, theirs = rounds[better], rounds[worse]
-    if len(set(mine)) != len(mine) or set(mine) != set(theirs) or len(theirs) != len(mine):
+    if len(set(mine)) != len(mine) or len(set(theirs)) != len(theirs):
         return None
-    return sorted(mine, key=str)
+    common = set(mine) & set(theirs)
+    return sorted(common, key=str) if common else None
 
 
 def _pair_values(samples: dict[str, list[float]], rounds: Rounds | None, better: str, worse: str,
