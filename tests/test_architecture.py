@@ -29,10 +29,17 @@ def modules() -> dict[str, Path]:
 
 
 def imported(name: str, path: Path, known: set[str]) -> set[str]:
-    """The harness modules `path` imports: `from a import b` counts as a.b where a.b is a module, else as a."""
+    """The harness modules `path` imports: `from a import b` counts as a.b where a.b is a module, else as a. The
+    package root's `if TYPE_CHECKING:` imports are left out: they give checkers the types of the public names its
+    lazy table (harness.API) already names, and are never run."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    type_only = {id(inner) for node in tree.body if name == "harness" and isinstance(node, ast.If)
+                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING" for inner in ast.walk(node)}
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
