@@ -11,6 +11,7 @@ import pytest
 
 from harness import regress
 from harness.cli import main
+from harness.report.calibration_json import calibration_set_json
 from harness.store.results import SCHEMA_VERSION
 from tests.analysis_fixtures import write_session
 
@@ -53,7 +54,8 @@ def test_regress_recovers_an_exact_law_from_store_and_csv(tmp_path: Path, capsys
 
     regression = regress("phone", results_dir=results)  # what the command prints, from Python
     assert regression.device == "phone"
-    as_printed = {"schema_version": SCHEMA_VERSION, "session": regression.session, **regression.calibrations.to_dict()}
+    as_printed = {"schema_version": SCHEMA_VERSION, "session": regression.session,
+                  **calibration_set_json(regression.calibrations)}
     assert json.loads(json.dumps(as_printed, default=str)) == result
     assert regression.harness["latency_ms"].set_index("model_name")["value"].to_dict() == FASTEST
 

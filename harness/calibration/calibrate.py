@@ -57,7 +57,6 @@ from harness.calibration.prediction import (
     Intervals,
     Prediction,
     float_or_none,
-    json_safe,
     missing_facts_note,
     unbounded_note,
 )
@@ -215,26 +214,6 @@ class Calibration:
                          "r": float(np.corrcoef(log_device, log_library)[0, 1])})
         return sorted(rows, key=lambda row: -abs(row["exponent"]))
 
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(
-            {
-                "metric": self.metric,
-                "group": self.group,
-                "library_devices": self.library_devices(),
-                "families": self.by_family(),
-                "threads": self.threads,
-                "harness_value": self.harness_value,
-                "chosen_fit": self.model.name,
-                "equation": self.model.equation,
-                "choice": self.choice,
-                "fits": self.comparison,
-                "ols": vars(self.reference_line),
-                "stats": self.stats,
-                "flipped_pairs": self.flipped_pairs,
-                "points": self.points.to_dict(orient="records"),
-            }
-        )
-
 
 def points_design(points: pd.DataFrame) -> Design:
     """Harness values plus every static fact that all the points have (positive and finite), the per-op split
@@ -390,18 +369,6 @@ class CalibrationSet:
     unmatched_device_models: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     facts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(FIT_FACTS)))
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(
-            {
-                "device": self.device,
-                "group_by": self.group_by,
-                "calibrations": [c.to_dict() for c in self.calibrations],
-                "skipped": self.skipped,
-                "unmatched_device_models": self.unmatched_device_models,
-                "notes": self.notes,
-            }
-        )
 
 
 def calibrate_device(

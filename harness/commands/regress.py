@@ -36,6 +36,7 @@ from harness.commands.shared import (
 from harness.core.config import resolve_results_dir
 from harness.core.errors import DataError
 from harness.device.data import DeviceData, load_device
+from harness.report.calibration_json import calibration_set_json
 from harness.report.carried import library_note
 from harness.report.console import out_console
 
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     if cset.unmatched_device_models:
         warn(f"device models without harness runs in session {session}: {', '.join(cset.unmatched_device_models)}")
     if args.json:
-        print_json({"session": session, **cset.to_dict()})
+        print_json({"session": session, **calibration_set_json(cset)})
         return 0
     for calibration in cset.calibrations:
         print_calibration(calibration)
