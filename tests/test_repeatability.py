@@ -141,4 +141,4 @@ def test_the_5th_percentile_headline_is_a_condition_of_its_own(tmp_path: Path, t
     entries = summarize_runs(runs)
     assert len(entries) == 2 and all(entry.n_ok == 2 for entry in entries)
     assert {label for entry in entries for label in entry.differs_in} == {
-        "LATENCY_STATISTIC (each run's headline latency: p05; the median where unset)"}
+        "LATENCY_STATISTIC (each run's headline latency: p05, or the median where unset)"}

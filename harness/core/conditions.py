@@ -30,7 +30,7 @@ CONDITIONS: dict[str, str] = {
     "conversion": "the model's conversion for its engine (tool and version)",
     "dims": "DIMS (the sizes of the model's dynamic dimensions)",
     "inputs": "INPUTS (the inputs file's sha256)",
-    "latency_statistic": "LATENCY_STATISTIC (each run's headline latency: p05; the median where unset)",
+    "latency_statistic": "LATENCY_STATISTIC (each run's headline latency: p05, or the median where unset)",
 }
 """Condition -> how to name it to a user (the env.template variable where there is one)."""
 MODEL_CONDITIONS = ("model_sha256", "dims")

@@ -110,7 +110,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "PRECISION": ("precision_pct", _number(float, 0, 100), "a percentage from 0 to 100 such as 2 (0: off)", "2"),
     "MAX_REPEATS": ("max_repeats", _number(int, 1, 10_000), "a whole number >= 1", "15"),
     "ADAPTIVE_BUDGET_S": ("adaptive_budget_s", _number(float, 0, 10_000_000), "a number of seconds >= 0", "300"),
-    "LATENCY_STATISTIC": ("latency_statistic", _choice("p50", "p05"), "p50 or p05", "p50"),
+    "LATENCY_STATISTIC": ("latency_statistic", _choice("p50", "p05"), "p50 or p05", "p05"),
     "ITERATIONS": ("iterations", _number(int, 1, 10_000_000), "a whole number >= 1", "500"),
     "WARMUP": ("warmup", _number(int, 0, 10_000_000), "a whole number >= 0", "20"),
     "BATCH_SIZE": ("batch_size", _number(int, 1, 1_000_000), "a whole number >= 1", "1"),

@@ -94,7 +94,7 @@ def _number_at(run: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
 
 METRICS: tuple[Metric, ...] = (
     Metric("latency_ms", "ms", ("latency_stats_ms", "headline"), "latency", 3,
-           "the run's headline latency: its median inference (its 5th percentile with LATENCY_STATISTIC=p05), or "
+           "the run's headline latency: its 5th-percentile inference (its median with LATENCY_STATISTIC=p50), or "
            "under a CFS quota (fractional CPUS) its mean, since there the median shows the unlimited speed between "
            "the quota's stalls (`latency_headline` says which)", ranked=True, calibrated=True,
            across_repeats=FASTEST_INFERENCE, per_inference=True),

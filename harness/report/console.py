@@ -134,13 +134,11 @@ def print_summary(summary: dict[str, Any]) -> None:
                               "than the CFS quota's run window, so most run at full speed and a few absorb the stall; "
                               "p50 shows the unlimited speed, and latency ms is the mean (docs/measurement.md)")
     quota = sorted({f"{e['cpus']:g}" for e in summary["models"] if e.get("latency_headline") == "mean"})
-    elsewhere = "its 5th percentile" if any(e.get("latency_headline") == "p05" for e in summary["models"]) else (
-        "its median")
+    elsewhere = "its median" if any(e.get("latency_headline") == "p50" for e in summary["models"]) else (
+        "its 5th percentile")
     if quota:
         err_console.print(f"latency ms: each run's mean inference at CPUS={','.join(quota)} (CFS quota: the median "
                           f"there shows the unlimited speed between the quota's stalls), {elsewhere} elsewhere")
-    elif elsewhere != "its median":
-        err_console.print("latency ms: each run's 5th-percentile inference (LATENCY_STATISTIC=p05)")
     unstable = [(e["model_name"], e["cpus"], e["unstable_metrics"]) for e in summary["models"] if e["unstable_metrics"]]
     for model, cpus, names in unstable:
         err_console.print(f"[yellow]unstable[/]: {model} cpus={cpus:g}: {UNSTABLE_RULE} for {', '.join(names)}; "
