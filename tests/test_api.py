@@ -97,7 +97,7 @@ def test_session_html_shows_the_device_and_each_model(tiny_onnx: Path, tmp_path:
     session = harness.profile(tiny_onnx, device="raspberry-pi-4", results_dir=tmp_path, **FAST)
     shown = session._repr_html_()
     assert "raspberry-pi-4" in shown and "tiny_mlp" in shown and "<table" in shown
-    median = session.summary["latency_ms_median"].iloc[0]
+    median = session.summary["latency_p50_ms_median"].iloc[0]  # the report's summary columns (SHOWN_METRICS)
     assert f"{median:.4g}" in shown
     report = session.report()
     assert report.is_file() and report.read_text(encoding="utf-8").count("tiny_mlp") >= 1
