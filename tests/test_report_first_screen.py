@@ -77,9 +77,12 @@ def test_answer_holds_ranking_pareto_set_and_device_predictions(report_dir: Path
     row = predictions[predictions["model"] == "squeezenet1_1"].iloc[0]
     assert 0 < row["pi_low"] < row["predicted"] < row["pi_high"] if pd.notna(row["predicted"]) else \
         "cannot bound it from these 3 models" in row["note"]
-    bounded = predictions[predictions["predicted"].notna()]
-    assert len(bounded) and ((bounded["pi_low"] > 0) & (bounded["pi_low"] < bounded["predicted"])
-                             & (bounded["predicted"] < bounded["pi_high"])).all()
+    # The same for every model: on a host whose three calibration models the phone orders otherwise, the fit may
+    # bound none of them, and each row then says so.
+    bounded = predictions["predicted"].notna()
+    assert ((predictions["pi_low"] > 0) & (predictions["pi_low"] < predictions["predicted"])
+            & (predictions["predicted"] < predictions["pi_high"]))[bounded].all()
+    assert predictions.loc[~bounded, "note"].str.contains("cannot bound it from these 3 models").all()
     assert (report_dir / "figures" / "pareto_cpus1.png").exists()
 
 
