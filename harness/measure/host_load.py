@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 NOISY_OTHER_CORES = 0.25
 """Other processes' CPU time, in cores on average over the run, from which a run is called noisy: a quarter of a core
-busy besides the run is enough to move a 1-CPU latency by a few percent on a small host (docs/repeatability.md)."""
+busy besides the run is enough to move a 1-CPU latency by a few percent on a small host (docs/measurement.md: noisy)."""
 NOISY_STEAL = 0.01
 """The share of the machine's CPU time a hypervisor gave to other guests, from which a run is called noisy."""
 NOISY_CLOCK_DROP = 0.10

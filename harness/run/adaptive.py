@@ -29,11 +29,13 @@ Group = tuple[str, float]
 @dataclass(frozen=True)
 class Width:
     """A group's 95% CI of the median latency, as a half-width relative to the median, over `runs` ok runs; None
-    below 6 runs, where no such CI exists: REPEATS below 6 asks for a quick look, and gets exactly REPEATS rounds."""
+    below 6 runs, where no such CI exists: REPEATS below 6 asks for a quick look, and gets exactly REPEATS rounds.
+    `runtime_s`: its runs' mean runtime, what one more round of it is expected to take."""
 
     group: Group
     runs: int
     half_width: float | None
+    runtime_s: float
 
     def too_wide(self, precision: float) -> bool:
         return self.half_width is not None and self.half_width > precision
@@ -58,7 +60,8 @@ def widths(runs: list[RunRecord], groups: list[Group]) -> list[Width]:
         if not values or len(values) < len(members):
             continue
         ci, middle = median_ci(values), statistics.median(values)
-        out.append(Width(group, len(values), None if ci is None or middle <= 0 else (ci[1] - ci[0]) / 2 / middle))
+        out.append(Width(group, len(values), None if ci is None or middle <= 0 else (ci[1] - ci[0]) / 2 / middle,
+                         statistics.fmean(run.result.runtime_s or 0.0 for run in members)))
     return out
 
 
@@ -76,16 +79,12 @@ def next_round(profile: DeviceProfile, specs: list[RunSpec], runs: list[RunRecor
     last: dict[Group, RunSpec] = {}
     for spec in specs:
         last[(spec.model_name, spec.cpu.cpus)] = spec
-    runtimes: dict[Group, list[float]] = {}
-    for run in runs:
-        runtimes.setdefault((run.model_name, float(run.cpus)), []).append(run.result.runtime_s or 0.0)
     left = profile.adaptive_budget_s - extra_seconds(runs, profile.repeats)
     chosen = []
     for width in widths(runs, list(last)):
-        expected = sum(runtimes[width.group]) / len(runtimes[width.group])
-        if width.too_wide(precision) and width.runs < profile.max_repeats and expected <= left:
+        if width.too_wide(precision) and width.runs < profile.max_repeats and width.runtime_s <= left:
             chosen.append(last[width.group])
-            left -= expected
+            left -= width.runtime_s
     round_index = max(spec.round for spec in specs) + 1
     random.Random(seed + round_index).shuffle(chosen)
     session_id = specs[0].session_id
