@@ -99,19 +99,22 @@ def test_outside_a_terminal_each_run_is_a_plain_line_with_its_round_and_eta(
         capsys: pytest.CaptureFixture[str]) -> None:
     """rich's live bar draws nothing in a CI log or a notebook cell: there each run says where the session is."""
     now = [100.0]
-    on_start, on_done = plain_progress(lambda: 3, clock=lambda: now[0])
+    planned = [2]
     specs = [SimpleNamespace(model_name=name, cpu=SimpleNamespace(cpus=1.0), repeat=r)
              for r, name in ((0, "a"), (0, "b"), (1, "a"))]
-    for spec, status in zip(specs, ("ok", "oom", "ok"), strict=True):
-        on_start(spec)
-        now[0] += 10
-        on_done(spec, {"status": status})
+    with plain_progress(lambda: planned[0], clock=lambda: now[0]) as (on_start, on_done):
+        for spec, status in zip(specs, ("ok", "oom", "ok"), strict=True):
+            if spec.repeat:
+                planned[0] = 3  # an adaptive round joins the plan after the planned runs are done
+            on_start(spec)
+            now[0] += 10
+            on_done(spec, {"status": status})
     assert capsys.readouterr().err.splitlines() == [
-        "run 1/3: a cpus=1 round 1 · elapsed 0:00:00 · eta ?",
-        "run 2/3: b cpus=1 round 1 · elapsed 0:00:10 · eta 0:00:20",
+        "run 1/2: a cpus=1 round 1 · elapsed 0:00:00 · eta ?",
+        "run 2/2: b cpus=1 round 1 · elapsed 0:00:10 · eta 0:00:10",
         "b round 1: oom",
         "run 3/3: a cpus=1 round 2 · elapsed 0:00:20 · eta 0:00:10",
-        "3/3 runs done in 0:00:30",
+        "3 runs done in 0:00:30",
     ]
 
 

@@ -45,7 +45,8 @@ def run_progress(total: Callable[[], int]) -> Iterator[tuple[Any, Any]]:
     where stderr is no terminal (a CI log, a notebook's output), which rich's live bar would leave blank. `total`
     is read at every run: adaptive repeats add rounds as the session goes."""
     if not err_console.is_terminal:
-        yield plain_progress(total)
+        with plain_progress(total) as callbacks:
+            yield callbacks
         return
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=False)
@@ -67,9 +68,11 @@ def run_progress(total: Callable[[], int]) -> Iterator[tuple[Any, Any]]:
         yield on_start, on_done
 
 
-def plain_progress(total: Callable[[], int], clock: Callable[[], float] = time.monotonic) -> tuple[Any, Any]:
-    """(on_start, on_done) that print one line as each run starts: its place, model, CPUs, round, the time so far
-    and the time left at the mean pace of the runs done; a run that failed says so, and the last line the total."""
+@contextmanager
+def plain_progress(total: Callable[[], int], clock: Callable[[], float] = time.monotonic) -> Iterator[tuple[Any, Any]]:
+    """Yields (on_start, on_done) that print one line as each run starts: its place, model, CPUs, round, the time so
+    far and the time left at the mean pace of the runs done; a run that failed says so. The total's line comes when
+    the session ends, not when the runs planned so far are done: an adaptive round may follow them."""
     started, done = clock(), [0]
 
     def say(text: str) -> None:
@@ -90,10 +93,10 @@ def plain_progress(total: Callable[[], int], clock: Callable[[], float] = time.m
         if status != "ok":
             tail = ((result or {}).get("stderr_tail") or "").strip().splitlines()
             say(f"{spec.model_name} round {spec.repeat + 1}: {status}{f' {tail[-1]}' if tail else ''}")
-        if done[0] == total():
-            say(f"{done[0]}/{done[0]} runs done in {_clock_text(clock() - started)}")
 
-    return on_start, on_done
+    yield on_start, on_done
+    if done[0]:
+        say(f"{done[0]} runs done in {_clock_text(clock() - started)}")
 
 
 def _clock_text(seconds: float) -> str:
