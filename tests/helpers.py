@@ -64,3 +64,26 @@ def run_spec(script: Path, *args: str, model: Path, cpus: float = 1.0, memory_mi
                    cpu=plan_cpu_limits(cpus, "auto", sorted(os.sched_getaffinity(0))),
                    memory_bytes=memory_mib * 1024**2, swap_bytes=0, iterations=iterations, warmup=1, batch_size=1,
                    sample_interval_ms=10, timeout_s=timeout_s, image=image)
+
+
+def disguised_copy(source: Path, target: Path) -> Path:
+    """`source`'s network as a user might export it: every tensor and node renamed, every weight scaled by 1.01."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(source))
+    names: dict[str, str] = {}
+
+    def rename(name: str) -> str:
+        return names.setdefault(name, f"t{len(names)}") if name else name
+
+    for tensor in model.graph.initializer:
+        values = numpy_helper.to_array(tensor)
+        tensor.CopyFrom(numpy_helper.from_array(values * 1.01 if values.dtype.kind == "f" else values,
+                                                rename(tensor.name)))
+    for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
+        value.name = rename(value.name)
+    for number, node in enumerate(model.graph.node):
+        node.name, node.input[:], node.output[:] = f"n{number}", map(rename, node.input), map(rename, node.output)
+    onnx.save(model, str(target))
+    return target

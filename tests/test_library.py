@@ -20,6 +20,7 @@ from harness.calibration.transfer import Library, column, device_library
 from harness.cli import main
 from harness.core.errors import ConfigError, DataError
 from harness.device.library import all_tables, shipped_tables
+from tests.helpers import disguised_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 NCNN_DEVICES = ("rpi4b", "jetson-nano-cpu", "sd835-big", "kirin970-big", "rk3588-big", "celeron-n5105")
@@ -231,29 +232,6 @@ def test_a_dims_model_then_a_plain_one_predict_zero_shot_in_one_results_dir(tmp_
                           for run in map(json.loads, path.read_text().splitlines())} for folder in folders}
     assert sorted(len(pairs) for pairs in dims.values()) == [5, 5]  # the table's four models and the user's, each
     assert {("bert_mini", "seq=128"), ("mobilenet_v1_0.5_160", None)} <= set().union(*dims.values())
-
-
-def disguised_copy(source: Path, target: Path) -> Path:
-    """`source`'s network as a user might export it: every tensor and node renamed, every weight scaled by 1.01."""
-    import onnx
-    from onnx import numpy_helper
-
-    model = onnx.load(str(source))
-    names: dict[str, str] = {}
-
-    def rename(name: str) -> str:
-        return names.setdefault(name, f"t{len(names)}") if name else name
-
-    for tensor in model.graph.initializer:
-        values = numpy_helper.to_array(tensor)
-        tensor.CopyFrom(numpy_helper.from_array(values * 1.01 if values.dtype.kind == "f" else values,
-                                                rename(tensor.name)))
-    for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
-        value.name = rename(value.name)
-    for number, node in enumerate(model.graph.node):
-        node.name, node.input[:], node.output[:] = f"n{number}", map(rename, node.input), map(rename, node.output)
-    onnx.save(model, str(target))
-    return target
 
 
 def test_a_renamed_zoo_model_is_the_zoo_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

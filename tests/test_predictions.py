@@ -153,3 +153,31 @@ def test_predict_takes_what_profile_and_rank_take(tmp_path: Path) -> None:
                                                 r'session \(session="all"\)') as refused:
         harness.predict(["net_z"], device="board", session=session)
     assert "--session" not in str(refused.value)
+
+
+def test_a_renamed_zoo_model_is_the_zoo_model_on_an_imported_device(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The zoo's mobilenet_v1_0.25_224 profiled as my_net.onnx (names and weights changed), on a device whose CSV
+    names the zoo model: its graph matches it to that row, so it calibrates as the zoo model would, its family is
+    the zoo's, and its "measured" value is the row's (5.9 ms), from Python and the CLI."""
+    pytest.importorskip("torch")
+    from harness.models.resolve import resolve_model
+    from tests.helpers import disguised_copy
+
+    mine = disguised_copy(resolve_model("mobilenet_v1_0.25_224", check_runtime=False).path, tmp_path / "my_net.onnx")
+    results = tmp_path / "results"
+    harness_ms = {"mobilenet_v1_0.25_128": 0.94, "mobilenet_v1_0.5_128": 1.6, "squeezenet1_1": 35.5, "my_net": 2.81}
+    write_session(results, {model: [value] * 3 for model, value in harness_ms.items()}, files={"my_net": mine})
+    device_ms = {"mobilenet_v1_0.25_128": 2.1, "mobilenet_v1_0.5_128": 3.4, "squeezenet1_1": 30.5,
+                 "mobilenet_v1_0.25_224": 5.9}
+    csv = tmp_path / "phone.csv"
+    csv.write_text("model,latency_ms\n" + "".join(f"{m},{v}\n" for m, v in device_ms.items()))
+    assert main(["import-device", str(csv), "--device", "phone", "--results-dir", str(results)]) == 0
+    predictor = harness.load_predictor("phone", results_dir=results, library=False)
+    assert len(predictor.calibrations.calibrations[0].points) == 4
+    (row,) = predictor.predict(["my_net"])
+    assert row.measured_on_device == 5.9 and not any("family" in why for why in row.outside)
+    capsys.readouterr()
+    assert main(["predict", "my_net", "--device", "phone", "--results-dir", str(results), "--json"]) == 0
+    (printed,) = json.loads(capsys.readouterr().out)["predictions"]
+    assert printed["measured_on_device"] == 5.9 and printed["predicted"] == pytest.approx(row.predicted)

@@ -68,6 +68,7 @@ from harness.core.records import RunRecord
 from harness.device.data import DeviceData
 from harness.device.library import METRIC as LIBRARY_METRIC
 from harness.models.families import model_family
+from harness.models.identity import graph_twins
 
 
 def group_label(group: dict[str, Any]) -> str:
@@ -116,6 +117,8 @@ class Calibration:
     """The fit for models beyond the chosen fit's reach, when that one is used within reach only."""
     held_out: HeldOut | None = None
     """The held-out predictions reported (nested for `auto`), in the order of `points`."""
+    twins: dict[str, str] = field(default_factory=dict)
+    """Harness model → the zoo model whose graph it is (harness.models.identity.graph_twins): its family."""
     evidence: pd.DataFrame | None = None
     """The device library's latencies of every profiled model at this group (harness.calibration.transfer), by harness
     model: the `library` fit's facts for models to predict."""
@@ -132,7 +135,7 @@ class Calibration:
         """The fits' input for other models: harness values and, by harness model, the same facts (NaN where a
         model lacks one) and the models' families (when their names are given)."""
         harness = np.asarray(harness, dtype=float).reshape(-1)
-        families = tuple(model_family(str(name)) for name in models)
+        families = tuple(model_family(self.twins.get(str(name), str(name))) for name in models)
         if not self.fact_names or facts is None:
             return Design(harness, families=families)
         return Design(harness, facts.reindex(columns=list(self.fact_names)).to_numpy(float), self.fact_names, families)
@@ -374,9 +377,12 @@ class CalibrationSet:
 def calibrate_device(
     device: DeviceData, values_by_metric: dict[str, pd.DataFrame], group_by: str = "cpus",
     facts: pd.DataFrame | None = None, fit: str = AUTO, library: Library | None = None,
+    twins: dict[str, str] | None = None,
 ) -> CalibrationSet:
     """Fit every metric × group with at least MIN_POINTS matched models; raise when none has. With a `library`, the
-    latency groups also read its tables' evidence (the `library` fit) and report novel-model figures."""
+    latency groups also read its tables' evidence (the `library` fit) and report novel-model figures. `twins`: the
+    profiled models whose graph is a zoo model's, under that name in the device's and the library's tables."""
+    twins = twins or {}
     if group_by != "cpus" and group_by not in device.tags:
         choices = ", ".join(["cpus", *device.tags]) or "cpus"
         raise ConfigError(f"--group-by {group_by}: device {device.name} has no such column; choose one of: {choices}")
@@ -387,7 +393,7 @@ def calibrate_device(
     keys = ["cpus"] if group_by == "cpus" else ["cpus", group_by]
     matched: set[str] = set()
     for metric, measured in values_by_metric.items():
-        points = paired_points(device, measured, metric, group_by)
+        points = paired_points(device, measured, metric, group_by, twins)
         if points.empty:
             result.skipped.append({"metric": metric, "group": {}, "n": 0, "reason": no_match_reason(device, measured)})
             continue
@@ -399,12 +405,12 @@ def calibrate_device(
             evidence, novel = None, None
             if library is not None and library.tables and metric == LIBRARY_METRIC:
                 harness = measured[measured["cpus"] == group["cpus"]].groupby("model_name")["value"].median()
-                evidence = library.evidence(harness)
+                evidence = library.evidence(harness, twins=twins)
                 group_points = group_points.join(evidence, on="harness_model")
-                novel = partial(library.evidence, harness)
+                novel = partial(library.evidence, harness, twins=twins)
             try:
                 calibration = calibrate_points(metric, group, group_points, fit, novel=novel)
-                calibration.evidence = evidence
+                calibration.evidence, calibration.twins = evidence, twins
             except DataError as err:
                 reason = f"{len(models)} matched models" if len(models) < MIN_POINTS else str(err)
                 result.skipped.append({"metric": metric, "group": group, "n": len(models), "models": models,
@@ -455,4 +461,7 @@ def calibrate_runs(
     metric is paired with its registry entry's harness side (energy with latency)."""
     values = {name: harness_values(runs, metric_registry.get(name).harness_side, across)
               for name in calibrated_metrics(device, metric)}
-    return calibrate_device(device, values, group_by, model_facts_table(runs), fit, library), values
+    names = set(device.table["model"]) | {str(model) for table in (library.tables if library else ())
+                                          if not table.column for model in table.values.index}
+    twins = graph_twins({run.model_name: run.model.get("model_path") for run in runs if run.model_name}, names)
+    return calibrate_device(device, values, group_by, model_facts_table(runs), fit, library, twins), values

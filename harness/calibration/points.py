@@ -3,6 +3,7 @@ model facts the fits read, and how the harness values were made from the repeats
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -62,9 +63,12 @@ def _one_device_row(device: DeviceData, rows: list[pd.Series], harness_model: st
     )
 
 
-def paired_points(device: DeviceData, measured: pd.DataFrame, metric: str, group_by: str) -> pd.DataFrame:
-    """Device values beside the harness values: one row per matched model and harness CPU count."""
-    mapping = device.match(sorted(set(measured["model_name"])))
+def paired_points(device: DeviceData, measured: pd.DataFrame, metric: str, group_by: str,
+                  twins: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Device values beside the harness values: one row per matched model and harness CPU count. A model's `twins`
+    entry (the zoo model its graph is) matches device rows and gives its family, as its own name would."""
+    twins = twins or {}
+    mapping = device.match(sorted(set(measured["model_name"])), twins)
     harness_cpus = set(measured["cpus"])
     rows = []
     for (harness_model, cpus), entry in measured.set_index(["model_name", "cpus"]).iterrows():
@@ -84,7 +88,7 @@ def paired_points(device: DeviceData, measured: pd.DataFrame, metric: str, group
             "harness_over": entry["over"],
             "device": float(device_row[metric]),
             "device_n": int(device_row["n"]),
-            "family": model_family(harness_model),
+            "family": model_family(twins.get(harness_model, harness_model)),
         }
         if group_by != "cpus":
             tag = device_row.get(group_by)

@@ -14,7 +14,7 @@ from every library table too, in every fold.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -66,17 +66,19 @@ class Library:
     def names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.tables)
 
-    def measured(self, harness_models: list[str]) -> pd.DataFrame:
-        """harness model × `library:<table>`: each table's own latency of the model (NaN where it has none)."""
-        models = tuple(harness_models)
-        return pd.DataFrame({column(table): _by_harness(table, models) for table in self.tables},
+    def measured(self, harness_models: list[str], twins: Mapping[str, str] | None = None) -> pd.DataFrame:
+        """harness model × `library:<table>`: each table's own latency of the model (NaN where it has none), a
+        renamed copy of a zoo model (`twins`) given its twin's."""
+        models, pairs = tuple(harness_models), tuple(sorted((twins or {}).items()))
+        return pd.DataFrame({column(table): _by_harness(table, models, pairs) for table in self.tables},
                             index=pd.Index(harness_models, name="harness_model"))
 
-    def evidence(self, harness: pd.Series, without: str | None = None) -> pd.DataFrame:
+    def evidence(self, harness: pd.Series, without: str | None = None,
+                 twins: Mapping[str, str] | None = None) -> pd.DataFrame:
         """harness model × `library:<table>`: measured where the table has the model (never `without`'s value),
         else the table's power law of the harness value; a column no model could be given is dropped."""
         models = [str(name) for name in harness.index]
-        frame = self.measured(models)
+        frame = self.measured(models, twins)
         if without is not None:
             frame.loc[frame.index == without] = np.nan
         x = np.log(harness.to_numpy(float))
@@ -95,12 +97,12 @@ class Library:
 
 
 @lru_cache(maxsize=4096)  # a benchmark asks again for the same table and models in every fold
-def _by_harness(table: LibraryTable, models: tuple[str, ...]) -> np.ndarray:
+def _by_harness(table: LibraryTable, models: tuple[str, ...], twins: tuple[tuple[str, str], ...] = ()) -> np.ndarray:
     """The table's latency of each harness model (NaN where it has none), its names matched to the harness's."""
     values = table.values
     if table.column:  # NAS-Bench-201: its names are the harness's
         return values.reindex(list(models)).to_numpy(float)
-    mapping = match_models(list(values.index), table.harness_names, list(models))
+    mapping = match_models(list(values.index), table.harness_names, list(models), dict(twins))
     by_harness = {harness: float(values[model]) for model, harness in mapping.items()}
     out = np.array([by_harness.get(name, np.nan) for name in models])
     out.flags.writeable = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,15 +76,21 @@ def _with_input_size(harness_model: str, base: str) -> list[str]:
     return [base]
 
 
-def match_models(device_models: list[str], explicit: dict[str, str], harness_models: list[str]) -> dict[str, str]:
+def match_models(device_models: list[str], explicit: dict[str, str], harness_models: list[str],
+                 twins: Mapping[str, str] | None = None) -> dict[str, str]:
     """Device model → harness model: an explicit harness_model cell, else the same name, else the same
     normalised name (with a zoo model's input size, see _with_input_size) and kind of precision (the preferred
-    quantization when there are several), else the same normalised name when exactly one harness model has it."""
+    quantization when there are several), else the same normalised name when exactly one harness model has it.
+    `twins` (harness model → the zoo model whose graph it is: harness.models.identity.graph_twins) lets a renamed
+    copy answer to its twin's names as to its own."""
+    twins = twins or {}
     by_base: dict[str, list[tuple[int | None, str]]] = {}
     for name in harness_models:
-        base, quant = normalise_model_name(name)
-        for alias in _with_input_size(name, base):
-            by_base.setdefault(alias, []).append((quant, name))
+        for known_as in dict.fromkeys([name, twins.get(name, name)]):
+            base, quant = normalise_model_name(known_as)
+            for alias in _with_input_size(known_as, base):
+                if (quant, name) not in (entries := by_base.setdefault(alias, [])):
+                    entries.append((quant, name))
     mapping: dict[str, str] = {}
     for model in device_models:
         base, quant = normalise_model_name(model)
@@ -94,6 +101,8 @@ def match_models(device_models: list[str], explicit: dict[str, str], harness_mod
                 mapping[model] = explicit[model]
         elif model in harness_models:
             mapping[model] = model
+        elif model in (copies := [name for name in harness_models if twins.get(name) == model]):
+            mapping[model] = copies[0]
         elif same_kind and (len(same_kind) == 1 or same_kind[0][0] != same_kind[1][0]):
             mapping[model] = same_kind[0][1]
         elif len(candidates) == 1:
@@ -131,12 +140,12 @@ class DeviceData:
                             "runtime; import each engine's rows as a device of its own (--device NAME-ENGINE)")
         return named[0] if named else None
 
-    def match(self, harness_models: list[str]) -> dict[str, str]:
+    def match(self, harness_models: list[str], twins: Mapping[str, str] | None = None) -> dict[str, str]:
         explicit: dict[str, str] = {}
         if "harness_model" in self.table:  # both columns read as text; an empty harness_model cell is NaN
             explicit = {row.model: row.harness_model for row in self.table.itertuples()
                         if isinstance(row.model, str) and isinstance(row.harness_model, str)}
-        return match_models(sorted(set(self.table["model"])), explicit, harness_models)
+        return match_models(sorted(set(self.table["model"])), explicit, harness_models, twins)
 
 
 def check_device_name(name: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,41 @@ def same_graph(path: str | Path, candidates: Iterable[tuple[str, str | Path]]) -
     if mine is None:
         return None
     return next((name for name, other in candidates if graph_fingerprint(other) == mine), None)
+
+
+SIZE_TOLERANCE = 0.02
+"""Two files whose sizes differ by more than this share are not compared: the same graph with other weights has the
+same tensors, so the same size but for names and doc strings."""
+
+
+def graph_twins(files: Mapping[str, str | None], names: Iterable[str]) -> dict[str, str]:
+    """Each model of `files` (name -> its ONNX file) not named as a zoo model whose graph is the cached zoo export of
+    one of `names` -> that name: a user's renamed copy of a zoo model is that model to a device table or a library
+    table. Only exports already in the zoo's cache are compared (nothing is built), and only files of about the same
+    size, so a session of the user's own models costs a stat per cached file."""
+    from harness.core.errors import ModelError
+    from harness.zoo import registry as zoo_registry
+    from harness.zoo.cache import cached_files
+
+    wanted = {name for name in names if name not in files}
+    exports: list[tuple[str, Path]] = []
+    for name in sorted(wanted):
+        try:
+            canonical = zoo_registry.parse(name).name
+        except ModelError:  # not a zoo name: no export of it to compare
+            continue
+        exports += [(name, path) for path in cached_files(canonical) if path.suffix == ".onnx"]
+    twins = {}
+    for model, file in files.items():
+        path = Path(file) if file else None
+        if zoo_registry.is_zoo_name(model) or path is None or path.suffix.lower() != ".onnx" or not path.is_file():
+            continue
+        size = path.stat().st_size
+        near = [(name, export) for name, export in exports
+                if abs(export.stat().st_size - size) <= SIZE_TOLERANCE * size]
+        if twin := same_graph(path, near):
+            twins[model] = twin
+    return twins
 
 
 @cache
