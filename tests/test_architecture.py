@@ -12,8 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "harness"
 MAX_LINES = 500
-LAYERS = ("core", "measure", "zoo", "models", "backends", "store", "device", "analysis", "calibration", "report", "run",
-          "api", "commands")
+LAYERS = ("core", "measure", "zoo", "models", "backends", "store", "device", "analysis", "kernels", "calibration",
+          "report", "run", "api", "commands")
 """Lowest first: a module may import from its own folder and from folders listed before it."""
 TOP = ("harness.cli", "harness.docgen")
 """Above every folder: the command line's entry point, and the generator of docs/ that reads every command."""

@@ -73,13 +73,15 @@ def write_bytes_atomically(path: Path, data: bytes, durable: bool = True) -> Pat
 def write_dir_atomically(target: Path, files: dict[str, bytes]) -> Path:
     """`files` (name -> content, fsynced) as the whole of the folder `target`: written into a temporary sibling
     folder that then takes `target`'s place, so a write the disk cuts short leaves `target` as it was (or absent)
-    and no temporary folder. The old folder steps aside for the rename and is removed after it."""
+    and no temporary folder. The old folder steps aside for the rename and is removed after it. A name may hold
+    subfolders (`graphs/a.onnx`)."""
     with writing(target.parent):
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
     try:
         for name, data in files.items():
             with writing(target / name, len(data)):
+                (staging / name).parent.mkdir(parents=True, exist_ok=True)
                 _fill(staging / name, data, durable=True)
         with writing(target):
             _swap_in(staging, target)

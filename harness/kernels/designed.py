@@ -1,0 +1,379 @@
+"""Designed kernels: single-kernel ONNX graphs over a configuration space, and probe graphs that pack many of them.
+
+Real models leave parts of a device's kernel space sparse (grouped convolution only in RegNet, channel counts off the
+engine's 8/16 blocking, pooling and concat in a few families), so `harness probe` also times kernels made for the
+purpose (nn-Meter's designed kernels, Zhang et al. 2021), sampled stratified by kind and, within convolution, by
+kernel size, stride and grouping.
+
+Timing one kernel per process would spend most of a 2-core board's budget on process start and engine load, so
+`pack` puts many independent kernels into one probe graph: each kernel has its own graph inputs and keeps its
+outputs as graph outputs, so an engine can neither prune nor constant-fold it, and no kernel feeds another, so none
+is fused with another. One PER_OP=1 run then gives every kernel's time. Every node of kernel `k0012_conv` is named
+`k0012_conv/...`, which is how a per-op row maps back to its kernel. A pack also holds OVERHEAD_NODES trivial nodes
+(a Relu on one float, kind `overhead`): their per-op time is the profiler's own cost per node, to subtract from the
+other rows. Rows an engine adds (ONNX Runtime's ReorderInput/ReorderOutput around an NCHWc convolution) carry no
+graph node's name; a pack gives each kernel graph input and output shapes no other kernel of the pack has, so those
+rows map back by shape (`owner`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+"""LayerNormalization is an ONNX operator from opset 17; HardSwish from 14."""
+CHANNELS = (8, 12, 16, 20, 24, 32, 40, 48, 64, 72, 96, 120, 128, 144, 160, 192, 240, 256, 320, 384, 480, 512)
+"""Channel counts on and off the 8/16 blocking engines use (12, 20, 40, 72, 120, 144, 240, 480 are MobileNetV2 and
+EfficientNet widths at 0.75x and 1x that fall between blocks)."""
+RESOLUTIONS = (7, 14, 28, 56, 112)
+SEQUENCES = (16, 32, 64, 128)
+HIDDEN = (64, 128, 256, 384, 512)
+GEMM_ROWS = (1, 8, 49, 196)
+GEMM_SIZES = (64, 128, 256, 512, 1000, 1024, 1280)
+MAX_MACS = 250_000_000
+"""A designed kernel costs at most this many MACs (a 224x224 ResNet stage's worth), so one pack stays short."""
+OVERHEAD_NODES = 3
+OVERHEAD = "overhead"
+CONV = "conv"
+KINDS = (CONV, "gemm", "matmul", "maxpool", "avgpool", "globalpool", "add", "mul", "concat", "split", "shuffle", "se",
+         "relu", "relu6", "hardswish", "sigmoid", "layernorm", "softmax", "attention")
+CONV_WEIGHT = 4
+"""Convolution is sampled this many times as often as any other kind: its space is the largest, and it carries most
+of a CNN's time."""
+PACK_MACS = 400_000_000
+PACK_KERNELS = 24
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One designed kernel: its name (unique in a probe, `k<index>_<kind>`), kind and configuration."""
+
+    name: str
+    kind: str
+    config: tuple[tuple[str, int], ...]
+
+    @property
+    def settings(self) -> dict[str, int]:
+        return dict(self.config)
+
+
+def _conv_config(rng: random.Random, stratum: tuple[int, int, str]) -> dict[str, int]:
+    kernel, stride, grouping = stratum
+    cin = rng.choice(CHANNELS)
+    if grouping == "depthwise":
+        groups, cout = cin, cin
+    elif grouping == "grouped":
+        groups = rng.choice([g for g in (2, 4, 8, 16) if cin % g == 0 and cin > g])
+        cout = rng.choice([c for c in CHANNELS if c % groups == 0])
+    else:
+        groups, cout = 1, rng.choice(CHANNELS)
+    return {"kernel": kernel, "stride": stride, "groups": groups, "cin": cin, "cout": cout,
+            "hw": rng.choice(RESOLUTIONS)}
+
+
+CONV_STRATA = [(k, s, g) for k in (1, 3, 5, 7) for s in (1, 2) for g in ("dense", "depthwise", "grouped")]
+
+
+def _config(kind: str, rng: random.Random, stratum: tuple[int, int, str] | None = None) -> dict[str, int]:
+    """One configuration of `kind`, drawn from its space."""
+    if kind == CONV:
+        return _conv_config(rng, stratum or rng.choice(CONV_STRATA))
+    if kind == "gemm" or kind == "matmul":
+        return {"rows": rng.choice(GEMM_ROWS), "cin": rng.choice(GEMM_SIZES), "cout": rng.choice(GEMM_SIZES)}
+    if kind in ("maxpool", "avgpool"):
+        return {"kernel": rng.choice((2, 3)), "stride": 2, "c": rng.choice(CHANNELS), "hw": rng.choice(RESOLUTIONS)}
+    if kind == "concat":
+        return {"inputs": rng.choice((2, 3, 4)), "c": rng.choice(CHANNELS), "hw": rng.choice(RESOLUTIONS)}
+    if kind == "split":
+        return {"outputs": rng.choice((2, 3)), "c": rng.choice([c for c in CHANNELS if c % 6 == 0]),
+                "hw": rng.choice(RESOLUTIONS)}
+    if kind == "shuffle":
+        return {"groups": 2, "c": rng.choice([c for c in CHANNELS if c % 2 == 0]), "hw": rng.choice(RESOLUTIONS)}
+    if kind == "se":
+        return {"c": rng.choice([c for c in CHANNELS if c >= 16]), "hw": rng.choice(RESOLUTIONS)}
+    if kind == "mul":
+        return {"c": rng.choice(CHANNELS), "hw": rng.choice(RESOLUTIONS), "broadcast": rng.choice((0, 1))}
+    if kind in ("layernorm", "softmax", "attention"):
+        hidden = rng.choice(HIDDEN)
+        return {"seq": rng.choice(SEQUENCES), "hidden": hidden, "heads": rng.choice((2, 4, 8)) if kind != "layernorm"
+                else 1}
+    return {"c": rng.choice(CHANNELS), "hw": rng.choice(RESOLUTIONS)}  # add, globalpool, the activations
+
+
+def macs(kernel: Kernel) -> int:
+    """Multiply-accumulates of a designed kernel (the work it is sized by; features come from the graph itself)."""
+    s = kernel.settings
+    if kernel.kind == CONV:
+        out = -(-s["hw"] // s["stride"])
+        return out * out * s["cout"] * (s["cin"] // s["groups"]) * s["kernel"] ** 2
+    if kernel.kind in ("gemm", "matmul"):
+        return s["rows"] * s["cin"] * s["cout"]
+    if kernel.kind == "attention":
+        return 2 * s["seq"] * s["seq"] * s["hidden"]
+    if kernel.kind == "se":
+        return s["c"] * s["hw"] ** 2 + s["c"] * (s["c"] // 4) * 2
+    if kernel.kind == "concat":
+        return s["inputs"] * s["c"] * s["hw"] ** 2
+    if kernel.kind == "softmax":
+        return s["heads"] * s["seq"] * s["seq"]
+    if kernel.kind == "layernorm":
+        return s["seq"] * s["hidden"]
+    return s.get("c", 1) * s.get("hw", 1) ** 2
+
+
+def sample(count: int, seed: int, kinds: Sequence[str] = KINDS, start: int = 0) -> list[Kernel]:
+    """`count` kernels, stratified: the kinds in turn (convolution CONV_WEIGHT times as often), and convolution's
+    (kernel size, stride, grouping) strata in turn, each configuration drawn from the kind's space with
+    random.Random(seed); one over MAX_MACS is drawn again. Named k<start + i>_<kind>. The same arguments give the same
+    kernels."""
+    rng = random.Random(seed)
+    turns = [kind for kind in kinds for _ in range(CONV_WEIGHT if kind == CONV else 1)]
+    strata = CONV_STRATA[:]
+    rng.shuffle(strata)
+    kernels: list[Kernel] = []
+    convs = 0
+    for index in range(count):
+        kind = turns[index % len(turns)]
+        stratum = strata[convs % len(strata)] if kind == CONV else None
+        convs += kind == CONV
+        for _ in range(100):
+            config = _config(kind, rng, stratum)
+            kernel = Kernel(f"k{start + index:04d}_{kind}", kind, tuple(sorted(config.items())))
+            if macs(kernel) <= MAX_MACS:
+                break
+        kernels.append(kernel)
+    return kernels
+
+
+def near(kernel: Kernel, rng: random.Random, name: str) -> Kernel:
+    """A neighbour of `kernel` in its space: one setting moved to another value of its kind (nn-Meter's adaptive
+    sampling draws new configurations around those its predictor misses most)."""
+    for _ in range(100):
+        fresh = _config(kernel.kind, rng, _stratum(kernel))
+        key = rng.choice(sorted(fresh))
+        config = {**kernel.settings, key: fresh[key]}
+        if _stratum(kernel) == (config.get("kernel"), config.get("stride"), "depthwise"):
+            config["cin"] = config["cout"] = config["groups"] = fresh["cin"]
+        if kernel.kind == CONV and (config["cin"] % config["groups"] or config["cout"] % config["groups"]):
+            continue
+        moved = Kernel(name, kernel.kind, tuple(sorted(config.items())))
+        if macs(moved) <= MAX_MACS:
+            return moved
+    return Kernel(name, kernel.kind, kernel.config)
+
+
+def _stratum(kernel: Kernel) -> tuple[int, int, str] | None:
+    if kernel.kind != CONV:
+        return None
+    s = kernel.settings
+    grouping = "dense" if s["groups"] == 1 else "depthwise" if s["groups"] == s["cin"] == s["cout"] else "grouped"
+    return s["kernel"], s["stride"], grouping
+
+
+class _Builder:
+    """The nodes, inputs, outputs and weights of kernels, each name prefixed with its kernel's."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []
+        self.outputs: list[onnx.ValueInfoProto] = []
+        self.weights: list[onnx.TensorProto] = []
+        self.rng = np.random.default_rng(seed)
+
+    def input(self, name: str, shape: Sequence[int]) -> str:
+        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape)))
+        return name
+
+    def output(self, name: str, shape: Sequence[int]) -> None:
+        self.outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape)))
+
+    def weight(self, name: str, shape: Sequence[int]) -> str:
+        values = (self.rng.standard_normal(shape) * 0.1).astype(np.float32)
+        self.weights.append(numpy_helper.from_array(values, name))
+        return name
+
+    def ints(self, name: str, values: Sequence[int]) -> str:
+        self.weights.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
+        return name
+
+    def node(self, op: str, inputs: Sequence[str], outputs: Sequence[str], name: str, **attrs: Any) -> None:
+        self.nodes.append(helper.make_node(op, list(inputs), list(outputs), name=name, **attrs))
+
+    def add(self, kernel: Kernel) -> None:
+        """`kernel`'s nodes: every tensor and node named `<kernel>/...`."""
+        p, s = kernel.name, kernel.settings
+        kind = kernel.kind
+        if kind == CONV:
+            k, stride, groups, hw = s["kernel"], s["stride"], s["groups"], s["hw"]
+            x = self.input(f"{p}/x", (1, s["cin"], hw, hw))
+            w = self.weight(f"{p}/w", (s["cout"], s["cin"] // groups, k, k))
+            b = self.weight(f"{p}/b", (s["cout"],))
+            self.node("Conv", [x, w, b], [f"{p}/y"], f"{p}/conv", kernel_shape=[k, k], strides=[stride, stride],
+                      pads=[k // 2] * 4, group=groups)
+            out = -(-hw // stride)
+            self.output(f"{p}/y", (1, s["cout"], out, out))
+        elif kind in ("gemm", "matmul"):
+            x = self.input(f"{p}/x", (s["rows"], s["cin"]) if kind == "gemm" else (1, s["rows"], s["cin"]))
+            if kind == "gemm":
+                w, b = self.weight(f"{p}/w", (s["cout"], s["cin"])), self.weight(f"{p}/b", (s["cout"],))
+                self.node("Gemm", [x, w, b], [f"{p}/y"], f"{p}/gemm", transB=1)
+                self.output(f"{p}/y", (s["rows"], s["cout"]))
+            else:
+                self.node("MatMul", [x, self.weight(f"{p}/w", (s["cin"], s["cout"]))], [f"{p}/y"], f"{p}/matmul")
+                self.output(f"{p}/y", (1, s["rows"], s["cout"]))
+        elif kind in ("maxpool", "avgpool"):
+            hw, k = s["hw"], s["kernel"]
+            x = self.input(f"{p}/x", (1, s["c"], hw, hw))
+            pads = [k // 2] * 4 if k == 3 else [0] * 4
+            op = "MaxPool" if kind == "maxpool" else "AveragePool"
+            self.node(op, [x], [f"{p}/y"], f"{p}/pool", kernel_shape=[k, k], strides=[2, 2], pads=pads)
+            out = (hw + sum(pads[:2]) - k) // 2 + 1
+            self.output(f"{p}/y", (1, s["c"], out, out))
+        elif kind == "globalpool":
+            x = self.input(f"{p}/x", (1, s["c"], s["hw"], s["hw"]))
+            self.node("GlobalAveragePool", [x], [f"{p}/y"], f"{p}/pool")
+            self.output(f"{p}/y", (1, s["c"], 1, 1))
+        elif kind in ("add", "mul"):
+            shape = (1, s["c"], s["hw"], s["hw"])
+            other = (1, s["c"], 1, 1) if s.get("broadcast") else shape
+            a, b = self.input(f"{p}/a", shape), self.input(f"{p}/b", other)
+            self.node(kind.capitalize(), [a, b], [f"{p}/y"], f"{p}/{kind}")
+            self.output(f"{p}/y", shape)
+        elif kind == "concat":
+            parts = [self.input(f"{p}/x{i}", (1, s["c"], s["hw"], s["hw"])) for i in range(s["inputs"])]
+            self.node("Concat", parts, [f"{p}/y"], f"{p}/concat", axis=1)
+            self.output(f"{p}/y", (1, s["c"] * s["inputs"], s["hw"], s["hw"]))
+        elif kind == "split":
+            x = self.input(f"{p}/x", (1, s["c"], s["hw"], s["hw"]))
+            parts = [f"{p}/y{i}" for i in range(s["outputs"])]
+            size = s["c"] // s["outputs"]
+            self.node("Split", [x, self.ints(f"{p}/sizes", [size] * s["outputs"])], parts, f"{p}/split", axis=1)
+            for part in parts:
+                self.output(part, (1, size, s["hw"], s["hw"]))
+        elif kind == "shuffle":
+            c, hw, g = s["c"], s["hw"], s["groups"]
+            x = self.input(f"{p}/x", (1, c, hw, hw))
+            self.node("Reshape", [x, self.ints(f"{p}/split_shape", [1, g, c // g, hw, hw])], [f"{p}/r"],
+                      f"{p}/reshape1")
+            self.node("Transpose", [f"{p}/r"], [f"{p}/t"], f"{p}/transpose", perm=[0, 2, 1, 3, 4])
+            self.node("Reshape", [f"{p}/t", self.ints(f"{p}/shape", [1, c, hw, hw])], [f"{p}/y"], f"{p}/reshape2")
+            self.output(f"{p}/y", (1, c, hw, hw))
+        elif kind == "se":
+            c, hw = s["c"], s["hw"]
+            x = self.input(f"{p}/x", (1, c, hw, hw))
+            self.node("GlobalAveragePool", [x], [f"{p}/g"], f"{p}/pool")
+            self.node("Conv", [f"{p}/g", self.weight(f"{p}/w1", (c // 4, c, 1, 1)), self.weight(f"{p}/b1", (c // 4,))],
+                      [f"{p}/s1"], f"{p}/reduce")
+            self.node("Relu", [f"{p}/s1"], [f"{p}/a1"], f"{p}/relu")
+            self.node("Conv", [f"{p}/a1", self.weight(f"{p}/w2", (c, c // 4, 1, 1)), self.weight(f"{p}/b2", (c,))],
+                      [f"{p}/s2"], f"{p}/expand")
+            self.node("Sigmoid", [f"{p}/s2"], [f"{p}/gate"], f"{p}/sigmoid")
+            self.node("Mul", [x, f"{p}/gate"], [f"{p}/y"], f"{p}/scale")
+            self.output(f"{p}/y", (1, c, hw, hw))
+        elif kind in ("relu", "relu6", "hardswish", "sigmoid"):
+            shape = (1, s["c"], s["hw"], s["hw"])
+            x = self.input(f"{p}/x", shape)
+            if kind == "relu6":
+                self.weights += [numpy_helper.from_array(np.array(bound, dtype=np.float32), f"{p}/{name}")
+                                 for name, bound in (("min", 0.0), ("max", 6.0))]
+                self.node("Clip", [x, f"{p}/min", f"{p}/max"], [f"{p}/y"], f"{p}/clip")
+            else:
+                op = {"relu": "Relu", "hardswish": "HardSwish", "sigmoid": "Sigmoid"}[kind]
+                self.node(op, [x], [f"{p}/y"], f"{p}/{kind}")
+            self.output(f"{p}/y", shape)
+        elif kind == "layernorm":
+            tokens = (1, s["seq"], s["hidden"])
+            x = self.input(f"{p}/x", tokens)
+            scale, bias = self.weight(f"{p}/gamma", (s["hidden"],)), self.weight(f"{p}/beta", (s["hidden"],))
+            self.node("LayerNormalization", [x, scale, bias], [f"{p}/y"], f"{p}/layernorm", axis=-1)
+            self.output(f"{p}/y", tokens)
+        elif kind == "softmax":
+            shape = (1, s["heads"], s["seq"], s["seq"])
+            self.node("Softmax", [self.input(f"{p}/x", shape)], [f"{p}/y"], f"{p}/softmax", axis=-1)
+            self.output(f"{p}/y", shape)
+        elif kind == "attention":
+            heads, seq, d = s["heads"], s["seq"], s["hidden"] // s["heads"]
+            q, keys = self.input(f"{p}/q", (1, heads, seq, d)), self.input(f"{p}/k", (1, heads, d, seq))
+            v = self.input(f"{p}/v", (1, heads, seq, d))
+            self.node("MatMul", [q, keys], [f"{p}/scores"], f"{p}/qk")
+            self.node("Softmax", [f"{p}/scores"], [f"{p}/probs"], f"{p}/softmax", axis=-1)
+            self.node("MatMul", [f"{p}/probs", v], [f"{p}/y"], f"{p}/pv")
+            self.output(f"{p}/y", (1, heads, seq, d))
+        elif kind == OVERHEAD:
+            self.node("Relu", [self.input(f"{p}/x", (1,))], [f"{p}/y"], f"{p}/relu")
+            self.output(f"{p}/y", (1,))
+        else:
+            raise ValueError(f"unknown designed kernel kind {kind!r}")
+
+    def model(self, name: str) -> onnx.ModelProto:
+        graph = helper.make_graph(self.nodes, name, self.inputs, self.outputs, self.weights)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="harness probe")
+        onnx.checker.check_model(model)
+        return model
+
+
+def kernel_model(kernel: Kernel) -> onnx.ModelProto:
+    """`kernel` alone, as a graph of its own (its nodes named as in any probe graph that holds it)."""
+    builder = _Builder()
+    builder.add(kernel)
+    return builder.model(kernel.name)
+
+
+def overhead_kernels(pack_index: int) -> list[Kernel]:
+    return [Kernel(f"p{pack_index:03d}o{i}_{OVERHEAD}", OVERHEAD, ()) for i in range(OVERHEAD_NODES)]
+
+
+def probe_model(kernels: Iterable[Kernel], name: str) -> onnx.ModelProto:
+    """One probe graph holding `kernels` side by side (each its own inputs and outputs)."""
+    builder = _Builder()
+    for kernel in kernels:
+        builder.add(kernel)
+    return builder.model(name)
+
+
+def boundary_shapes(kernel: Kernel) -> set[tuple[int, ...]]:
+    """The shapes of a kernel's graph inputs and outputs."""
+    builder = _Builder()
+    builder.add(kernel)
+    return {tuple(d.dim_value for d in v.type.tensor_type.shape.dim) for v in [*builder.inputs, *builder.outputs]}
+
+
+def pack(kernels: Sequence[Kernel], max_macs: int = PACK_MACS, max_kernels: int = PACK_KERNELS) -> list[list[Kernel]]:
+    """Kernels into packs, in order: a pack takes a kernel while it stays under `max_macs` and `max_kernels` and no
+    kernel of it shares a graph input or output shape with the newcomer (so an engine's unnamed rows map back by
+    shape); a kernel that fits no open pack opens the next one."""
+    packs: list[list[Kernel]] = []
+    seen: list[set[tuple[int, ...]]] = []
+    totals: list[int] = []
+    for kernel in kernels:
+        shapes, cost = boundary_shapes(kernel), macs(kernel)
+        index = next((i for i, members in enumerate(packs) if len(members) < max_kernels
+                      and totals[i] + cost <= max_macs and not shapes & seen[i]), None)
+        if index is None:
+            packs.append([])
+            seen.append(set())
+            totals.append(0)
+            index = len(packs) - 1
+        packs[index].append(kernel)
+        seen[index] |= shapes
+        totals[index] += cost
+    return packs
+
+
+def write_probe(kernels: Sequence[Kernel], pack_index: int, folder: Path) -> Path:
+    """Probe graph `probe_<pack_index>.onnx` (the kernels plus the overhead nodes) and each kernel's own graph,
+    written to `folder`; returns the probe graph's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for kernel in kernels:
+        onnx.save(kernel_model(kernel), folder / f"{kernel.name}.onnx")
+    path = folder / f"probe_{pack_index:03d}.onnx"
+    onnx.save(probe_model([*kernels, *overhead_kernels(pack_index)], path.stem), path)
+    return path
