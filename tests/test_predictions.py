@@ -181,3 +181,15 @@ def test_a_renamed_zoo_model_is_the_zoo_model_on_an_imported_device(tmp_path: Pa
     assert main(["predict", "my_net", "--device", "phone", "--results-dir", str(results), "--json"]) == 0
     (printed,) = json.loads(capsys.readouterr().out)["predictions"]
     assert printed["measured_on_device"] == 5.9 and printed["predicted"] == pytest.approx(row.predicted)
+
+
+def test_a_session_named_for_a_library_table_is_refused_with_what_to_do(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SESSION= once went unheard on a zero-shot prediction; now it is one line saying why and what to do, before
+    anything is profiled."""
+    code = main(["predict", "mobilenet_v1_0.25_128", "--device", "pixel2-float-1t", "--session", "latest",
+                 "--results-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "session=...: ZeroShotPredictor" in err and "leave SESSION / --session unset" in err
+    assert not (tmp_path / "zero-shot").exists()

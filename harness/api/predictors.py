@@ -89,6 +89,8 @@ class Predictor(ABC):
 
     KEYWORDS: ClassVar[tuple[str, ...]]
     """The keywords load_predictor passes it; any other is refused (check_keywords)."""
+    WHY_NOT: ClassVar[dict[str, str]] = {}
+    """Why it refuses a keyword another kind takes, where a user would expect it to count."""
     device: str
     notes: list[str]
     session: str
@@ -107,8 +109,9 @@ class Predictor(ABC):
     def check_keywords(cls, device: str, keywords: Mapping[str, Any]) -> None:
         unknown = [name for name in keywords if name not in cls.KEYWORDS]
         if unknown:
+            why = "; ".join(cls.WHY_NOT[name] for name in unknown if name in cls.WHY_NOT)
             raise ConfigError(f"{', '.join(unknown)}=...: {cls.__name__} (device {device!r}) takes none of them; it "
-                              f"takes: {', '.join(cls.KEYWORDS)}")
+                              f"takes: {', '.join(cls.KEYWORDS)}" + (f" ({why})" if why else ""))
 
     @abstractmethod
     def predict(self, models: Iterable[Any]) -> list[Prediction]:
@@ -226,6 +229,10 @@ class ZeroShotPredictor(Predictor):
     prepare() (once per set of conditions), the table calibrated as imported data, the other tables its library."""
 
     KEYWORDS: ClassVar[tuple[str, ...]] = ("fit", "across_repeats", "library", "runtime", "results_dir")
+    WHY_NOT: ClassVar[dict[str, str]] = {
+        "session": "a library table's prediction runs on a session of its own, profiled once per set of conditions "
+                   "under RESULTS_DIR/zero-shot/: leave SESSION / --session unset, or import your device's "
+                   "measurements (harness import-device) to predict from your session"}
     device: str
     keywords: dict[str, Any]
     cset: CalibrationSet | None = None
