@@ -11,6 +11,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "what this machine can enforce",
     "import-device": "import on-device measurements: a CSV or device tools' logs (see docs/device-logs.md)",
     "devices": "the device library: every device table, shipped or imported, with its provenance",
+    "probe": "measure a device's kernels (zoo models' per-op rows, designed kernels) into a kernel table",
     "regress": "calibrate harness numbers against a device's (fits compared by nested leave-one-out)",
     "predict": "predict device values (95%% prediction interval) for profiled models",
     "suggest": "which profiled models to measure on the device next (largest interval shrinkage)",

@@ -1,0 +1,123 @@
+"""A probe session's runs as kernel-table rows: each model's per-op table (its runs pooled), with the model's headline
+latency from the same session's timed phase, and each designed row mapped back to the designed kernel it times."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import onnx
+import pandas as pd
+
+from harness.analysis.per_op import pooled
+from harness.core import metric_registry
+from harness.core.errors import DataError
+from harness.core.records import RunRecord
+from harness.kernels.designed import OVERHEAD
+from harness.kernels.table import DESIGNED_FAMILY, GRAPHS_DIR
+from harness.models.families import model_family
+from harness.store.results import load_runs
+
+KERNEL_NAME = re.compile(r"^(?P<kernel>(?:k\d+|p\d+o\d+)_(?P<kind>[a-z0-9]+))/")
+"""A designed node's name: `<kernel>/<node>`, where the kernel is `k<index>_<kind>`, or `p<pack>o<i>_overhead` for a
+pack's overhead nodes."""
+Shape = tuple[int, ...]
+
+
+def model_latency_ms(runs: Iterable[RunRecord]) -> float | None:
+    """The model's headline latency in the session: the median over its ok runs of each run's (LATENCY_STATISTIC of
+    the timed phase, which never runs under the profiler)."""
+    metric = metric_registry.get(metric_registry.LATENCY)
+    values = [v for run in runs if run.ok and (v := metric.value(run.line)) is not None]
+    return statistics.median(values) if values else None
+
+
+def kernel_shapes(graph: onnx.ModelProto) -> dict[str, set[Shape]]:
+    """Each designed kernel of a probe graph -> the shapes of its graph inputs and outputs."""
+    found: dict[str, set[Shape]] = {}
+    for value in [*graph.graph.input, *graph.graph.output]:
+        named = KERNEL_NAME.match(value.name)
+        if named:
+            shape = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
+            found.setdefault(named["kernel"], set()).add(shape)
+    return found
+
+
+def _shapes(text: object) -> set[Shape]:
+    """per_op's `input_shapes`/`output_shapes` cell (`1x32x28x28 1x32x1x1`) as shapes."""
+    if not isinstance(text, str):
+        return set()
+    return {tuple(int(d) for d in part.split("x")) for part in text.split() if re.fullmatch(r"\d+(x\d+)*", part)}
+
+
+def owner(row: Mapping[str, object], shapes: Mapping[str, set[Shape]]) -> str:
+    """The designed kernel a per-op row times: the one its graph node (or the engine's node) is named after, else
+    the one kernel of the pack with a graph input or output of the row's shapes (ONNX Runtime's unnamed
+    ReorderInput/ReorderOutput, or the HardSigmoid and Mul it runs a HardSwish as); '' where none or several do."""
+    for name in (row.get("onnx_node"), row.get("node")):
+        named = KERNEL_NAME.match(name) if isinstance(name, str) else None
+        if named:
+            return named["kernel"]
+    seen = _shapes(row.get("input_shapes")) | _shapes(row.get("output_shapes"))
+    candidates = [kernel for kernel, boundary in shapes.items() if seen & boundary]
+    return candidates[0] if len(candidates) == 1 else ""
+
+
+def kernel_kind(kernel: str) -> str:
+    named = KERNEL_NAME.match(f"{kernel}/")
+    return named["kind"] if named else ""
+
+
+def merged(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per node: an engine may run a graph's independent nodes in another order from one run to the next
+    (ONNX Runtime does with a probe graph's kernels), and per_op.pooled keeps a node at each position apart, each
+    with its share of the inferences (calls < 1); their times add up to the node's."""
+    sums = {"calls": "sum", "mean_ms": "sum", "median_ms": "sum", "share": "sum", "node_index": "min"}
+    agg = {column: sums.get(column, "first") for column in table.columns if column not in ("node", "op_type")}
+    joined = table.groupby(["node", "op_type"], sort=False, dropna=False).agg(agg).reset_index()
+    return joined.sort_values("node_index", na_position="last", kind="stable", ignore_index=True)[table.columns]
+
+
+def session_rows(session_dir: Path, designed: Mapping[str, Path], table_dir: Path) -> pd.DataFrame:
+    """Every model's per-op rows in the session `session_dir` (ok runs with a per-op profile, pooled), with model,
+    source, family, model_latency_ms and graph; a designed probe graph's rows (`designed`: the model's name -> its
+    graph, which lies in table_dir/graphs) also with kernel and kernel_kind, and graph naming the kernel's own graph.
+    A model with no per-op profile gives no rows."""
+    by_model: dict[str, list[RunRecord]] = {}
+    for run in load_runs(session_dir):
+        if run.ok and run.line.get("per_op", {}).get("iterations"):
+            by_model.setdefault(run.model_name, []).append(run)
+    frames = []
+    for model, runs in sorted(by_model.items()):
+        try:
+            table = merged(pooled(session_dir, runs).table)
+        except DataError:
+            continue
+        latency = model_latency_ms(runs)
+        if model in designed:
+            graph = designed[model]
+            shapes = kernel_shapes(onnx.load(str(graph), load_external_data=False))
+            kernels = [owner({str(k): v for k, v in row.items()}, shapes) for row in table.to_dict("records")]
+            own = [f"{GRAPHS_DIR}/{k}.onnx" if k and kernel_kind(k) != OVERHEAD else f"{GRAPHS_DIR}/{graph.name}"
+                   for k in kernels]
+            table = table.assign(model=graph.name, source="designed", family=DESIGNED_FAMILY,
+                                 model_latency_ms=latency, graph=own, kernel=kernels,
+                                 kernel_kind=[kernel_kind(k) for k in kernels])
+        else:
+            table = table.assign(model=model, source="zoo", family=model_family(model), model_latency_ms=latency,
+                                 graph=model, kernel="", kernel_kind="")
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def kernel_times(rows: pd.DataFrame) -> pd.Series:
+    """Each designed kernel's time (ms per inference) in its probe graph: the sum of its rows' mean_ms less the
+    profiler's own cost per row, which is its pack's overhead nodes' median time (they do no work, so their time
+    is that cost); never below zero."""
+    designed = rows[(rows["source"] == "designed") & rows["kernel"].fillna("").ne("")]
+    overhead = designed[designed["kernel_kind"] == OVERHEAD].groupby("model")["mean_ms"].median()
+    work = designed[designed["kernel_kind"] != OVERHEAD]
+    per_row = work["model"].map(overhead).fillna(0.0)
+    return (work["mean_ms"] - per_row).groupby(work["kernel"]).sum().clip(lower=0.0)

@@ -1,0 +1,249 @@
+"""`harness probe`: measure one engine's kernels on one device, within a time budget, and write its kernel table.
+
+Every measurement is an ordinary session (run.assemble.start_session, as `harness profile` runs), with PER_OP=1,
+under the profile's limits (CPUS, MEMORY, BACKEND or TARGET) and its protocol: fresh processes, interleaved shuffled
+rounds, a warmup and a timed phase for the headline latency, then the per-op phase. Three phases:
+
+1. designed kernels, stratified (designed.sample), packed into probe graphs; their runs also price the device: a
+   run's fixed seconds and its milliseconds per MAC, from which the later phases are sized to the budget;
+2. zoo models (`--models`), those whose estimated runs fit ZOO_SHARE of the budget left, in the order given;
+3. designed kernels, adaptively (adaptive.next_round), round after round while one more fits in the budget.
+
+The repeats, iterations and warmup are PROBE_DEFAULTS where the profile leaves them at env.template's defaults
+(500 iterations x 7 repeats of each probe graph would take the whole budget for a few graphs).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis.boards import board_key
+from harness.core import metric_registry
+from harness.core.config import DeviceProfile
+from harness.core.errors import ConfigError, DataError
+from harness.core.records import RunRecord
+from harness.kernels.adaptive import next_round
+from harness.kernels.designed import CONV_STRATA, CONV_WEIGHT, KINDS, Kernel, macs, pack, sample, write_probe
+from harness.kernels.probed import kernel_times, session_rows
+from harness.kernels.table import GRAPHS_DIR, KernelTable, kernels_root, now_utc, table_name, write_table
+from harness.models.facts import onnx_facts
+from harness.models.resolve import resolve_model
+from harness.run.assemble import SessionRequest, start_session
+from harness.store.results import load_runs
+
+PROBE_DEFAULTS = {"REPEATS": 3, "ITERATIONS": 30, "WARMUP": 5, "MAX_REPEATS": 3}
+"""Three repeats of 30 timed inferences: the issue's own check of per-op tables ran 3 x 30; MAX_REPEATS at REPEATS
+keeps adaptive repeats from spending the budget on one noisy graph."""
+DEFAULT_MODELS = ("mobilenet_v2_0.5_160", "mobilenet_v1_0.5_160", "shufflenet_v2_x0_5", "squeezenet1_1",
+                  "mnasnet_0.5_224", "mobilenet_v3_small_0.75_224", "efficientnet_lite0", "ghostnet_0.5_224",
+                  "resnet8_cifar10", "kws_dscnn", "resnet18", "inception_v1")
+"""Small image models of ten families: depthwise and dense convolutions, shuffles, squeeze-excite, concat, pooling."""
+FIRST_ROUND = len(CONV_STRATA) // CONV_WEIGHT * (len(KINDS) - 1 + CONV_WEIGHT)
+"""Kernels in the stratified first round: every kind six times, convolution four times as often, so that every
+(kernel size, stride, grouping) stratum of convolution is drawn once."""
+ROUND_KERNELS = 96
+ZOO_SHARE = 0.5
+PROFILED_CALLS = (5, 50)
+"""The per-op phase runs min(WARMUP, 5) unprofiled and min(ITERATIONS, 50) profiled calls (docs/per-op.md)."""
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """What to probe beside the device profile."""
+
+    models: tuple[str, ...] = DEFAULT_MODELS
+    budget_s: float = 1200.0
+    name: str | None = None
+    seed: int = 0
+    designed: int | None = None
+    """at most this many designed kernels (None: as many as the budget allows)"""
+
+
+@dataclass
+class Costs:
+    """A run's price on this device: fixed seconds (start, load, teardown) plus its calls at ms_per_mac."""
+
+    fixed_s: float
+    ms_per_mac: float
+    calls: int
+    repeats: int
+
+    def session_s(self, work: Sequence[int]) -> float:
+        """Seconds for a session of models of these MACs."""
+        return self.repeats * sum(self.fixed_s + self.calls * max(w, 1) * self.ms_per_mac / 1000 for w in work)
+
+
+@dataclass
+class Probe:
+    """A probe in progress: its sessions, rows, kernels and the clock."""
+
+    profile: DeviceProfile
+    request: ProbeRequest
+    work: Path
+    say: Say
+    started: float = field(default_factory=time.monotonic)
+    sessions: list[str] = field(default_factory=list)
+    frames: list[pd.DataFrame] = field(default_factory=list)
+    kernels: list[Kernel] = field(default_factory=list)
+    graphs: dict[str, Path] = field(default_factory=dict)
+    runs: list[RunRecord] = field(default_factory=list)
+    pack_macs: dict[str, int] = field(default_factory=dict)
+    """a probe graph's name -> the MACs of its kernels"""
+
+    @property
+    def left_s(self) -> float:
+        return self.request.budget_s - (time.monotonic() - self.started)
+
+    def session(self, paths: Sequence[str], designed: dict[str, Path]) -> tuple[str, int, int]:
+        """One session of `paths` -> (its id, its ok runs, the rows it gave)."""
+        started = start_session(self.profile, SessionRequest(models=tuple(paths), seed=self.request.seed)).session
+        started.run()
+        session_dir = started.store.path
+        self.sessions.append(session_dir.name)
+        runs = load_runs(session_dir)
+        self.runs += runs
+        rows = session_rows(session_dir, designed, self.work)
+        if len(rows):
+            self.frames.append(rows)
+        return session_dir.name, sum(run.ok for run in runs), len(rows)
+
+    def designed_round(self, kernels: list[Kernel], phase: str) -> None:
+        if self.request.designed is not None:
+            kernels = kernels[:max(0, self.request.designed - len(self.kernels))]
+        if not kernels:
+            return
+        designed = {}
+        for members in pack(kernels):
+            path = write_probe(members, len(self.pack_macs), self.work / GRAPHS_DIR)
+            self.pack_macs[path.stem] = sum(macs(k) for k in members)
+            designed[path.stem] = path
+            self.graphs[path.name] = path
+            self.graphs.update({f"{k.name}.onnx": self.work / GRAPHS_DIR / f"{k.name}.onnx" for k in members})
+        self.kernels += kernels
+        began = time.monotonic()
+        session, ok, rows = self.session([str(p) for p in designed.values()], designed)
+        self.say(f"{phase}: {len(kernels)} kernels in {len(designed)} probe graphs, {ok} runs ok, {rows} rows, "
+                 f"{time.monotonic() - began:.0f} s (session {session})")
+
+    def costs(self) -> Costs:
+        """The device's price per run, from the designed runs so far."""
+        profile = self.profile
+        calls = profile.warmup + profile.iterations + min(profile.warmup, PROFILED_CALLS[0]) + min(
+            profile.iterations, PROFILED_CALLS[1])
+        work = self.pack_macs
+        fixed, rates = [], []
+        for run in self.runs:
+            latency = metric_registry.get(metric_registry.LATENCY_MEAN).value(run.line)
+            if not run.ok or not latency or run.model_name not in work:
+                continue
+            fixed.append(max(0.0, (run.result.runtime_s or 0.0) - calls * latency / 1000))
+            rates.append(latency / max(work[run.model_name], 1))
+        if not rates:
+            raise DataError("harness probe: no designed probe graph ran; see the session's errors "
+                            f"(harness report --session {self.sessions[-1] if self.sessions else 'latest'})")
+        return Costs(statistics.median(fixed), statistics.median(rates), calls, profile.repeats)
+
+
+def probe_profile(profile: DeviceProfile) -> DeviceProfile:
+    """The profile with PER_OP=1 and PROBE_DEFAULTS where it leaves REPEATS, ITERATIONS, WARMUP or MAX_REPEATS at
+    env.template's defaults."""
+    if profile.runtime == "litert":
+        raise ConfigError("RUNTIME=litert: LiteRT's Python interpreter gives no per-op profile, so the harness cannot "
+                          "probe it here; use `harness probe export --engine litert DIR`, run the script it writes "
+                          "on the device, and `harness probe import` its output")
+    chosen = {name: value for name, value in PROBE_DEFAULTS.items()
+              if profile.sources.get(name) in ("default", "env.template")}
+    return replace(profile, per_op=True, repeats=chosen.get("REPEATS", profile.repeats),
+                   iterations=chosen.get("ITERATIONS", profile.iterations),
+                   warmup=chosen.get("WARMUP", profile.warmup), max_repeats=chosen.get("MAX_REPEATS",
+                                                                                        profile.max_repeats),
+                   sources={**profile.sources, **dict.fromkeys(chosen, "harness probe"), "PER_OP": "harness probe"})
+
+
+def zoo_fitting(models: Sequence[str], costs: Costs, seconds: float) -> tuple[list[str], list[str]]:
+    """The models (in order) whose estimated runs fit in `seconds`, and those left out."""
+    kept, left, spent = [], [], 0.0
+    for name in models:
+        info = resolve_model(name, check_runtime=False)
+        estimate = costs.session_s([int(onnx_facts(info.path).get("macs") or 0)])
+        if spent + estimate <= seconds:
+            kept.append(name)
+            spent += estimate
+        else:
+            left.append(name)
+    return kept, left
+
+
+def device_of(profile: DeviceProfile, runs: Sequence[RunRecord]) -> tuple[str, str]:
+    """(device, CPU model): DEVICE_NAME where the user set it, else the board's host name for a target, else host."""
+    first = next((run for run in runs if run.ok), None)
+    provenance = first.provenance if first is not None else {}
+    cpu = str(((first.line.get("board") or {}) if first else {}).get("cpu_model") or provenance.get("host_cpu_model")
+              or "")
+    if profile.sources.get("DEVICE_NAME") not in ("default", "env.template"):
+        return profile.device_name, cpu
+    if profile.target and first is not None:
+        return board_key(first)[0], cpu
+    return "host", cpu
+
+
+def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line: None) -> KernelTable:
+    """Probe the device of `profile` (this host through its backend, or TARGET's board) and write its kernel table
+    under RESULTS_DIR/kernels/; `say` gets one line per phase."""
+    profile = probe_profile(profile)
+    threads = max(1, math.ceil(profile.cpus))
+    root = kernels_root(Path(profile.results_dir))
+    work = root / f".probe-{time.strftime('%Y%m%d-%H%M%S')}"
+    state = Probe(profile, request, work, say)
+    try:
+        state.designed_round(sample(FIRST_ROUND, request.seed), "designed kernels, stratified")
+        costs = state.costs()
+        kept, left = zoo_fitting(request.models, costs, max(0.0, state.left_s * ZOO_SHARE))
+        if kept:
+            began = time.monotonic()
+            session, ok, count = state.session(kept, {})
+            say(f"zoo models: {len(kept)} models, {ok} runs ok, {count} rows, {time.monotonic() - began:.0f} s "
+                f"(session {session})" + (f"; left out for the budget: {', '.join(left)}" if left else ""))
+        elif request.models:
+            say(f"zoo models: none fits the budget left ({state.left_s:.0f} s); left out: {', '.join(left)}")
+        rounds = 0
+        while request.designed is None or len(state.kernels) < request.designed:
+            count = ROUND_KERNELS if request.designed is None else min(ROUND_KERNELS,
+                                                                       request.designed - len(state.kernels))
+            times = {str(kernel): float(ms) for kernel, ms in kernel_times(_rows(state)).items()}
+            kernels = next_round(state.kernels, times, count,
+                                 request.seed + rounds + 1, len(state.kernels))
+            estimate = costs.session_s([sum(macs(k) for k in members) for members in pack(kernels)])
+            if estimate > state.left_s:
+                break
+            rounds += 1
+            state.designed_round(kernels, f"designed kernels, adaptive round {rounds}")
+        rows = _rows(state)
+        device, cpu = device_of(profile, state.runs)
+        name = request.name or table_name(device, profile.runtime, threads, "fp32")
+        meta = {"name": name, "device": device, "engine": profile.runtime, "threads": threads, "cpus": profile.cpus,
+                "precision": "fp32", "created": now_utc(), "probing_s": round(time.monotonic() - state.started, 1),
+                "sessions": state.sessions, "source": f"harness probe on {profile.target or 'this host'}",
+                "cpu": cpu}
+        table = write_table(root / name, meta, rows, state.graphs)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    say(f"kernel table {table.name}: {len(rows)} rows ({int((rows['source'] == 'designed').sum())} designed), "
+        f"{meta['probing_s']:.0f} s of probing -> {table.path}")
+    return table
+
+
+def _rows(state: Probe) -> pd.DataFrame:
+    if not state.frames:
+        raise DataError("harness probe: no run gave a per-op profile; see the sessions' errors "
+                        f"({', '.join(state.sessions)})")
+    return pd.concat(state.frames, ignore_index=True)

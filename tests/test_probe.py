@@ -1,0 +1,142 @@
+"""`harness probe` for real on this host: designed kernels that onnxruntime runs as built (none folded, pruned or fused
+into another), a probe at a tiny budget whose table `harness devices` lists, with rows that map back to the designed
+kernels, and adaptive sampling that goes where the kernels' times are hardest to predict."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from harness.cli import main
+from harness.kernels.adaptive import next_round, spreads
+from harness.kernels.designed import (
+    CONV_STRATA,
+    KINDS,
+    MAX_MACS,
+    OVERHEAD,
+    PACK_MACS,
+    _stratum,
+    boundary_shapes,
+    macs,
+    pack,
+    sample,
+    write_probe,
+)
+from harness.kernels.probed import kernel_times
+from harness.kernels.table import find_kernel_table
+
+PROBE_ARGS = ("--models", "resnet8_cifar10", "kws_dscnn", "--designed", "12", "--budget-min", "1.5", "--cpus", "1",
+              "--backend", "local")
+
+
+def test_sampling_is_deterministic_and_covers_every_kind_and_convolution_stratum() -> None:
+    first, again = sample(200, seed=7), sample(200, seed=7)
+    assert first == again and first != sample(200, seed=8)
+    assert set(Counter(k.kind for k in first)) == set(KINDS)
+    convs = [k for k in first if k.kind == "conv"]
+    assert {_stratum(k) for k in convs} == set(CONV_STRATA)  # every kernel size x stride x grouping
+    assert all(macs(k) <= MAX_MACS for k in first)
+    channels = {k.settings["cin"] for k in convs}
+    assert channels & {12, 20, 40, 72, 120} and channels & {16, 32, 64}  # off and on the 8/16 blocking
+
+
+def test_packs_keep_every_kernel_apart() -> None:
+    kernels = sample(120, seed=1)
+    packs = pack(kernels)
+    assert sorted(k.name for p in packs for k in p) == sorted(k.name for k in kernels)
+    for members in packs:
+        assert sum(macs(k) for k in members) <= PACK_MACS or len(members) == 1
+        shapes = [boundary_shapes(k) for k in members]
+        assert all(not (a & b) for i, a in enumerate(shapes) for b in shapes[i + 1:])
+
+
+def test_onnxruntime_runs_every_designed_kernel_of_a_probe_graph(tmp_path: Path) -> None:
+    """The optimized graph keeps a timed node per kernel: no kernel constant-folded, pruned or fused into another."""
+    kernels = sample(44, seed=2)
+    for index, members in enumerate(pack(kernels)[:2]):
+        graph = write_probe(members, index, tmp_path)
+        options = ort.SessionOptions()
+        options.enable_profiling, options.intra_op_num_threads = True, 1
+        options.profile_file_prefix = str(tmp_path / f"trace{index}")
+        session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        feeds = {i.name: np.random.rand(*i.shape).astype(np.float32) for i in session.get_inputs()}
+        session.run(None, feeds)
+        trace = json.loads(Path(session.end_profiling()).read_text())
+        timed = {e["name"].split("/")[0] for e in trace if e.get("cat") == "Node" and "/" in e["name"]}
+        expected = {k.name for k in members if k.kind != "hardswish"}  # ORT runs HardSwish as HardSigmoid + Mul
+        assert expected <= timed, expected - timed
+        assert len({e for e in timed if e.endswith(OVERHEAD)}) == 3
+        assert len(onnx.load(str(graph)).graph.output) >= len(members)
+
+
+def test_adaptive_rounds_go_where_the_line_misses() -> None:
+    kernels = sample(88, seed=4)
+    rng = np.random.default_rng(0)
+    times = {k.name: macs(k) * 1e-6 * (float(np.exp(rng.normal(0, 1.0))) if k.kind == "concat" else 1.0)
+             for k in kernels}
+    spread = spreads(kernels, times)
+    assert max(spread, key=spread.__getitem__) == "concat"
+    chosen = next_round(kernels, times, 40, seed=1, start=88)
+    counts = Counter(k.kind for k in chosen)
+    assert counts.most_common(1)[0][0] == "concat" and len(chosen) == 40
+    assert len({k.name for k in chosen} | {k.name for k in kernels}) == 128
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("probe")
+    began = time.monotonic()
+    assert main(["probe", *PROBE_ARGS, "--results-dir", str(results)]) == 0
+    assert time.monotonic() - began < 90
+    return results
+
+
+def test_a_probe_writes_a_table_the_devices_command_lists(probed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["devices", "--json", "--results-dir", str(probed)]) == 0
+    listed = json.loads(capsys.readouterr().out)["kernel_tables"]
+    assert [(t["name"], t["device"], t["engine"], t["threads"], t["precision"]) for t in listed] == [
+        ("host-onnxruntime-1t-fp32", "host", "onnxruntime", 1, "fp32")]
+    table = find_kernel_table("host-onnxruntime-1t-fp32", probed)
+    assert table is not None
+    assert 0 < table.meta["probing_s"] < 90 and len(table.meta["sessions"]) == 2
+    assert all((probed / session / "runs.jsonl").is_file() for session in table.meta["sessions"])
+    rows = table.rows()
+    zoo = rows[rows["source"] == "zoo"]
+    assert set(zoo["model"]) == {"resnet8_cifar10", "kws_dscnn"}
+    assert set(zoo["family"]) == {"resnet8_cifar10", "kws_dscnn"} and (zoo["model_latency_ms"] > 0).all()
+    assert zoo.loc[zoo["op_type"] == "Conv", "mean_ms"].gt(0).all()
+
+
+def test_designed_rows_map_back_to_their_kernels(probed: Path) -> None:
+    table = find_kernel_table("host-onnxruntime-1t-fp32", probed)
+    assert table is not None
+    rows = table.rows()
+    designed = rows[(rows["source"] == "designed") & ~rows["op_type"].str.startswith("(")]
+    assert designed["kernel"].notna().all()  # every engine row of a probe graph belongs to one kernel
+    kernels = designed[designed["kernel_kind"] != OVERHEAD]
+    assert kernels["kernel"].nunique() == 12
+    for row in kernels.itertuples():
+        graph = onnx.load(str(table.graph_path(row.graph)))
+        names = {node.name for node in graph.graph.node}
+        assert isinstance(row.onnx_node, float) or row.onnx_node in names  # joined rows name a node of its graph
+    times = kernel_times(rows)
+    assert len(times) == 12 and (times > 0).all()
+    overhead = designed[designed["kernel_kind"] == OVERHEAD]["mean_ms"]
+    assert len(overhead) == 3 * rows.loc[rows["source"] == "designed", "model"].nunique()
+    assert overhead.median() < kernels.groupby("kernel")["mean_ms"].sum().median()
+
+
+def test_probe_refuses_what_it_cannot_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["probe", "--budget-min", "0", "--results-dir", str(tmp_path)]) != 0
+    assert "--budget-min 0" in capsys.readouterr().err
+    assert main(["probe", "--runtime", "litert", "--results-dir", str(tmp_path)]) != 0
+    err = capsys.readouterr().err
+    assert "probe export --engine litert" in err and "Traceback" not in err
