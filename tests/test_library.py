@@ -305,7 +305,6 @@ def test_the_nas_loop_predictor_equals_predict_on_the_same_inputs() -> None:
     """Cells predicted from arrays (a search loop's path) give what `predict` gives model by model, for cells as
     indices, names and cell strings; a cell's MACs are its graph's, from the closed form."""
     from harness.calibration.nas import CellPredictor, cell_macs
-    from harness.calibration.predictions import predict_models
     from harness.device.library import METRIC
     from harness.models.facts import onnx_facts
     from harness.zoo import export
@@ -319,7 +318,7 @@ def test_the_nas_loop_predictor_equals_predict_on_the_same_inputs() -> None:
     assert "nb201-pixel2" not in {d["device"] for d in predictor.calibration.library_devices()}
     cells = list(range(900, 960))
     fast = predictor.intervals(cells)
-    slow = predict_models(predictor.cset, {METRIC: predictor.values}, [f"nb201_{i}" for i in cells])
+    slow = predictor.cset.predict({METRIC: predictor.values}, [f"nb201_{i}" for i in cells])
     for array, key in ((fast.predicted, "predicted"), (fast.low, "pi_low"), (fast.high, "pi_high")):
         np.testing.assert_allclose(array, [getattr(p, key) for p in slow], rtol=1e-12)
     assert predictor.predict(cells) == slow

@@ -24,7 +24,6 @@ from harness.api.session import Session, session_folder
 from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label
 from harness.calibration.nas import CellPredictor, cell_index
 from harness.calibration.prediction import Prediction
-from harness.calibration.predictions import predict_models
 from harness.calibration.transfer import Library, device_library
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
@@ -220,7 +219,7 @@ class DevicePredictor(Predictor):
         if missing:
             raise DataError(f"no runs of {', '.join(missing)} in session {self.runs_session}; profile them first "
                             "(harness.profile) or predict from every session (session=\"all\")")
-        return predict_models(self.cset, self.measured, names)
+        return self.cset.predict(self.measured, names)
 
 
 @dataclass
@@ -277,7 +276,7 @@ class ZeroShotPredictor(Predictor):
         """Model files or zoo names, profiled here first where this host's sessions lack them."""
         wanted = [str(model) for model in models]
         self.cset, self.notes, self.session, measured, names = self._calibrate(self.device, wanted, self.keywords)
-        return predict_models(self.cset, measured, [names[model] for model in wanted])
+        return self.cset.predict(measured, [names[model] for model in wanted])
 
 
 PREDICTORS: tuple[type[Predictor], ...] = (CellsPredictor, DevicePredictor, ZeroShotPredictor)

@@ -47,6 +47,7 @@ from harness.calibration.fits import (
 from harness.calibration.least_squares import LIBRARY_PREFIX
 from harness.calibration.line import MIN_POINTS, LineFit, cooks_distance, cooks_threshold, discordant_pairs, fit_line
 from harness.calibration.points import (
+    counts_note,
     model_facts_table,
     no_match_reason,
     paired_points,
@@ -372,6 +373,22 @@ class CalibrationSet:
     unmatched_device_models: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     facts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(FIT_FACTS)))
+
+    def predict(self, values_by_metric: dict[str, pd.DataFrame], models: list[str]) -> list[Prediction]:
+        """Device predictions with 95% prediction intervals for `models` (harness values in `values_by_metric`, as
+        calibrate_runs gives them), from every fitted group's chosen fit, each noting where its harness value is a
+        minimum over another count of values than the calibration models' (points.counts_note)."""
+        out = []
+        for calibration in self.calibrations:
+            measured = values_by_metric[calibration.metric]
+            at_cpus = measured[(measured["cpus"] == calibration.group["cpus"]) & measured["model_name"].isin(models)]
+            names = at_cpus["model_name"].tolist()
+            design = calibration.design(at_cpus["value"], calibration.facts_for(self.facts).reindex(names), names)
+            for prediction, over, across in zip(calibration.predict(design, names), at_cpus["over"],
+                                                at_cpus["across"], strict=True):
+                note = counts_note(over, calibration.points["harness_over"], across) or ""
+                out.append(replace(prediction, device=self.device, counts_note=note))
+        return out
 
 
 def calibrate_device(

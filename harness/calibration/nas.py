@@ -8,7 +8,7 @@ cells, with the MACs standing where a profile's harness value stands, predicts a
     found = predictor.intervals(cells)   # found.predicted, found.low, found.high: arrays
     predictor.predict(cells)             # a Prediction per cell
 
-It is the calibration `harness predict` makes (calibrate_device, then predict_models), on the same inputs:
+It is the calibration `harness predict` makes (calibrate_device, then CalibrationSet.predict), on the same inputs:
 `predict` gives the same numbers, one model at a time (tests/test_library.py checks it).
 """
 

@@ -18,7 +18,6 @@ import pandas as pd
 from harness.analysis.ranking import MIN_RELATIVE_GAP, RankEntry, rank_runs
 from harness.analysis.run_values import harness_values
 from harness.calibration.calibrate import calibrate_runs, group_label
-from harness.calibration.predictions import predict_models
 from harness.calibration.transfer import device_library
 from harness.core import metric_registry
 from harness.core.errors import DataError
@@ -153,7 +152,7 @@ def device_predictions(results_dir: Path, device_name: str,
     except DataError as err:
         return f"{device_name}: no predictions yet. {err}"
     models = sorted({run.model_name for run in runs if run.model_name})
-    predictions = predict_models(cset, measured, models)
+    predictions = cset.predict(measured, models)
     if not predictions:
         return f"{device_name}: no predictions yet; no metric could be fitted (see its calibration section)"
     predicted = pd.DataFrame([p.to_dict() for p in predictions]).drop(columns=["calibrated_range"])

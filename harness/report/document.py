@@ -15,7 +15,6 @@ from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, rank_runs, ranking
 from harness.analysis.stats import NO_VALUES, UNSTABLE_RULE, summarize_runs
 from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label
 from harness.calibration.few_shot import curve_table, learning_curve
-from harness.calibration.predictions import predict_models
 from harness.calibration.transfer import device_library
 from harness.core import metric_registry
 from harness.core.errors import DataError, StorageError
@@ -209,7 +208,7 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[RunRecor
     profiled = sorted({run.model_name for run in runs if run.model_name})
     unmeasured = sorted(set(profiled) - set(points["harness_model"]))
     if unmeasured and group_by == "cpus":  # a tag group needs the tag, which only device rows have
-        predictions = pd.DataFrame([p.to_dict() for p in predict_models(cset, measured, unmeasured)])
+        predictions = pd.DataFrame([p.to_dict() for p in cset.predict(measured, unmeasured)])
         if not predictions.empty:
             predictions["group"] = predictions["group"].map(group_label)
             predictions = predictions.drop(columns=["calibrated_range", "measured_on_device"])
