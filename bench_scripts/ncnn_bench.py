@@ -125,9 +125,11 @@ def main() -> None:
 
     net = timed_load(load)
     rng = np.random.default_rng(0)
-    arrays = {blob: random_input(np.float32, shape, rng)  # kept alive: a Mat made from an array shares its memory
+    arrays = {blob: random_input(np.float32, shape, rng)
               for blob, shape in input_shapes(param, parse_pairs(args.shape, "--shape")).items()}
-    feeds = {blob: ncnn.Mat(array) for blob, array in arrays.items()}
+    # A Mat made on an array's memory has no reference count, and ncnn dereferences it where an in-place layer (ReLU,
+    # Sigmoid, ...) takes an input blob: a graph whose input feeds one crashed (SIGSEGV). A clone owns its memory.
+    feeds = {blob: ncnn.Mat(array).clone() for blob, array in arrays.items()}
     outputs = net.output_names()
 
     def infer() -> None:

@@ -134,6 +134,22 @@ def test_designed_rows_map_back_to_their_kernels(probed: Path) -> None:
     assert overhead.median() < kernels.groupby("kernel")["mean_ms"].sum().median()
 
 
+def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> None:
+    """ncnn's per-op rows are its layers (named by pnnx, with no shapes): each maps back through the converted
+    .param's blobs to the probe graph's input it reads, an activation fed straight from an input included."""
+    pytest.importorskip("ncnn")
+    assert main(["probe", "--runtime", "ncnn", "--models", "--designed", "22", "--budget-min", "1", "--cpus", "1",
+                 "--backend", "local", "--results-dir", str(tmp_path)]) == 0
+    table = find_kernel_table("host-ncnn-1t-fp32", tmp_path)
+    assert table is not None and table.meta["engine"] == "ncnn"
+    rows = table.rows()
+    layers = rows[~rows["op_type"].str.startswith("(")]
+    assert layers["kernel"].notna().all()
+    assert set(layers["kernel_kind"]) >= {"conv", "gemm", "relu", "relu6", "hardswish", "sigmoid", "overhead"}
+    assert set(layers["op_type"]) >= {"Convolution", "ReLU", "Pooling"}
+    assert (kernel_times(rows) > 0).sum() >= 20
+
+
 def test_probe_refuses_what_it_cannot_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["probe", "--budget-min", "0", "--results-dir", str(tmp_path)]) != 0
     assert "--budget-min 0" in capsys.readouterr().err

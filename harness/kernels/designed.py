@@ -37,6 +37,8 @@ RESOLUTIONS = (7, 14, 28, 56, 112)
 SEQUENCES = (16, 32, 64, 128)
 HIDDEN = (64, 128, 256, 384, 512)
 GEMM_ROWS = (1, 8, 49, 196)
+"""Rows of a MatMul's input (tokens, or a feature map's positions); a Gemm is a classifier's head: one row, as at
+batch 1 (its 2-D input's first dim is the batch to an engine such as ncnn)."""
 GEMM_SIZES = (64, 128, 256, 512, 1000, 1024, 1280)
 MAX_MACS = 250_000_000
 """A designed kernel costs at most this many MACs (a 224x224 ResNet stage's worth), so one pack stays short."""
@@ -87,7 +89,8 @@ def _config(kind: str, rng: random.Random, stratum: tuple[int, int, str] | None 
     if kind == CONV:
         return _conv_config(rng, stratum or rng.choice(CONV_STRATA))
     if kind == "gemm" or kind == "matmul":
-        return {"rows": rng.choice(GEMM_ROWS), "cin": rng.choice(GEMM_SIZES), "cout": rng.choice(GEMM_SIZES)}
+        rows = rng.choice(GEMM_ROWS) if kind == "matmul" else 1
+        return {"rows": rows, "cin": rng.choice(GEMM_SIZES), "cout": rng.choice(GEMM_SIZES)}
     if kind in ("maxpool", "avgpool"):
         return {"kernel": rng.choice((2, 3)), "stride": 2, "c": rng.choice(CHANNELS), "hw": rng.choice(RESOLUTIONS)}
     if kind == "concat":
@@ -308,8 +311,8 @@ class _Builder:
             self.node("MatMul", [f"{p}/probs", v], [f"{p}/y"], f"{p}/pv")
             self.output(f"{p}/y", (1, heads, seq, d))
         elif kind == OVERHEAD:
-            self.node("Relu", [self.input(f"{p}/x", (1,))], [f"{p}/y"], f"{p}/relu")
-            self.output(f"{p}/y", (1,))
+            self.node("Relu", [self.input(f"{p}/x", (1, 1, 1, 1))], [f"{p}/y"], f"{p}/relu")  # ncnn: 4-D, one value
+            self.output(f"{p}/y", (1, 1, 1, 1))
         else:
             raise ValueError(f"unknown designed kernel kind {kind!r}")
 

@@ -17,6 +17,7 @@ from harness.core.errors import DataError
 from harness.core.records import RunRecord
 from harness.kernels.designed import OVERHEAD
 from harness.kernels.table import DESIGNED_FAMILY, GRAPHS_DIR
+from harness.measure.ncnn_param import param_layers
 from harness.models.families import model_family
 from harness.store.results import load_runs
 
@@ -52,14 +53,36 @@ def _shapes(text: object) -> set[Shape]:
     return {tuple(int(d) for d in part.split("x")) for part in text.split() if re.fullmatch(r"\d+(x\d+)*", part)}
 
 
-def owner(row: Mapping[str, object], shapes: Mapping[str, set[Shape]]) -> str:
-    """The designed kernel a per-op row times: the one its graph node (or the engine's node) is named after, else
-    the one kernel of the pack with a graph input or output of the row's shapes (ONNX Runtime's unnamed
-    ReorderInput/ReorderOutput, or the HardSigmoid and Mul it runs a HardSwish as); '' where none or several do."""
+def ncnn_layer_kernels(param: Path, graph: onnx.ModelProto) -> dict[str, str]:
+    """ncnn layer name -> the designed kernel it runs, from the .param pnnx converted the probe graph to: pnnx names
+    the graph's inputs in0, in1, ... in the ONNX graph's order, and a layer belongs to the kernel whose blobs it
+    reads (kernels share none)."""
+    initializers = {init.name for init in graph.graph.initializer}
+    inputs = [value.name for value in graph.graph.input if value.name not in initializers]
+    blobs = {f"in{index}": named["kernel"] for index, name in enumerate(inputs) if (named := KERNEL_NAME.match(name))}
+    found: dict[str, str] = {}
+    for line in param_layers(param):
+        if len(line) < 4 or not (line[2].isdigit() and line[3].isdigit()):
+            continue
+        ins, outs = line[4:4 + int(line[2])], line[4 + int(line[2]):4 + int(line[2]) + int(line[3])]
+        owners = {blobs[blob] for blob in (outs if line[0] == "Input" else ins) if blob in blobs}
+        if len(owners) == 1:
+            found[line[1]] = owners.pop()
+            blobs.update(dict.fromkeys(outs, found[line[1]]))
+    return found
+
+
+def owner(row: Mapping[str, object], shapes: Mapping[str, set[Shape]], layers: Mapping[str, str]) -> str:
+    """The designed kernel a per-op row times: the one its graph node (or the engine's node) is named after, or
+    the ncnn layer's (`layers`), else the one kernel of the pack with a graph input or output of the row's shapes
+    (ONNX Runtime's unnamed ReorderInput/ReorderOutput, or the HardSigmoid and Mul it runs a HardSwish as); '' where
+    none or several do."""
     for name in (row.get("onnx_node"), row.get("node")):
         named = KERNEL_NAME.match(name) if isinstance(name, str) else None
         if named:
             return named["kernel"]
+    if isinstance(row.get("node"), str) and row["node"] in layers:
+        return layers[str(row["node"])]
     seen = _shapes(row.get("input_shapes")) | _shapes(row.get("output_shapes"))
     candidates = [kernel for kernel, boundary in shapes.items() if seen & boundary]
     return candidates[0] if len(candidates) == 1 else ""
@@ -98,8 +121,11 @@ def session_rows(session_dir: Path, designed: Mapping[str, Path], table_dir: Pat
         latency = model_latency_ms(runs)
         if model in designed:
             graph = designed[model]
-            shapes = kernel_shapes(onnx.load(str(graph), load_external_data=False))
-            kernels = [owner({str(k): v for k, v in row.items()}, shapes) for row in table.to_dict("records")]
+            proto = onnx.load(str(graph), load_external_data=False)
+            converted = str(runs[0].model.get("model_converted") or "")
+            layers = ncnn_layer_kernels(Path(converted), proto) if converted.endswith(".param") else {}
+            kernels = [owner({str(k): v for k, v in row.items()}, kernel_shapes(proto), layers)
+                       for row in table.to_dict("records")]
             own = [f"{GRAPHS_DIR}/{k}.onnx" if k and kernel_kind(k) != OVERHEAD else f"{GRAPHS_DIR}/{graph.name}"
                    for k in kernels]
             table = table.assign(model=graph.name, source="designed", family=DESIGNED_FAMILY,
