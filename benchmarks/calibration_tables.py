@@ -142,7 +142,7 @@ class Case:
 
     @property
     def outside(self) -> np.ndarray:
-        return self.calibration.held_out.outside
+        return self.calibration.held_out.outside > 0
 
 
 def groups_of(points: pd.DataFrame) -> dict[str, pd.DataFrame]:

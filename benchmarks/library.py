@@ -15,7 +15,10 @@ target never seen: its library is every other shipped table, never one of the sa
 - `harness_only`: the calibration without the library (every fit but `library`), as before the library;
 - `in_library`: with the library; a held-out model may appear in other tables;
 - `novel`: with the library, the held-out model removed from every library table too (what a user's own model
-  faces: its evidence is only the library devices' predictions from the harness).
+  faces: its evidence is only the library devices' predictions from the harness);
+- `new_family`: a user's own model of a family the table does not hold: each family in turn held out of the
+  calibration and of every library table, predicted from the other families (share within ±10%, and how often the
+  95% interval covers the device's value).
 Whether to learn from the library at all is chosen leave-one-table-out (`chosen`: the policy with the best mean
 nested share on the other tables). Each figure is scored with the nested leave-one-out (`within_10pct`: every other
 model of the target calibrates, the fit chosen again in each fold) and from k = 5 drawn models (`within_10pct_k5`:
@@ -114,6 +117,27 @@ def _few_shot(points: pd.DataFrame, chosen: np.ndarray, candidates: Any,
     return np.array(within)
 
 
+def _new_family(points: pd.DataFrame, library: Library, harness: pd.Series) -> dict[str, float | None]:
+    """Each family held out of the calibration and of every library table, its models predicted from the other
+    families' (at least K + 2 of them): within ±10%, and the 95% intervals' coverage, over every held-out model."""
+    within, covered = [], []
+    for family in sorted(set(points["family"])):
+        held = (points["family"] == family).to_numpy()
+        if (~held).sum() < K + 2:
+            continue
+        family_models = points.loc[held, "harness_model"].tolist()
+        evidence = library.evidence(harness, without=family_models)
+        frame = points.join(evidence, on="harness_model")
+        calibration = calibrate_points(METRIC, {}, frame[~held], figures=False, candidates=AUTO_CANDIDATES)
+        test = frame[held]
+        found = calibration.intervals(calibration.design(test["harness"], test, test["harness_model"]))
+        y = test["device"].to_numpy(float)
+        within += list(np.abs(found.predicted - y) / y <= 0.10 + 1e-12)
+        covered += list((found.low <= y) & (y <= found.high))
+    return {"within_10pct": float(np.mean(within)) if within else None,
+            "coverage": float(np.mean(covered)) if covered else None, "models": len(within)}
+
+
 def _mean(parts: list[np.ndarray]) -> float | None:
     return float(np.mean(np.concatenate(parts))) if parts else None
 
@@ -145,6 +169,7 @@ def score_table(table: LibraryTable, summary: pd.DataFrame, library_tables: list
                        "fits": dict(Counter(full.held_out.picks))},
         "novel": {"within_10pct": _share(full, "within_10pct_novel"),
                   "within_10pct_k5": _mean([_few_shot(with_library, s, AUTO_CANDIDATES, novel) for s in samples])},
+        "new_family": _new_family(points, library, harness),
     }
 
 
@@ -179,6 +204,12 @@ def run(directory: Path | None, summary: pd.DataFrame, draws: int) -> dict[str, 
                                                  if tables[n][policy][key] is not None]))
                              for key in ("within_10pct", "within_10pct_k5")}
                     for policy in ("harness_only", "in_library", "novel")} for kind, names in kinds.items() if names}
+    for kind, names in kinds.items():
+        scored = [tables[n]["new_family"] for n in names if tables[n]["new_family"]["models"]]
+        if names and scored:
+            means[kind]["new_family"] = {key: float(np.average([f[key] for f in scored],
+                                                               weights=[f["models"] for f in scored]))
+                                         for key in ("within_10pct", "coverage")}
     return {"tables": tables, "means": means, "draws": draws}
 
 
@@ -186,6 +217,8 @@ def show(result: dict[str, Any]) -> None:
     rows = [{"table": name, "models": f["models"],
              **{f"{policy} {label}": f[policy][key] for policy in ("harness_only", "in_library", "novel")
                 for key, label in (("within_10pct", "nested"), ("within_10pct_k5", f"k={K}"))},
+             "new family within ±10%": f["new_family"]["within_10pct"],
+             "new family coverage": f["new_family"]["coverage"],
              "policy chosen on the others": f["chosen"]["policy"]}
             for name, f in result["tables"].items()]
     print_table("Published tables, each a device never seen: share within ±10% (nested leave-one-out, and from "

@@ -17,7 +17,7 @@ from harness.calibration.calibrate import ACROSS_FAMILIES, calibrate_points
 from harness.calibration.choice import Candidates, nested_leave_one_out
 from harness.calibration.few_shot import curve_table, learning_curve
 from harness.calibration.fits import FIT_NAMES, WORK_FACTS, Design, fit_spec
-from harness.calibration.reach import EXTRAPOLATION_SPREAD, Reach, widen
+from harness.calibration.reach import EXTRAPOLATION_SPREAD, FAMILY_SPREAD, Reach, widen
 from harness.calibration.suggest import suggest, suggest_first
 from harness.models.families import model_family
 
@@ -52,12 +52,12 @@ def test_model_family_from_zoo_names_and_from_variant_tokens() -> None:
 
 def test_widen_adds_the_spread_in_quadrature_to_each_side_in_log_space() -> None:
     yhat, low, high = np.array([10.0, 10.0]), np.array([8.0, 8.0]), np.array([12.5, 12.5])
-    new_low, new_high = widen(yhat, low, high, np.array([True, False]), spread=0.1)
+    new_low, new_high = widen(yhat, low, high, np.array([0.1, 0.0]))
     assert new_low[1] == 8.0 and new_high[1] == 12.5  # inside the reach: unchanged
     assert math.log(10 / new_low[0]) == pytest.approx(math.hypot(math.log(10 / 8), Z * 0.1), rel=1e-12)
     assert math.log(new_high[0] / 10) == pytest.approx(math.hypot(math.log(12.5 / 10), Z * 0.1), rel=1e-12)
     # A linear fit's interval reaching below zero keeps its lower bound; its upper bound still widens.
-    low_zero, high_up = widen(np.array([1.0]), np.array([-0.5]), np.array([2.5]), np.array([True]), spread=0.1)
+    low_zero, high_up = widen(np.array([1.0]), np.array([-0.5]), np.array([2.5]), np.array([0.1]))
     assert low_zero[0] == -0.5 and high_up[0] > 2.5
 
 
@@ -72,6 +72,8 @@ def test_reach_names_harness_value_op_mix_and_family() -> None:
     assert reasons[1] == ["harness value 8 outside the calibration models' 1–4"]
     assert reasons[2] == ["depthwise share 0% outside the calibration models' 20%–30%"]
     assert reasons[3] == ["no calibration model of its family (c)"]
+    # A new family's law is unseen: its interval widens by FAMILY_SPREAD, any other reason's by EXTRAPOLATION_SPREAD.
+    assert reach.spreads(queries)[1].tolist() == [0.0, EXTRAPOLATION_SPREAD, EXTRAPOLATION_SPREAD, FAMILY_SPREAD]
     # Families count only when some calibration models share one: else the fit's scatter is between families.
     assert Reach.of(Design(np.array([1.0, 2.0]), families=("a", "b"))).families == frozenset()
 

@@ -156,8 +156,8 @@ class Calibration:
             far = np.flatnonzero(self.model.beyond_reach(design))
             fits[far] = self.beyond.name
             yhat[far], low[far], high[far] = self.beyond.interval(design.take(far), CONFIDENCE)
-        reasons = self.reach.outside(design)
-        low, high = widen(yhat, low, high, np.array([bool(r) for r in reasons]))
+        reasons, spreads = self.reach.spreads(design)
+        low, high = widen(yhat, low, high, spreads)
         return Intervals(fits, yhat, low, high, reasons)
 
     def predict(self, design: Design, models: Sequence[str]) -> list[Prediction]:
@@ -339,7 +339,7 @@ def calibrate_points(metric: str, group: dict[str, Any], points: pd.DataFrame, f
     columns = {"fitted": fitted, "error_pct": 100 * (fitted - y) / y}
     if reported is not None:
         columns.update(loo_predicted=reported.predicted, loo_low=reported.low, loo_high=reported.high,
-                       loo_error_pct=100 * (reported.predicted - y) / y, loo_outside=reported.outside)
+                       loo_error_pct=100 * (reported.predicted - y) / y, loo_outside=reported.outside > 0)
     columns.update({f"loo_{name}": h.predicted for name, h in held.items() if h is not None})
     points = points.assign(**columns, cooks_d=cooks, influential=cooks > cooks_threshold(len(x)))
     fitted_stats = error_stats(y, fitted)

@@ -42,7 +42,7 @@ from harness.calibration.fits import (
     fit_spec,
     unavailable_reason,
 )
-from harness.calibration.reach import EXTRAPOLATION_SPREAD, Reach, widen
+from harness.calibration.reach import Reach, widen
 
 AUTO = "auto"
 CONFIDENCE = 0.95
@@ -65,8 +65,9 @@ ROUNDING = 1e-12
 @dataclass(frozen=True)
 class HeldOut:
     """Leave-one-out predictions and 95% intervals of one fit (or of the nested choice, with its per-fold picks).
-    `fit_low` and `fit_high` are the fit's own interval; `outside` marks each model that lay outside the reach of
-    the models its fold was trained on, whose interval `low` and `high` widen (harness.calibration.reach)."""
+    `fit_low` and `fit_high` are the fit's own interval; `outside` is the extra spread of each model that lay outside
+    the reach of the models its fold was trained on (0 inside), by which `low` and `high` widen
+    (harness.calibration.reach)."""
 
     name: str
     predicted: np.ndarray
@@ -75,9 +76,10 @@ class HeldOut:
     outside: np.ndarray
     picks: tuple[str, ...] = ()
 
-    def interval(self, spread: float = EXTRAPOLATION_SPREAD) -> tuple[np.ndarray, np.ndarray]:
-        """(low, high) with the models outside their fold's reach widened by `spread`."""
-        return widen(self.predicted, self.fit_low, self.fit_high, self.outside, spread)
+    def interval(self, spread: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) with the models outside their fold's reach widened by their own spread, or all by `spread`."""
+        spreads = self.outside if spread is None else np.where(self.outside > 0, spread, 0.0)
+        return widen(self.predicted, self.fit_low, self.fit_high, spreads)
 
     @property
     def low(self) -> np.ndarray:
@@ -148,7 +150,7 @@ def leave_one_out(spec: FitSpec, design: Design, y: np.ndarray, intervals: bool 
     """`spec` retrained without each model in turn; None when some fold cannot be fitted (too few models,
     or the rest all share one harness value)."""
     n = len(y)
-    predicted, low, high, outside = np.empty(n), np.empty(n), np.empty(n), np.zeros(n, dtype=bool)
+    predicted, low, high, outside = np.empty(n), np.empty(n), np.empty(n), np.zeros(n)
     for i, keep in folds(n):
         model = spec.train(design.take(keep), y[keep])
         if model is None:
@@ -161,11 +163,11 @@ def leave_one_out(spec: FitSpec, design: Design, y: np.ndarray, intervals: bool 
     return HeldOut(spec.name, predicted, low, high, outside)
 
 
-def held_out_interval(model: FittedModel, trained_on: Design, left_out: Design) -> tuple[float, float, float, bool]:
-    """One left-out model's prediction, the fit's own 95% interval, and whether it lay outside the reach of the
-    models the fit was trained on."""
+def held_out_interval(model: FittedModel, trained_on: Design, left_out: Design) -> tuple[float, float, float, float]:
+    """One left-out model's prediction, the fit's own 95% interval, and the extra spread its interval takes outside
+    the reach of the models the fit was trained on (0 inside)."""
     yhat, low, high = (v[0] for v in model.interval(left_out, CONFIDENCE))
-    return yhat, low, high, bool(Reach.of(trained_on).outside(left_out)[0])
+    return yhat, low, high, float(Reach.of(trained_on).spreads(left_out)[1][0])
 
 
 def _mape(predicted: np.ndarray, y: np.ndarray) -> float:
@@ -255,7 +257,7 @@ def select(design: Design, y: np.ndarray, candidates: Candidates, query: Design 
 def nested_leave_one_out(design: Design, y: np.ndarray, candidates: Candidates) -> HeldOut | None:
     """The automatic choice, remade without each model in turn and then predicting it."""
     n = len(y)
-    predicted, low, high, outside, picks = np.empty(n), np.empty(n), np.empty(n), np.zeros(n, dtype=bool), []
+    predicted, low, high, outside, picks = np.empty(n), np.empty(n), np.empty(n), np.zeros(n), []
     for i, keep in folds(n):
         rest, rest_y, left_out = design.take(keep), y[keep], design.take(np.array([i]))
         chosen = select(rest, rest_y, candidates, query=left_out)

@@ -74,7 +74,7 @@ def select_pair(designs: dict[str, Design], y: np.ndarray, candidates: Candidate
 def nested_engine_choice(designs: dict[str, Design], y: np.ndarray, candidates: Candidates) -> HeldOut | None:
     """The (engine, fit) choice remade without each model in turn, then predicting it; its picks name the pairs."""
     n = len(y)
-    predicted, low, high, outside, picks = np.empty(n), np.empty(n), np.empty(n), np.zeros(n, dtype=bool), []
+    predicted, low, high, outside, picks = np.empty(n), np.empty(n), np.empty(n), np.zeros(n), []
     for i, keep in folds(n):
         rest = {engine: design.take(keep) for engine, design in designs.items()}
         left_out = {engine: design.take(np.array([i])) for engine, design in designs.items()}

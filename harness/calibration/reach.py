@@ -10,8 +10,9 @@ the leverage of the harness value only, and not at all for a model whose operato
   activations written (static facts; arithmetic intensity: engines differ most on memory-bound layers);
 - its architecture family: none of the calibration models is of its family (when some of them share one).
 
-Such a model's interval gets an extra relative spread EXTRAPOLATION_SPREAD (a standard deviation in log space,
-added in quadrature to each side of the interval's own width), so that it still covers the model. The spread is a
+Such a model's interval gets an extra relative spread (a standard deviation in log space, added in quadrature to
+each side of the interval's own width), so that it still covers the model: EXTRAPOLATION_SPREAD, or FAMILY_SPREAD for
+a model of a family none of the calibration models belongs to, whose law the fit has never seen. The spread is a
 global choice made on published device tables, each scored with the spread chosen on the others
 (benchmarks/calibration_tables.py): not a figure one table chose for itself.
 """
@@ -29,6 +30,13 @@ EXTRAPOLATION_SPREAD = 0.05
 """Extra log-space standard deviation of a prediction outside the calibration models' reach (0.05: about ±10% more
 at 95%, in quadrature), chosen on the published tables by benchmarks/calibration_tables.py: the spread whose widened
 intervals cover the models outside their folds' reach closest to 95%."""
+FAMILY_SPREAD = 0.22
+"""Extra log-space standard deviation of a prediction for a model of a family no calibration model belongs to
+(0.22: about ±45% more at 95%, in quadrature): the least spread whose widened intervals cover 95% of the models of
+the published tables when each family in turn is held out of the calibration and of every library table
+(benchmarks/library.py, `new family`; with the extrapolation spread alone they covered 65%)."""
+NEW_FAMILY = "no calibration model of its family"
+"""The reason Reach.outside gives a model of a family none of the calibration models belongs to."""
 INTENSITY_FACTS = ("macs", "activation_mib")
 MIB = 2**20
 
@@ -82,21 +90,34 @@ class Reach:
         if self.families and design.families:
             for i, family in enumerate(design.families):
                 if family not in self.families:
-                    reasons[i].append(f"no calibration model of its family ({family})")
+                    reasons[i].append(f"{NEW_FAMILY} ({family})")
         return reasons
 
+    def spreads(self, design: Design) -> tuple[list[list[str]], np.ndarray]:
+        """Per model of `design`: why it lies outside this reach, and the extra spread its interval takes (0 inside,
+        FAMILY_SPREAD for a new family, EXTRAPOLATION_SPREAD otherwise)."""
+        reasons = self.outside(design)
+        return reasons, np.array([spread_of(why) for why in reasons])
 
-def widen(yhat: np.ndarray, low: np.ndarray, high: np.ndarray, outside: np.ndarray,
-          spread: float = EXTRAPOLATION_SPREAD, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """The interval of each `outside` model widened by `spread` in log space, each side in quadrature: a lower
+
+def spread_of(reasons: list[str]) -> float:
+    """The extra spread of a model outside the reach for these reasons."""
+    if any(why.startswith(NEW_FAMILY) for why in reasons):
+        return FAMILY_SPREAD
+    return EXTRAPOLATION_SPREAD if reasons else 0.0
+
+
+def widen(yhat: np.ndarray, low: np.ndarray, high: np.ndarray, spread: np.ndarray,
+          confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Each model's interval widened by its `spread` in log space (0: not at all), each side in quadrature: a lower
     bound at or below zero (a linear fit's wide interval) stays where it is."""
-    z = stats.norm.ppf(0.5 + confidence / 2) * spread
+    z = stats.norm.ppf(0.5 + confidence / 2) * np.broadcast_to(np.asarray(spread, dtype=float), np.shape(yhat))
     low, high = np.array(low, dtype=float), np.array(high, dtype=float)
-    chosen = np.asarray(outside, dtype=bool) & (yhat > 0)
+    chosen = (z > 0) & (yhat > 0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a tiny lower bound: the log is inf
         down = np.log(yhat / low)
         up = np.log(high / yhat)
     positive = chosen & (low > 0)
-    low[positive] = yhat[positive] * np.exp(-np.sqrt(down[positive] ** 2 + z**2))
-    high[chosen] = yhat[chosen] * np.exp(np.sqrt(up[chosen] ** 2 + z**2))
+    low[positive] = yhat[positive] * np.exp(-np.sqrt(down[positive] ** 2 + z[positive] ** 2))
+    high[chosen] = yhat[chosen] * np.exp(np.sqrt(up[chosen] ** 2 + z[chosen] ** 2))
     return low, high

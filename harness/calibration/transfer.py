@@ -14,7 +14,7 @@ from every library table too, in every fold.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -73,14 +73,15 @@ class Library:
         return pd.DataFrame({column(table): _by_harness(table, models, pairs) for table in self.tables},
                             index=pd.Index(harness_models, name="harness_model"))
 
-    def evidence(self, harness: pd.Series, without: str | None = None,
+    def evidence(self, harness: pd.Series, without: str | Collection[str] | None = None,
                  twins: Mapping[str, str] | None = None) -> pd.DataFrame:
-        """harness model × `library:<table>`: measured where the table has the model (never `without`'s value),
-        else the table's power law of the harness value; a column no model could be given is dropped."""
+        """harness model × `library:<table>`: measured where the table has the model (never the value of `without`,
+        a model or several), else the table's power law of the harness value; a column no model could be given is
+        dropped."""
         models = [str(name) for name in harness.index]
         frame = self.measured(models, twins)
         if without is not None:
-            frame.loc[frame.index == without] = np.nan
+            frame.loc[frame.index.isin([without] if isinstance(without, str) else list(without))] = np.nan
         x = np.log(harness.to_numpy(float))
         for name in list(frame.columns):
             values = frame[name].to_numpy(float, copy=True)
@@ -135,7 +136,7 @@ def novel_held_out(design: Design, y: np.ndarray, models: list[str], evidence_wi
     and predicted. With `fit` that fit predicts every fold; otherwise the automatic choice among `candidates` is
     remade in each fold, as nested_leave_one_out does. None when a fold cannot be fitted."""
     n = len(y)
-    predicted, low, high, outside, picks = np.empty(n), np.empty(n), np.empty(n), np.zeros(n, dtype=bool), []
+    predicted, low, high, outside, picks = np.empty(n), np.empty(n), np.empty(n), np.zeros(n), []
     for i, keep in folds(n):
         fold = with_evidence(design, evidence_without(models[i]), models)
         rest, left_out = fold.take(keep), fold.take(np.array([i]))

@@ -12,7 +12,7 @@ from harness.api.predicting import predict
 from harness.api.results import Predictions
 from harness.calibration.calibrate import group_label
 from harness.calibration.fits import FIT_NAMES
-from harness.calibration.reach import EXTRAPOLATION_SPREAD
+from harness.calibration.reach import spread_of
 from harness.commands import COMMANDS
 from harness.commands.shared import (
     add_across_repeats_option,
@@ -83,7 +83,7 @@ def show_predictions(args: argparse.Namespace, result: Predictions) -> int:
         if p.outside:
             warn(f"{p.model} {p.metric}: outside the calibration models' reach ({'; '.join(p.outside)}); "
                  f"the {p.fit} fit is extrapolated there, so its interval is widened "
-                 f"(±{EXTRAPOLATION_SPREAD:.0%} more in log space)")
+                 f"(±{spread_of(list(p.outside)):.0%} more in log space)")
     if args.json:
         print_json(result.to_dict())
         return 0
