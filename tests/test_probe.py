@@ -32,8 +32,9 @@ from harness.kernels.designed import (
 from harness.kernels.probed import kernel_times
 from harness.kernels.table import find_kernel_table
 
-PROBE_ARGS = ("--models", "resnet8_cifar10", "kws_dscnn", "--designed", "12", "--budget-min", "1.5", "--cpus", "1",
-              "--backend", "local")
+BUDGET_S = 90
+PROBE_ARGS = ("--models", "resnet8_cifar10", "kws_dscnn", "--designed", "12", "--budget-min", str(BUDGET_S / 60),
+              "--cpus", "1", "--backend", "local")
 
 
 def test_sampling_is_deterministic_and_covers_every_kind_and_convolution_stratum() -> None:
@@ -94,7 +95,7 @@ def probed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = tmp_path_factory.mktemp("probe")
     began = time.monotonic()
     assert main(["probe", *PROBE_ARGS, "--results-dir", str(results)]) == 0
-    assert time.monotonic() - began < 90
+    assert time.monotonic() - began < 2 * BUDGET_S  # the stratified round runs whatever the budget; load slows it
     return results
 
 
@@ -106,7 +107,7 @@ def test_a_probe_writes_a_table_the_devices_command_lists(probed: Path, capsys: 
         ("host-onnxruntime-1t-fp32", "host", "onnxruntime", 1, "fp32")]
     table = find_kernel_table("host-onnxruntime-1t-fp32", probed)
     assert table is not None
-    assert 0 < table.meta["probing_s"] < 90 and len(table.meta["sessions"]) == 2
+    assert 0 < table.meta["probing_s"] < 2 * BUDGET_S and len(table.meta["sessions"]) == 2
     assert all((probed / session / "runs.jsonl").is_file() for session in table.meta["sessions"])
     rows = table.rows()
     zoo = rows[rows["source"] == "zoo"]

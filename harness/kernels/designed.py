@@ -12,8 +12,8 @@ is fused with another. One PER_OP=1 run then gives every kernel's time. Every no
 `k0012_conv/...`, which is how a per-op row maps back to its kernel. A pack also holds OVERHEAD_NODES trivial nodes
 (a Relu on one float, kind `overhead`): their per-op time is the profiler's own cost per node, to subtract from the
 other rows. Rows an engine adds (ONNX Runtime's ReorderInput/ReorderOutput around an NCHWc convolution) carry no
-graph node's name; a pack gives each kernel graph input and output shapes no other kernel of the pack has, so those
-rows map back by shape (`owner`).
+graph node's name; a pack gives each kernel tensor shapes no other kernel of the pack has, so those rows map back by
+shape (harness.kernels.probed.owner).
 """
 
 from __future__ import annotations
@@ -342,17 +342,27 @@ def probe_model(kernels: Iterable[Kernel], name: str) -> onnx.ModelProto:
     return builder.model(name)
 
 
+def tensor_shapes(model: onnx.ModelProto) -> dict[str, set[tuple[int, ...]]]:
+    """Each designed kernel of a graph (its name before the `/` of its tensors') -> the shapes of its tensors: graph
+    inputs, outputs and, inferred, those between its nodes."""
+    inferred = onnx.shape_inference.infer_shapes(model).graph
+    found: dict[str, set[tuple[int, ...]]] = {}
+    for value in [*inferred.input, *inferred.output, *inferred.value_info]:
+        if "/" in value.name and value.type.tensor_type.HasField("shape"):
+            shape = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
+            found.setdefault(value.name.split("/")[0], set()).add(shape)
+    return found
+
+
 def boundary_shapes(kernel: Kernel) -> set[tuple[int, ...]]:
-    """The shapes of a kernel's graph inputs and outputs."""
-    builder = _Builder()
-    builder.add(kernel)
-    return {tuple(d.dim_value for d in v.type.tensor_type.shape.dim) for v in [*builder.inputs, *builder.outputs]}
+    """The shapes of a kernel's tensors (tensor_shapes)."""
+    return tensor_shapes(kernel_model(kernel)).get(kernel.name, set())
 
 
 def pack(kernels: Sequence[Kernel], max_macs: int = PACK_MACS, max_kernels: int = PACK_KERNELS) -> list[list[Kernel]]:
     """Kernels into packs, in order: a pack takes a kernel while it stays under `max_macs` and `max_kernels` and no
-    kernel of it shares a graph input or output shape with the newcomer (so an engine's unnamed rows map back by
-    shape); a kernel that fits no open pack opens the next one."""
+    kernel of it has a tensor of a shape the newcomer has (so an engine's unnamed rows map back by shape); a kernel
+    that fits no open pack opens the next one."""
     packs: list[list[Kernel]] = []
     seen: list[set[tuple[int, ...]]] = []
     totals: list[int] = []

@@ -15,7 +15,7 @@ from harness.analysis.per_op import pooled
 from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.core.records import RunRecord
-from harness.kernels.designed import OVERHEAD
+from harness.kernels.designed import OVERHEAD, tensor_shapes
 from harness.kernels.table import DESIGNED_FAMILY, GRAPHS_DIR
 from harness.measure.ncnn_param import param_layers
 from harness.models.families import model_family
@@ -33,17 +33,6 @@ def model_latency_ms(runs: Iterable[RunRecord]) -> float | None:
     metric = metric_registry.get(metric_registry.LATENCY)
     values = [v for run in runs if run.ok and (v := metric.value(run.line)) is not None]
     return statistics.median(values) if values else None
-
-
-def kernel_shapes(graph: onnx.ModelProto) -> dict[str, set[Shape]]:
-    """Each designed kernel of a probe graph -> the shapes of its graph inputs and outputs."""
-    found: dict[str, set[Shape]] = {}
-    for value in [*graph.graph.input, *graph.graph.output]:
-        named = KERNEL_NAME.match(value.name)
-        if named:
-            shape = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
-            found.setdefault(named["kernel"], set()).add(shape)
-    return found
 
 
 def _shapes(text: object) -> set[Shape]:
@@ -74,18 +63,21 @@ def ncnn_layer_kernels(param: Path, graph: onnx.ModelProto) -> dict[str, str]:
 
 def owner(row: Mapping[str, object], shapes: Mapping[str, set[Shape]], layers: Mapping[str, str]) -> str:
     """The designed kernel a per-op row times: the one its graph node (or the engine's node) is named after, or
-    the ncnn layer's (`layers`), else the one kernel of the pack with a graph input or output of the row's shapes
-    (ONNX Runtime's unnamed ReorderInput/ReorderOutput, or the HardSigmoid and Mul it runs a HardSwish as); '' where
-    none or several do."""
+    the ncnn layer's (`layers`), else the one kernel of the pack with a tensor of the row's shapes
+    (ONNX Runtime's unnamed ReorderInput/ReorderOutput, or the HardSigmoid and Mul it runs a HardSwish as): its input
+    shapes first, then its output shapes, then both; '' where none or several kernels do."""
     for name in (row.get("onnx_node"), row.get("node")):
         named = KERNEL_NAME.match(name) if isinstance(name, str) else None
         if named:
             return named["kernel"]
     if isinstance(row.get("node"), str) and row["node"] in layers:
         return layers[str(row["node"])]
-    seen = _shapes(row.get("input_shapes")) | _shapes(row.get("output_shapes"))
-    candidates = [kernel for kernel, boundary in shapes.items() if seen & boundary]
-    return candidates[0] if len(candidates) == 1 else ""
+    ins, outs = _shapes(row.get("input_shapes")), _shapes(row.get("output_shapes"))
+    for seen in (ins, outs, ins | outs):  # a reorder's unpadded side is its input (ReorderInput) or output
+        candidates = [kernel for kernel, known in shapes.items() if seen & known]
+        if len(candidates) == 1:
+            return candidates[0]
+    return ""
 
 
 def kernel_kind(kernel: str) -> str:
@@ -124,7 +116,8 @@ def session_rows(session_dir: Path, designed: Mapping[str, Path], table_dir: Pat
             proto = onnx.load(str(graph), load_external_data=False)
             converted = str(runs[0].model.get("model_converted") or "")
             layers = ncnn_layer_kernels(Path(converted), proto) if converted.endswith(".param") else {}
-            kernels = [owner({str(k): v for k, v in row.items()}, kernel_shapes(proto), layers)
+            shapes = tensor_shapes(proto)
+            kernels = [owner({str(k): v for k, v in row.items()}, shapes, layers)
                        for row in table.to_dict("records")]
             own = [f"{GRAPHS_DIR}/{k}.onnx" if k and kernel_kind(k) != OVERHEAD else f"{GRAPHS_DIR}/{graph.name}"
                    for k in kernels]
