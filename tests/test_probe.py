@@ -31,6 +31,8 @@ from harness.kernels.designed import (
 )
 from harness.kernels.probed import kernel_times
 from harness.kernels.table import find_kernel_table
+from tests.boards import BoardFactory
+from tests.test_target import harness, set_up
 
 BUDGET_S = 90
 PROBE_ARGS = ("--models", "resnet8_cifar10", "kws_dscnn", "--designed", "12", "--budget-min", str(BUDGET_S / 60),
@@ -149,6 +151,24 @@ def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> No
     assert set(layers["kernel_kind"]) >= {"conv", "gemm", "relu", "relu6", "hardswish", "sigmoid", "overhead"}
     assert set(layers["op_type"]) >= {"Convolution", "ReLU", "Pooling"}
     assert (kernel_times(rows) > 0).sum() >= 20
+
+
+def test_a_probe_on_a_loopback_board_writes_the_boards_table(board_factory: BoardFactory, tmp_path: Path) -> None:
+    """TARGET: the probe's sessions run on a real SSH board (a container on loopback, set up from nothing), and the
+    table is the board's, named after its host name."""
+    board = board_factory.start("x86-bare", cpus=1, memory="1g")
+    set_up(board, tmp_path)
+    harness(board.config, tmp_path, "probe", "--target", board.url, "--models", "resnet8_cifar10", "--designed", "12",
+            "--budget-min", "1.5", "--memory", "512m")
+    listed = json.loads(harness(board.config, tmp_path, "devices", "--json").stdout)["kernel_tables"]
+    name = f"{board.name}-onnxruntime-1t-fp32"
+    assert [(t["name"], t["device"], t["engine"]) for t in listed] == [(name, board.name, "onnxruntime")]
+    table = find_kernel_table(name, tmp_path / "results")
+    assert table is not None and board.url in table.meta["source"]
+    rows = table.rows()
+    designed = rows[(rows["source"] == "designed") & ~rows["op_type"].str.startswith("(")]
+    assert designed["kernel"].notna().all() and (kernel_times(rows) > 0).sum() == 12
+    assert set(rows.loc[rows["source"] == "zoo", "model"]) == {"resnet8_cifar10"}
 
 
 def test_probe_refuses_what_it_cannot_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
