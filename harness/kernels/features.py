@@ -1,0 +1,83 @@
+"""A kernel's configuration as numbers a regressor reads: MACs, bytes moved (activations in and out, weights),
+arithmetic intensity, and for a convolution its channels, kernel size, stride, groups and output resolution.
+
+Activations count 4 bytes an element (float32, the precision kernels are probed at); weights their stored bytes
+(harness.models.facts.node_facts). A kernel the engine inserted (a layout conversion) has only the tensor it
+converts: read once, written once."""
+
+from __future__ import annotations
+
+import math
+
+from harness.kernels.graph import CONV_TYPES, Graph, Kernel, conv_config, elements
+
+ACTIVATION_BYTES = 4
+FEATURES = ("macs", "bytes", "in_bytes", "out_bytes", "weight_bytes", "intensity", "cin", "cout", "kernel", "stride",
+            "groups", "resolution", "inputs", "fused")
+"""Every kernel has every feature (0 where it does not apply), so one regressor can pool kinds."""
+
+
+def _shape_bytes(shapes: list[list[int]]) -> int:
+    return sum(elements(shape) for shape in shapes) * ACTIVATION_BYTES
+
+
+def with_features(graph: Graph, kernel: Kernel) -> Kernel:
+    """The kernel with its features: a covered node's inputs that another covered node wrote stay inside the kernel;
+    its outputs that another covered node reads never leave it."""
+    if not kernel.nodes:
+        kernel.features = inserted_features(kernel.shape)
+        return kernel
+    covered = set(kernel.nodes)
+    inside = {out for index in kernel.nodes for out in graph.nodes[index]["outputs"]
+              if out and set(graph.consumers.get(out, [])) <= covered and out not in graph.outputs}
+    ins, outs, weight_bytes, macs = [], [], 0, 0
+    for index in kernel.nodes:
+        node = graph.nodes[index]
+        names = [name for name in node["inputs"] if name]
+        for position, (name, shape) in enumerate(zip(names, node["input_shapes"], strict=False)):
+            produced_inside = name in graph.producer and graph.producer[name] in covered
+            if shape is not None and not produced_inside and (name in graph.producer or position == 0):
+                ins.append(shape)
+        outs += [shape for name, shape in zip([n for n in node["outputs"] if n], node["output_shapes"], strict=False)
+                 if shape is not None and name not in inside]
+        weight_bytes += int(node["param_bytes"] or 0)
+        macs += int(node["macs"] or 0)
+    anchor = graph.nodes[kernel.nodes[0]]
+    in_bytes, out_bytes = _shape_bytes(ins), _shape_bytes(outs)
+    moved = in_bytes + out_bytes + weight_bytes
+    conv = conv_config(anchor) if anchor["op_type"] in CONV_TYPES else {}
+    out_shape = outs[0] if outs else None
+    kernel.features = {
+        "macs": macs, "bytes": moved, "in_bytes": in_bytes, "out_bytes": out_bytes, "weight_bytes": weight_bytes,
+        "intensity": macs / moved if moved else 0.0,
+        "cin": conv.get("cin", ins[0][1] if ins and len(ins[0]) > 1 else 0),
+        "cout": conv.get("cout", out_shape[1] if out_shape and len(out_shape) > 1 else 0),
+        "kernel": conv.get("kernel", 0), "stride": conv.get("stride", 0), "groups": conv.get("groups", 0),
+        "resolution": conv.get("resolution", out_shape[2] if out_shape and len(out_shape) > 2 else 0),
+        "inputs": len(ins), "fused": len(kernel.nodes) - 1,
+    }
+    return kernel
+
+
+def inserted_features(shape: list[int] | None) -> dict[str, float]:
+    """A layout conversion of one tensor: its bytes read and written, its channels and resolution."""
+    size = elements(shape) * ACTIVATION_BYTES
+    features = dict.fromkeys(FEATURES, 0.0)
+    features.update(bytes=2 * size, in_bytes=size, out_bytes=size, inputs=1,
+                    cin=shape[1] if shape and len(shape) > 1 else 0, cout=shape[1] if shape and len(shape) > 1 else 0,
+                    resolution=shape[2] if shape and len(shape) > 2 else 0)
+    return features
+
+
+def shape_of(text: str) -> list[int] | None:
+    """A per-op table's shape text (`1x24x28x28`, the first of several) as a list; None where it is not one."""
+    first = str(text or "").split(" ")[0]
+    try:
+        return [int(part) for part in first.split("x")] if first else None
+    except ValueError:
+        return None
+
+
+def vector(features: dict[str, float]) -> list[float]:
+    """log(1 + value) of each feature in FEATURES' order: kernels' costs span five orders of magnitude."""
+    return [math.log1p(max(0.0, float(features.get(name, 0.0)))) for name in FEATURES]

@@ -1,0 +1,101 @@
+"""An ONNX graph as kernel detection walks it: its nodes in execution order (harness.models.facts.node_facts: shapes,
+MACs, parameter bytes), who produces and who consumes each tensor, and each convolution's configuration read from
+its shapes. One place for it, so the rules learned from a profile and the rules applied to a new graph see the graph
+the same way."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.analysis.op_kinds import DEPTHWISE, harness_kind
+from harness.models.facts import node_facts
+
+GROUPED = "GroupedConv"
+"""A convolution with 1 < groups < its input channels (RegNet, ShuffleNet V1): neither dense nor depthwise."""
+CONV_TYPES = frozenset({"Conv", "ConvInteger", "QLinearConv", "FusedConv"})
+
+
+@dataclass(frozen=True)
+class Graph:
+    """The nodes (node_facts entries, execution order) and the tensors' producers and consumers."""
+
+    nodes: list[dict[str, Any]]
+    producer: dict[str, int]  # tensor -> index of the node that writes it
+    consumers: dict[str, list[int]]  # tensor -> indices of the nodes that read it
+    outputs: frozenset[str]  # the graph's outputs: tensors nothing inside the graph reads
+
+    @classmethod
+    def load(cls, path: str | Path, dims: Mapping[str, int] | None = None) -> Graph:
+        return cls.of(node_facts(path, dims))
+
+    @classmethod
+    def of(cls, nodes: list[dict[str, Any]]) -> Graph:
+        producer = {out: node["index"] for node in nodes for out in node["outputs"] if out}
+        consumers: dict[str, list[int]] = {}
+        for node in nodes:
+            for name in node["inputs"]:
+                if name:
+                    consumers.setdefault(name, []).append(node["index"])
+        outputs = frozenset(out for node in nodes for out in node["outputs"] if out and out not in consumers)
+        return cls(nodes, producer, consumers, outputs)
+
+    def producers(self, index: int) -> list[int]:
+        """The nodes whose outputs this node reads (activations only: initializers have no producer)."""
+        return [self.producer[name] for name in self.nodes[index]["inputs"] if name in self.producer]
+
+    def activation_inputs(self, index: int) -> list[list[int]]:
+        """Shapes of the node's activations: the inputs another node writes, and its first input where the caller
+        feeds it (a weight or a constant has no producer and is counted in param_bytes instead)."""
+        node = self.nodes[index]
+        names = [name for name in node["inputs"] if name]
+        return [shape for position, (name, shape) in enumerate(zip(names, node["input_shapes"], strict=False))
+                if shape is not None and (name in self.producer or position == 0)]
+
+
+def conv_config(node: dict[str, Any]) -> dict[str, float]:
+    """A convolution's configuration from its shapes: input and output channels, kernel size, stride, groups and output
+    resolution (NCHW; a 1-D or 3-D convolution's first spatial axis stands for all)."""
+    shapes = node["input_shapes"]
+    x, weight, out = (shapes[0] if shapes else None), (shapes[1] if len(shapes) > 1 else None), \
+        (node["output_shapes"][0] if node["output_shapes"] else None)
+    if not x or not weight or not out or len(x) < 3 or len(out) < 3 or not weight[1]:
+        return {}
+    cin, cout = x[1], out[1]
+    return {"cin": cin, "cout": cout, "kernel": weight[2] if len(weight) > 2 else 1,
+            "stride": max(1, round(x[2] / out[2])) if out[2] else 1, "groups": max(1, cin // weight[1]),
+            "resolution": out[2]}
+
+
+def node_kind(node: dict[str, Any]) -> str:
+    """The harness's kind of a node (harness.analysis.op_kinds), grouped convolutions apart from dense and depthwise."""
+    kind = harness_kind(node["op_type"], bool(node.get("depthwise")))
+    if kind == "Conv":
+        groups = conv_config(node).get("groups", 1)
+        return GROUPED if groups > 1 else kind
+    return kind
+
+
+def elements(shape: list[int] | None) -> int:
+    return math.prod(shape) if shape else 0
+
+
+@dataclass
+class Kernel:
+    """One kernel the engine runs: its kind, the ONNX nodes it covers (anchor first; none for a kernel the engine
+    inserted), the tensor shape an inserted kernel converts, and its features."""
+
+    kind: str
+    nodes: list[int]
+    shape: list[int] | None = None
+    features: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def anchor(self) -> int | None:
+        return self.nodes[0] if self.nodes else None
+
+
+__all__ = ["DEPTHWISE", "GROUPED", "Graph", "Kernel", "conv_config", "elements", "node_kind"]

@@ -1,0 +1,114 @@
+"""Fusion rules per engine, learned from the engine's own per-op profiles rather than kept by hand.
+
+An engine's per-op table names, for each row, the ONNX node it was joined to (harness.analysis.per_op: `onnx_node`).
+A graph node that no row names was run inside a neighbouring row: the kernel of the node that produced its input.
+Counted over profiled models, per (absorbed op type, the kernel's anchor op type, whether the producer's output
+had that node as its only reader, whether all the node's inputs come from inside that kernel: SiLU's Mul of a
+convolution and its Sigmoid), and per op type for a node that repeats an earlier node's op on the same inputs
+(anchor IDENTICAL):
+- `absorbed`: times the node ran inside the producer's kernel; `kept`: times it had a row of its own;
+a rule applies where absorbed ≥ kept (harness.kernels.detect.MIN_RATE). A node with no producer and no row was
+dropped (constant-folded): `dropped` per op type against `kept_sourceless`.
+
+Rows that name no graph node are kernels the engine inserted; for onnxruntime, its NCHWc layout conversions
+(ReorderInput, ReorderOutput). Learned for them: the block (the largest power of two dividing the output channels of
+every blocked convolution: rows whose node name ends `_nchwc`), the op types that run blocked (`blocked_types`:
+rows with that suffix), and the op types that follow their inputs into the blocked layout (`following`), chosen one
+at a time while they bring the predicted count of conversions closer to the counted one over the profiled models.
+
+The rules are stored as JSON in this package (fusion_rules_<engine>.json), each with its evidence (rows, models),
+and the command that regenerates them (harness.kernels.learn: `python -m harness.kernels.learn SESSION_DIR...
+--engine E`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import ConfigError
+
+RULES_DIR = Path(__file__).resolve().parent
+BLOCKED_MARK = "_nchwc"
+REGENERATE = "python -m harness.kernels.learn SESSION_DIR [SESSION_DIR ...] --engine onnxruntime"
+Key = tuple[str, str, bool, bool]
+IDENTICAL = "(identical node)"
+"""The anchor of a node that repeats an earlier node's op on the same inputs: an engine that merges common
+subexpressions runs it inside that node's kernel."""
+ConvKey = tuple[str, int, int, bool]
+"""(dense | depthwise | grouped, input channels' alignment, output channels', fewer input channels than a block)."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    engine: str
+    absorb: dict[Key, dict[str, int]]
+    dropped: dict[str, dict[str, int]] = field(default_factory=dict)
+    block: int = 0
+    blocked_types: frozenset[str] = frozenset()
+    following: frozenset[str] = frozenset()
+    conv_layout: dict[ConvKey, dict[str, int]] = field(default_factory=dict)
+    inserted_in: str = "ReorderInput"
+    inserted_out: str = "ReorderOutput"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def drop_rate(self, op_type: str) -> float:
+        entry = self.dropped.get(op_type)
+        return entry["dropped"] / (entry["dropped"] + entry["kept"]) if entry else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine, "regenerate": REGENERATE, **self.meta,
+            "absorb": [{"op": op, "anchor": anchor, "sole_reader": sole, "inputs_all_inside": inside, **counts}
+                       for (op, anchor, sole, inside), counts in sorted(self.absorb.items())],
+            "dropped": [{"op": op, **counts} for op, counts in sorted(self.dropped.items())],
+            "layout": {"block": self.block, "blocked_types": sorted(self.blocked_types),
+                       "following": sorted(self.following), "inserted_in": self.inserted_in,
+                       "inserted_out": self.inserted_out,
+                       "conv": [{"grouping": g, "align_in": a, "align_out": b, "fewer_in_than_block": f, **counts}
+                                for (g, a, b, f), counts in sorted(self.conv_layout.items())]},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Rules:
+        layout = data.get("layout", {})
+        meta = {k: v for k, v in data.items() if k not in ("engine", "absorb", "dropped", "layout", "regenerate")}
+        absorb = {(e["op"], e["anchor"], bool(e["sole_reader"]), bool(e["inputs_all_inside"])):
+                  {"absorbed": e["absorbed"], "kept": e["kept"], "models": e.get("models", 0)}
+                  for e in data.get("absorb", [])}
+        conv = {(e["grouping"], e["align_in"], e["align_out"], e["fewer_in_than_block"]):
+                {"blocked": e["blocked"], "plain": e["plain"]} for e in layout.get("conv", [])}
+        return cls(data["engine"], absorb,
+                   {e["op"]: {"dropped": e["dropped"], "kept": e["kept"]} for e in data.get("dropped", [])},
+                   int(layout.get("block", 0)), frozenset(layout.get("blocked_types", [])),
+                   frozenset(layout.get("following", [])), conv, layout.get("inserted_in", "ReorderInput"),
+                   layout.get("inserted_out", "ReorderOutput"), meta)
+
+
+def rules_path(engine: str) -> Path:
+    return RULES_DIR / f"fusion_rules_{engine}.json"
+
+
+@cache
+def load_rules(engine: str) -> Rules:
+    """The stored rules of an engine; one clear line where none were learned for it."""
+    path = rules_path(engine)
+    if not path.is_file():
+        learned = sorted(p.stem.removeprefix("fusion_rules_") for p in RULES_DIR.glob("fusion_rules_*.json"))
+        raise ConfigError(f"no fusion rules for engine {engine!r}; rules are learned for: {', '.join(learned)} "
+                          f"(learn them with `{REGENERATE}`)")
+    return Rules.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def alignment(channels: int, block: int) -> int:
+    """The largest power of two, up to the block, that divides a channel count."""
+    return min(channels & -channels, block) if channels > 0 else 0
+
+
+def conv_key(config: dict[str, float], block: int) -> ConvKey:
+    groups, cin, cout = int(config["groups"]), int(config["cin"]), int(config["cout"])
+    grouping = "dense" if groups == 1 else "depthwise" if groups == cin else "grouped"
+    return grouping, alignment(cin, block), alignment(cout, block), cin < block

@@ -1,0 +1,105 @@
+"""Kernel rows for the predictor: from a kernel table (harness.kernels.table's rows.csv), or straight from sessions
+profiled with PER_OP=1, in the same columns, and each row joined to the kernel detection finds in its graph.
+
+A session's models give one table each, pooled over its runs (each node's median of the runs' mean_ms), and their
+end-to-end latency as the session measured it without the profiler (the median of the runs' headline latency)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis.per_op import BETWEEN_OPS, OUTSIDE_RUN, TABLE_CSV, run_dir
+from harness.core import metric_registry
+from harness.core.config import dim_sizes
+from harness.kernels.detect import group_nodes
+from harness.kernels.features import inserted_features, shape_of, with_features
+from harness.kernels.graph import Graph, Kernel, node_kind
+from harness.kernels.rules import Rules
+from harness.models.families import model_family
+from harness.store.results import load_runs
+
+GAP_ROWS = (BETWEEN_OPS, OUTSIDE_RUN)
+
+
+@dataclass(frozen=True)
+class ModelTable:
+    """One profiled model: its per-op rows (operators only), graph, dims and end-to-end latency."""
+
+    model: str
+    model_path: str
+    dims: dict[str, int]
+    rows: pd.DataFrame
+    latency_ms: float
+
+
+def session_tables(session_dirs: Iterable[Path], engine: str) -> list[ModelTable]:
+    """Each model these sessions profiled per-op on `engine`: its runs' tables pooled (median of their mean_ms)."""
+    value = metric_registry.get(metric_registry.LATENCY).value
+    found: list[ModelTable] = []
+    for session in session_dirs:
+        per_model: dict[str, list] = {}
+        for run in load_runs(Path(session)):
+            per_op = run.get("per_op") or {}
+            if run.ok and per_op.get("framework") == engine and (run_dir(session, run.run_id) / TABLE_CSV).is_file():
+                per_model.setdefault(run.model_name, []).append(run)
+        for model, runs in per_model.items():
+            tables = [pd.read_csv(run_dir(session, run.run_id) / TABLE_CSV) for run in runs]
+            tables = [t[~t["op_type"].isin(GAP_ROWS)] for t in tables]
+            first = tables[0].copy()
+            if all(len(t) == len(first) for t in tables):
+                first["mean_ms"] = [statistics.median(values) for values in zip(*(t["mean_ms"] for t in tables),
+                                                                                  strict=True)]
+            latencies = [v for v in (value(run.line) for run in runs) if v is not None]
+            line = runs[0].line
+            found.append(ModelTable(model, line["model_path"], dim_sizes(line.get("model_dims") or ""),
+                                    first.reset_index(drop=True), statistics.median(latencies) if latencies else 0.0))
+    return found
+
+
+def as_table_rows(tables: Iterable[ModelTable]) -> pd.DataFrame:
+    """The models' rows in a kernel table's columns (source zoo; graph: the model's file)."""
+    frames = []
+    for table in tables:
+        frame = table.rows.copy()
+        frame["model"], frame["source"], frame["family"] = table.model, "zoo", model_family(table.model)
+        frame["model_latency_ms"], frame["graph"] = table.latency_ms, table.model_path
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def join_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules) -> list[tuple[Kernel, float]]:
+    """Each engine row as (the kernel detection finds for it, its ms): a row that names a graph node gets the kernel
+    anchored there (its kind and features from the graph); a row the engine inserted gets a kernel of its own shape.
+    A row whose node is no kernel's anchor (a rule the engine broke here) keeps its node alone."""
+    kernels, _ = group_nodes(graph, rules)
+    by_anchor = {kernel.nodes[0]: kernel for kernel in kernels}
+    index = {node["name"]: node["index"] for node in graph.nodes}
+    joined = []
+    for row in rows.itertuples():
+        name = row.onnx_node if isinstance(row.onnx_node, str) and row.onnx_node else None
+        if name is None or name not in index:
+            kernel = Kernel(str(row.op_type), [], shape_of(str(row.input_shapes)))
+            kernel.features = inserted_features(kernel.shape)
+        else:
+            found = by_anchor.get(index[name])
+            kernel = with_features(graph, Kernel(found.kind, list(found.nodes)) if found else
+                                   Kernel(node_kind(graph.nodes[index[name]]), [index[name]]))
+        joined.append((kernel, float(str(row.mean_ms))))
+    return joined
+
+
+
+def row_kind(graph: Graph, row: Any) -> str:
+    """The kernel kind of an engine row: its graph node's kind where it names one, else the engine's op type (a kernel
+    the engine inserted)."""
+    name = getattr(row, "onnx_node", None)
+    index = {node["name"]: node["index"] for node in graph.nodes}
+    if isinstance(name, str) and name in index:
+        return node_kind(graph.nodes[index[name]])
+    return str(row.op_type)
