@@ -1,7 +1,7 @@
 """Where to sample next: nn-Meter's adaptive sampling (Zhang et al. 2021) in its simplest form. After each round, each
-kind's measured kernels are fitted with one log-log line of time on MACs; the next round spends its kernels on the
-kinds that line misses most (root mean square of the log residuals), half of them drawn near the configurations it
-missed worst and half fresh from the kind's space, so the space stays covered."""
+kind's measured kernels are fitted with one log-log line of time on MACs; the next round spends half its kernels on
+the kinds that line misses most (root mean square of the log residuals), drawn near the configurations it missed
+worst, and half stratified as the first round, so the whole space stays covered."""
 
 from __future__ import annotations
 
@@ -42,24 +42,22 @@ def spreads(kernels: Sequence[Kernel], times: Mapping[str, float], kinds: Sequen
 
 def next_round(kernels: Sequence[Kernel], times: Mapping[str, float], count: int, seed: int,
                start: int) -> list[Kernel]:
-    """`count` new kernels named from k<start>: shares of the kinds in proportion to their spread (each at least
-    one while count allows), half near the kind's worst-missed kernels and half fresh samples."""
+    """`count` new kernels named from k<start>: half stratified as the first round is (designed.sample: every kind,
+    convolution's strata in turn), so no kind's coverage depends on how well a line fits it; half shared among the
+    kinds in proportion to their spread, each drawn near one of the kind's worst-missed kernels (fresh where the
+    kind has no line yet)."""
     rng = random.Random(seed)
+    chosen = sample(count // 2, seed, start=start)
     spread = spreads(kernels, times)
     total = sum(spread.values()) or 1.0
-    shares = {kind: max(1, round(count * value / total)) for kind, value in spread.items()}
     missed = residuals(kernels, times)
-    chosen: list[Kernel] = []
-    for kind, share in sorted(shares.items(), key=lambda item: -item[1]):
+    by_name = {k.name: k for k in kernels}
+    for kind, value in sorted(spread.items(), key=lambda item: -item[1]):
         worst = sorted(missed.get(kind, {}).items(), key=lambda item: -abs(item[1]))
-        by_name = {k.name: k for k in kernels}
-        for i in range(share):
-            name_index = start + len(chosen)
-            if i % 2 == 0 and worst:
-                parent = by_name[worst[(i // 2) % len(worst)][0]]
-                chosen.append(near(parent, rng, f"k{name_index:04d}_{kind}"))
-            else:
-                chosen.append(sample(1, rng.randrange(2**31), (kind,), name_index)[0])
+        for i in range(max(1, round((count - count // 2) * value / total))):
             if len(chosen) >= count:
                 return chosen
+            name = f"k{start + len(chosen):04d}_{kind}"
+            chosen.append(near(by_name[worst[i % len(worst)][0]], rng, name) if worst else
+                          sample(1, rng.randrange(2**31), (kind,), start + len(chosen))[0])
     return chosen

@@ -95,10 +95,10 @@ def merged(table: pd.DataFrame) -> pd.DataFrame:
     return joined.sort_values("node_index", na_position="last", kind="stable", ignore_index=True)[table.columns]
 
 
-def session_rows(session_dir: Path, designed: Mapping[str, Path], table_dir: Path) -> pd.DataFrame:
+def session_rows(session_dir: Path, designed: Mapping[str, Path]) -> pd.DataFrame:
     """Every model's per-op rows in the session `session_dir` (ok runs with a per-op profile, pooled), with model,
     source, family, model_latency_ms and graph; a designed probe graph's rows (`designed`: the model's name -> its
-    graph, which lies in table_dir/graphs) also with kernel and kernel_kind, and graph naming the kernel's own graph.
+    graph) also with kernel and kernel_kind, and graph naming the kernel's own graph under the table's graphs/.
     A model with no per-op profile gives no rows."""
     by_model: dict[str, list[RunRecord]] = {}
     for run in load_runs(session_dir):

@@ -105,13 +105,16 @@ class Probe:
 
     def session(self, paths: Sequence[str], designed: dict[str, Path]) -> tuple[str, int, int]:
         """One session of `paths` -> (its id, its ok runs, the rows it gave)."""
-        started = start_session(self.profile, SessionRequest(models=tuple(paths), seed=self.request.seed)).session
+        start = start_session(self.profile, SessionRequest(models=tuple(paths), seed=self.request.seed))
+        for note in start.new_notes:
+            self.say(f"  note: {note}")
+        started = start.session
         started.run()
         session_dir = started.store.path
         self.sessions.append(session_dir.name)
         runs = load_runs(session_dir)
         self.runs += runs
-        rows = session_rows(session_dir, designed, self.work)
+        rows = session_rows(session_dir, designed)
         if len(rows):
             self.frames.append(rows)
         return session_dir.name, sum(run.ok for run in runs), len(rows)
@@ -135,7 +138,8 @@ class Probe:
                  f"{time.monotonic() - began:.0f} s (session {session})")
 
     def costs(self) -> Costs:
-        """The device's price per run, from the designed runs so far."""
+        """The device's price per run, from the designed runs so far: means, not medians, since a loaded machine's
+        slow runs are part of what the next round will cost."""
         profile = self.profile
         calls = profile.warmup + profile.iterations + min(profile.warmup, PROFILED_CALLS[0]) + min(
             profile.iterations, PROFILED_CALLS[1])
@@ -150,7 +154,7 @@ class Probe:
         if not rates:
             raise DataError("harness probe: no designed probe graph ran; see the session's errors "
                             f"(harness report --session {self.sessions[-1] if self.sessions else 'latest'})")
-        return Costs(statistics.median(fixed), statistics.median(rates), calls, profile.repeats)
+        return Costs(statistics.fmean(fixed), statistics.fmean(rates), calls, profile.repeats)
 
 
 def probe_profile(profile: DeviceProfile) -> DeviceProfile:
@@ -222,6 +226,7 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
             times = {str(kernel): float(ms) for kernel, ms in kernel_times(_rows(state)).items()}
             kernels = next_round(state.kernels, times, count,
                                  request.seed + rounds + 1, len(state.kernels))
+            costs = state.costs()  # priced again after every round: the machine's load moves
             estimate = costs.session_s([sum(macs(k) for k in members) for members in pack(kernels)])
             if estimate > state.left_s:
                 break
