@@ -112,3 +112,33 @@ def conv_key(config: dict[str, float], block: int) -> ConvKey:
     groups, cin, cout = int(config["groups"]), int(config["cin"]), int(config["cout"])
     grouping = "dense" if groups == 1 else "depthwise" if groups == cin else "grouped"
     return grouping, alignment(cin, block), alignment(cout, block), cin < block
+
+
+def markdown(rules: Rules) -> str:
+    """The rules as the Markdown tables docs/kernels.md shows: the absorptions that apply, with their evidence, and
+    the layout rules."""
+    lines = ["| node | absorbed into a kernel anchored at | producer's only reader | all inputs inside | absorbed "
+             "| kept apart | models |", "|---|---|---|---|---|---|---|"]
+    for (op, anchor, sole, inside), counts in sorted(rules.absorb.items()):
+        if counts["absorbed"] >= counts["kept"] and counts["absorbed"]:
+            lines.append(f"| {op} | {anchor} | {'yes' if sole else 'no'} | {'yes' if inside else 'no'} "
+                         f"| {counts['absorbed']} | {counts['kept']} | {counts.get('models', '')} |")
+    blocked = ", ".join(sorted(rules.blocked_types))
+    lines += ["", f"Blocked layout: block {rules.block}; op types run blocked: {blocked};"
+              f" op types that follow their inputs into it: {', '.join(sorted(rules.following)) or 'none'}.", "",
+              "| convolution | input channels' alignment | output channels' | fewer inputs than a block | blocked "
+              "| plain |", "|---|---|---|---|---|---|"]
+    for (grouping, align_in, align_out, fewer), counts in sorted(rules.conv_layout.items()):
+        lines.append(f"| {grouping} | {align_in} | {align_out} | {'yes' if fewer else 'no'} | {counts['blocked']} "
+                     f"| {counts['plain']} |")
+    meta = rules.meta
+    lines += ["", f"Evidence: {meta.get('rows', '?')} per-op rows of {len(meta.get('models', []))} models; the "
+              f"inserted conversions predicted for them are off by {meta.get('inserted_count_error', '?')} of "
+              f"{meta.get('inserted_rows', '?')}. Regenerate: `{REGENERATE}`."]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(markdown(load_rules(sys.argv[1] if len(sys.argv) > 1 else "onnxruntime")))

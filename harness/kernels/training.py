@@ -1,7 +1,7 @@
 """Kernel rows for the predictor: from a kernel table (harness.kernels.table's rows.csv), or straight from sessions
 profiled with PER_OP=1, in the same columns, and each row joined to the kernel detection finds in its graph.
 
-A session's models give one table each, pooled over its runs (each node's median of the runs' mean_ms), and their
+A session's models give one table each, pooled over its runs (each node's median of the runs' figures), and their
 end-to-end latency as the session measured it without the profiler (the median of the runs' headline latency)."""
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from harness.models.families import model_family
 from harness.store.results import load_runs
 
 GAP_ROWS = (BETWEEN_OPS, OUTSIDE_RUN)
+TIME_COLUMN = "median_ms"
+"""A kernel's time: the median over the profiled inferences, which a busy spell of the machine moves less than the
+mean."""
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,9 @@ def session_tables(session_dirs: Iterable[Path], engine: str) -> list[ModelTable
             tables = [t[~t["op_type"].isin(GAP_ROWS)] for t in tables]
             first = tables[0].copy()
             if all(len(t) == len(first) for t in tables):
-                first["mean_ms"] = [statistics.median(values) for values in zip(*(t["mean_ms"] for t in tables),
-                                                                                  strict=True)]
+                for column in ("mean_ms", TIME_COLUMN):
+                    first[column] = [statistics.median(values) for values in zip(*(t[column] for t in tables),
+                                                                                 strict=True)]
             latencies = [v for v in (value(run.line) for run in runs) if v is not None]
             line = runs[0].line
             found.append(ModelTable(model, line["model_path"], dim_sizes(line.get("model_dims") or ""),
@@ -74,9 +78,9 @@ def as_table_rows(tables: Iterable[ModelTable]) -> pd.DataFrame:
 
 
 def join_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules) -> list[tuple[Kernel, float]]:
-    """Each engine row as (the kernel detection finds for it, its ms): a row that names a graph node gets the kernel
-    anchored there (its kind and features from the graph); a row the engine inserted gets a kernel of its own shape.
-    A row whose node is no kernel's anchor (a rule the engine broke here) keeps its node alone."""
+    """Each engine row as (the kernel detection finds for it, its TIME_COLUMN ms): a row that names a graph node gets
+    the kernel anchored there (its kind and features from the graph); a row the engine inserted gets a kernel of its
+    own shape. A row whose node is no kernel's anchor (a rule the engine broke here) keeps its node alone."""
     kernels, _ = group_nodes(graph, rules)
     by_anchor = {kernel.nodes[0]: kernel for kernel in kernels}
     index = {node["name"]: node["index"] for node in graph.nodes}
@@ -90,7 +94,7 @@ def join_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules) -> list[tuple[K
             found = by_anchor.get(index[name])
             kernel = with_features(graph, Kernel(found.kind, list(found.nodes)) if found else
                                    Kernel(node_kind(graph.nodes[index[name]]), [index[name]]))
-        joined.append((kernel, float(str(row.mean_ms))))
+        joined.append((kernel, float(str(getattr(row, TIME_COLUMN)))))
     return joined
 
 

@@ -1,0 +1,182 @@
+"""Kernel-level prediction on this host (onnxruntime, CPUS=1): every zoo family held out in turn.
+
+    .venv/bin/python benchmarks/kernels.py [--models a b ...] [--repeats N] [--iterations N]
+                                           [--sessions PER_OP_SESSION [SECOND_SESSION]]
+
+Two `harness profile` sessions of the same zoo models, one after the other: the first with PER_OP=1 (its per-op rows
+are the kernels' evidence, its headline latencies the truth), the second without the profiler (the noise floor:
+the share of models whose two sessions agree within ±10% and ±5%). `--sessions` scores sessions made before instead.
+
+For each family: its models' rows are left out of everything (the fusion rules are learned again without them, the
+kernel regressors, the per-model term and the interval are fitted on the other families), then its models are
+predicted from their graphs alone and compared with their measured latency in the first session. Printed: the
+share within ±10% and ±5%, the median error, the 95% interval's coverage, predictions a second for MobileNetV2
+1.0/224 already loaded, and the probing time (the per-op session's wall time); beside them, a MACs-only log-log line
+fitted on the same other families, and the noise floor. Every figure is of this host at the hour it ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from _common import Goal, load_note, print_table, profile_runs, write_report
+
+from harness.core import metric_registry
+from harness.kernels.learn import Example, learn
+from harness.kernels.predictor import KernelModel, predictions_per_second, samples_of
+from harness.kernels.rules import load_rules
+from harness.kernels.training import ModelTable, as_table_rows, session_tables
+from harness.store.results import load_runs
+
+MODELS = ("mobilenet_v1_0.25_128", "mobilenet_v1_0.5_160", "mobilenet_v1_1.0_224", "mobilenet_v2_0.35_224",
+          "mobilenet_v2_0.5_160", "mobilenet_v2_1.0_224", "mnasnet_0.5_224", "mnasnet_1.0_224", "squeezenet1_0",
+          "squeezenet1_1", "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "resnet18", "resnet8_cifar10", "inception_v1",
+          "mobilenet_v3_small_0.75_224", "mobilenet_v3_large_1.0_224", "efficientnet_b0", "efficientnet_lite0",
+          "efficientnet_lite1", "regnet_y_400mf", "ghostnet_0.5_224", "ghostnet_1.0_224", "kws_dscnn", "alexnet")
+"""The zoo's image families (and keyword spotting), one to three sizes each: 25 models of 17 families."""
+ENGINE = "onnxruntime"
+SPEED_MODEL = "mobilenet_v2_1.0_224"
+WITHIN = (0.10, 0.05)
+
+
+def headline(session: Path) -> dict[str, float]:
+    """Each model's median headline latency over its runs in a session."""
+    value = metric_registry.get(metric_registry.LATENCY).value
+    found: dict[str, list[float]] = {}
+    for run in load_runs(session):
+        latency = value(run.line) if run.ok else None
+        if latency is not None:
+            found.setdefault(run.model_name, []).append(float(latency))
+    return {model: statistics.median(values) for model, values in found.items()}
+
+
+def session_wall_s(session: Path) -> float:
+    """From the first run's start to the last run's end, by the runs' own clock."""
+    spans = [(run["clock_s"]["backend_called"], run["clock_s"]["backend_returned"]) for run in load_runs(session)
+             if isinstance(run.get("clock_s"), dict) and {"backend_called", "backend_returned"} <= set(run["clock_s"])]
+    return max(end for _, end in spans) - min(start for start, _ in spans) if spans else math.nan
+
+
+def macs_line(train: pd.DataFrame, test: pd.DataFrame) -> np.ndarray:
+    """log latency = α + β log MACs on the training models, at the test models' MACs."""
+    slope, intercept = np.polyfit(np.log(train["macs"]), np.log(train["latency"]), 1)
+    return np.exp(intercept + slope * np.log(test["macs"]))
+
+
+def held_out(tables: list[ModelTable]) -> pd.DataFrame:
+    """Each model predicted with its whole family out of the rules, the regressors, the term and the interval."""
+    from harness.kernels.graph import Graph
+
+    rows = as_table_rows(tables)
+    examples = {t.model: Example(t.model, Graph.load(t.model_path, t.dims), t.rows) for t in tables}
+    macs = {t.model: float(t.rows["macs"].fillna(0).sum()) for t in tables}
+    models = pd.DataFrame({"model": [t.model for t in tables], "latency": [t.latency_ms for t in tables],
+                           "macs": [macs[t.model] for t in tables],
+                           "family": [rows[rows["model"] == t.model]["family"].iloc[0] for t in tables]})
+    out = []
+    for family in sorted(models["family"].unique()):
+        train = models[models["family"] != family]
+        rules = learn([examples[m] for m in train["model"]], ENGINE)
+        kept = rows[rows["model"].isin(train["model"])]
+        fitted = KernelModel.fit(kept, Path, rules, samples=samples_of(kept, Path, rules))
+        test = models[models["family"] == family]
+        line = macs_line(train, test)
+        for (_, model), macs_ms in zip(test.iterrows(), line, strict=True):
+            path = next(t.model_path for t in tables if t.model == model["model"])
+            ms, low, high, detail = fitted.predict(path)
+            out.append({"family": family, "model": model["model"], "measured_ms": model["latency"], "kernel_ms": ms,
+                        "low_ms": low, "high_ms": high, "macs_line_ms": float(macs_ms),
+                        "pooled": ",".join(detail["pooled_kinds"]), "kernels": detail["kernels"]})
+        print(f"  {family}: {len(test)} model(s) predicted", file=sys.stderr)
+    return pd.DataFrame(out)
+
+
+def shares(errors: np.ndarray) -> dict[str, float]:
+    magnitude = np.abs(errors)
+    return {"within ±10%": float((magnitude <= 0.10).mean()), "within ±5%": float((magnitude <= 0.05).mean()),
+            "median |error|": float(np.median(magnitude))}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--sessions", nargs="+", type=Path, help="a per-op session and, optionally, a second one")
+    args = parser.parse_args()
+    flags = ["--cpus", "1", "--iterations", str(args.iterations), "--warmup", "5", "--no-report"]
+    notes = [load_note("before the sessions")]
+    if args.sessions:
+        first, second = args.sessions[0], (args.sessions[1] if len(args.sessions) > 1 else None)
+    else:
+        directory = Path(tempfile.mkdtemp(prefix="bench-kernels-"))
+        profile_runs(directory / "a", None, [], backend="local", repeats=args.repeats, models=args.models,
+                     extra_flags=[*flags, "--per-op"])
+        profile_runs(directory / "b", None, [], backend="local", repeats=args.repeats, models=args.models,
+                     extra_flags=flags)
+        first, second = (sorted((directory / name / "results").iterdir())[-1] for name in ("a", "b"))
+    notes.append(load_note("after the sessions"))
+    tables = [t for t in session_tables([first], ENGINE) if t.latency_ms > 0]
+    started = time.monotonic()
+    scored = held_out(tables)
+    fit_s = time.monotonic() - started
+    errors = (scored["kernel_ms"] / scored["measured_ms"] - 1).to_numpy()
+    macs_errors = (scored["macs_line_ms"] / scored["measured_ms"] - 1).to_numpy()
+    inside = (scored["low_ms"] <= scored["measured_ms"]) & (scored["measured_ms"] <= scored["high_ms"])
+    coverage = float(inside.mean())
+    all_rows = as_table_rows(tables)
+    model = KernelModel.fit(all_rows, Path, load_rules(ENGINE))
+    speed_path = next((t.model_path for t in tables if t.model == SPEED_MODEL), tables[0].model_path)
+    rate = predictions_per_second(model, speed_path)
+    floor: dict[str, Any] = {}
+    if second is not None:
+        a, b = headline(first), headline(second)
+        both = sorted(set(a) & set(b))
+        floor = shares(np.array([b[m] / a[m] - 1 for m in both])) | {"models": len(both)}
+    probing_s = session_wall_s(first)
+    print_table("Held-out families: each model predicted from its graph, its family out of every setting", [
+        {"model": r.model, "family": r.family, "measured ms": r.measured_ms, "kernel ms": r.kernel_ms,
+         "error": f"{r.kernel_ms / r.measured_ms - 1:+.1%}", "95% interval": f"{r.low_ms:.3g}–{r.high_ms:.3g}",
+         "MACs line error": f"{r.macs_line_ms / r.measured_ms - 1:+.1%}", "pooled kinds": r.pooled}
+        for r in scored.itertuples()])
+    summary = [
+        {"predictor": "kernels (per-kind regressors + a·Σ + c·kernels + b)", **_pct(shares(errors)),
+         "95% interval coverage": f"{coverage:.0%}"},
+        {"predictor": "MACs-only log-log line", **_pct(shares(macs_errors)), "95% interval coverage": "-"},
+        {"predictor": "noise floor: a second session against the first", **(_pct(floor) if floor else {}),
+         "95% interval coverage": "-"},
+    ]
+    print_table(f"{len(scored)} models of {scored['family'].nunique()} families, onnxruntime, CPUS=1", summary)
+    print(f"prediction rate: {rate:.0f} a second ({SPEED_MODEL}, graph loaded); probing (the per-op session): "
+          f"{probing_s / 60:.1f} min; held-out fits: {fit_s:.0f} s")
+    within = shares(errors)["within ±10%"]
+    goals = [
+        Goal("within ±10% (held-out families, CPUS=1)", "≥ 95% or within 3 points of the floor", f"{within:.0%}",
+             within >= 0.95 or (bool(floor) and within >= floor["within ±10%"] - 0.03),
+             f"noise floor {floor.get('within ±10%', math.nan):.0%}"),
+        Goal("within ±5%", "≥ 75%", f"{shares(errors)['within ±5%']:.0%}", shares(errors)["within ±5%"] >= 0.75),
+        Goal("95% interval coverage", "90–98%", f"{coverage:.0%}", 0.90 <= coverage <= 0.98),
+        Goal("graph predictions a second", "≥ 100", f"{rate:.0f}", rate >= 100),
+        Goal("probing time", "≤ 20 min", f"{probing_s / 60:.1f} min", probing_s <= 1200),
+    ]
+    write_report("kernels", summary, goals, notes, raw={"scored": scored.to_dict(orient="records"),
+                                                        "sessions": [str(first), str(second)]})
+    return 0
+
+
+def _pct(found: dict[str, float]) -> dict[str, str]:
+    return {name: (f"{value:.0%}" if name.startswith("within") else f"{value:.1%}" if "error" in name else str(value))
+            for name, value in found.items()}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

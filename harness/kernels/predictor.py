@@ -1,0 +1,256 @@
+"""A model's latency on a device from its kernels: one regressor per kernel kind, a per-model term for what the sum
+misses, and an interval from held-out errors.
+
+- Kernels: harness.kernels.detect splits the graph as the engine runs it; each per-op row of the training models is
+  joined to its kernel (harness.kernels.training.join_kernels).
+- Per kind: a gradient-boosted regressor (scikit-learn's GradientBoostingRegressor, evaluated as packed arrays:
+  harness.kernels.trees) of log ms on the kernel's log features (harness.kernels.features). A kind with fewer than
+  MIN_KIND_ROWS rows, or never seen, is predicted by one pooled regressor over every row, with the kind one-hot;
+  the prediction's detail names the kinds the pooled regressor carried.
+- Per model: latency = a·Σ + c·kernels + b (none negative), fitted by relative least squares on the training
+  models' end-to-end latency (measured without the profiler), against their kernel sums predicted with their own
+  family held out. This absorbs the profiler's per-node overhead (per-op sums run 0.9–1.5 of the end-to-end time
+  on small ops), the executor's work between kernels, and the call itself.
+- Interval: the 2.5% and 97.5% quantiles of the training models' held-out log residuals (their family out of both
+  the kernel regressors and the sum), applied as factors: never negative.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+from sklearn.ensemble import GradientBoostingRegressor
+
+from harness.core.errors import ConfigError, DataError
+from harness.kernels.detect import detect
+from harness.kernels.features import vector
+from harness.kernels.graph import Graph, Kernel
+from harness.kernels.rules import Rules, load_rules
+from harness.kernels.table import KernelTable
+from harness.kernels.training import join_kernels
+from harness.kernels.trees import PackedTrees
+
+MIN_KIND_ROWS = 30
+"""Rows a kind needs for a regressor of its own; below, the pooled regressor predicts it."""
+HELD_OUT_FOLDS = 3
+COVERAGE = 0.95
+POOLED = "pooled"
+GraphFor = Callable[[str], Path]
+
+
+def _regressor() -> GradientBoostingRegressor:
+    return GradientBoostingRegressor(n_estimators=120, max_depth=3, learning_rate=0.1, min_samples_leaf=3,
+                                     subsample=0.9, random_state=0)
+
+
+@dataclass
+class KernelRegressors:
+    """Per-kind regressors of log ms on log features, and the pooled one over every kind (the kind one-hot: a kind
+    never seen is none of them), each packed for fast prediction (harness.kernels.trees)."""
+
+    per_kind: dict[str, PackedTrees] = field(default_factory=dict)
+    pooled: PackedTrees | None = None
+    kinds: list[str] = field(default_factory=list)
+
+    @classmethod
+    def fit(cls, samples: pd.DataFrame) -> KernelRegressors:
+        kinds = sorted(samples["kind"].unique())
+        x, y = np.vstack(list(samples["x"])), np.log(samples["ms"].to_numpy(dtype=float))
+        onehot = (samples["kind"].to_numpy()[:, None] == np.array(kinds)[None, :]).astype(float)
+        pooled = PackedTrees.of(_regressor().fit(np.column_stack([x, onehot]), y))
+        per_kind = {}
+        for kind in kinds:
+            mask = (samples["kind"] == kind).to_numpy()
+            if mask.sum() >= MIN_KIND_ROWS:
+                per_kind[kind] = PackedTrees.of(_regressor().fit(x[mask], y[mask]))
+        return cls(per_kind, pooled, kinds)
+
+    def predict(self, kind: str, x: np.ndarray) -> tuple[np.ndarray, str]:
+        """Predicted ms of kernels of one kind, and which regressor carried them (the kind's own, or pooled)."""
+        if kind in self.per_kind:
+            return np.exp(self.per_kind[kind].predict(x)), kind
+        assert self.pooled is not None
+        onehot = np.zeros((len(x), len(self.kinds)))
+        if kind in self.kinds:
+            onehot[:, self.kinds.index(kind)] = 1.0
+        return np.exp(self.pooled.predict(np.column_stack([x, onehot]))), POOLED
+
+
+@dataclass
+class LoadedGraph:
+    """A graph's kernels grouped by kind as feature matrices: what a prediction needs, computed once per graph."""
+
+    kernels: int
+    by_kind: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, kernels: list[Kernel]) -> LoadedGraph:
+        grouped: dict[str, list[list[float]]] = {}
+        for kernel in kernels:
+            grouped.setdefault(kernel.kind, []).append(vector(kernel.features))
+        return cls(len(kernels), {kind: np.array(rows) for kind, rows in grouped.items()})
+
+
+def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.DataFrame:
+    """One training sample per engine row (kind, feature vector, ms, model, family), each row joined to its kernel."""
+    out: list[dict[str, Any]] = []
+    for (model, graph_name), group in rows.groupby(["model", "graph"], sort=False):
+        graph = Graph.load(graph_for(str(graph_name)))
+        family = str(group["family"].iloc[0])
+        for kernel, ms in join_kernels(graph, group, rules):
+            if ms > 0:
+                out.append({"kind": kernel.kind, "x": np.array(vector(kernel.features)), "ms": ms, "model": model,
+                            "family": family})
+    return pd.DataFrame(out)
+
+
+def _model_term(sums: np.ndarray, counts: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """(a, c, b) of measured ≈ a·Σ + c·kernels + b, least squares on relative errors (each model weighs 1/latency),
+    none of them negative: a time per kernel or per call is never below zero, so a tiny model is never predicted
+    at nothing."""
+    if len(measured) < 4:
+        return np.array([float(np.median(measured / sums)), 0.0, 0.0])
+    design = np.column_stack([sums, counts, np.ones_like(sums)]) / measured[:, None]
+    coef, _ = nnls(design, np.ones_like(measured))
+    return np.asarray(coef, dtype=float)
+
+
+@dataclass
+class KernelModel:
+    """Kernel regressors, the per-model term and the interval's factors of one engine on one device."""
+
+    rules: Rules
+    regressors: KernelRegressors
+    term: np.ndarray
+    factors: tuple[float, float]
+    models: int
+    loaded: dict[str, LoadedGraph] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def fit(cls, rows: pd.DataFrame, graph_for: GraphFor, rules: Rules, samples: pd.DataFrame | None = None
+            ) -> KernelModel:
+        """Fit on a kernel table's rows (harness.kernels.table columns); `graph_for` turns a row's `graph` cell into
+        its ONNX file; `rules` are the engine's fusion rules (harness.kernels.rules.load_rules). Rows of designed
+        kernels train the regressors; zoo models with an end-to-end latency also fit the per-model term and the
+        interval, each from kernel sums predicted with its family held out. `samples`: samples_of(rows, ...) when
+        the caller already has them."""
+        samples = samples_of(rows, graph_for, rules) if samples is None else samples
+        if samples.empty:
+            raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
+        regressors = KernelRegressors.fit(samples)
+        models = (rows[rows["source"].eq("zoo") & rows["model_latency_ms"].gt(0)]
+                  .groupby("model").agg(latency=("model_latency_ms", "first"), family=("family", "first")))
+        zoo = samples[samples["model"].isin(models.index)]
+        families = sorted(set(zoo["family"]))
+        sums = pd.Series(0.0, index=models.index)
+        counts = zoo.groupby("model").size().reindex(models.index, fill_value=0).astype(float)
+        for fold in range(min(HELD_OUT_FOLDS, len(families))):
+            held = set(families[fold::HELD_OUT_FOLDS])
+            inner = KernelRegressors.fit(samples[~samples["family"].isin(held)])
+            part = zoo[zoo["family"].isin(held)]
+            for model, group in part.groupby("model"):
+                sums[model] = sum(float(inner.predict(kind, np.vstack(list(g["x"])))[0].sum())
+                                  for kind, g in group.groupby("kind"))
+        known = sums > 0
+        if known.sum() == 0:
+            return cls(rules, regressors, np.array([1.0, 0.0, 0.0]), (0.5, 2.0), 0)
+        measured = models["latency"][known].to_numpy(dtype=float)
+        term = _model_term(sums[known].to_numpy(), counts[known].to_numpy(), measured)
+        fitted = np.maximum(term[0] * sums[known].to_numpy() + term[1] * counts[known].to_numpy() + term[2], 1e-6)
+        residuals = np.log(measured / fitted)
+        low, high = np.quantile(residuals, [(1 - COVERAGE) / 2, (1 + COVERAGE) / 2]) if len(residuals) > 2 \
+            else (-0.7, 0.7)
+        return cls(rules, regressors, term, (float(math.exp(low)), float(math.exp(high))), int(known.sum()))
+
+    def load(self, model_path: str | Path) -> LoadedGraph:
+        """The graph's kernels as feature matrices, read once per path."""
+        key = str(Path(model_path).resolve())
+        if key not in self.loaded:
+            if not Path(key).is_file():
+                raise ConfigError(f"model {model_path} does not exist; give the path of an .onnx file")
+            self.loaded[key] = LoadedGraph.of(detect(Graph.load(key), self.rules))
+        return self.loaded[key]
+
+    def predict(self, model_path: str | Path) -> tuple[float, float, float, dict[str, Any]]:
+        """(ms, low, high, detail): the model's latency, its 95% interval, and per kind its kernels, their predicted
+        ms and the regressor that carried them."""
+        graph = self.load(model_path)
+        total, by_kind = 0.0, {}
+        for kind, x in graph.by_kind.items():
+            times, carried = self.regressors.predict(kind, x)
+            total += float(times.sum())
+            by_kind[kind] = {"kernels": len(x), "ms": float(times.sum()), "regressor": carried}
+        ms = max(float(self.term[0] * total + self.term[1] * graph.kernels + self.term[2]), 1e-6)
+        detail = {"carried_by": "kernel table", "kernels": graph.kernels, "kernel_sum_ms": total,
+                  "term": {"a": float(self.term[0]), "c_ms_per_kernel": float(self.term[1]),
+                           "b_ms": float(self.term[2])},
+                  "pooled_kinds": sorted(k for k, v in by_kind.items() if v["regressor"] == POOLED),
+                  "by_kind": by_kind, "calibration_models": self.models}
+        return ms, ms * self.factors[0], ms * self.factors[1], detail
+
+
+def predictions_per_second(model: KernelModel, model_path: str | Path, seconds: float = 1.0) -> float:
+    """How many predictions of one already-loaded graph the model makes in a second (the search-loop figure)."""
+    model.load(model_path)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        model.predict(model_path)
+        count += 1
+    return count / (time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class KernelPrediction:
+    """A graph's latency as a device's kernel table predicts it: ms, its 95% interval, the table that carried it, and
+    per kind the kernels, their ms and the regressor that carried them (`detail`)."""
+
+    ms: float
+    low: float
+    high: float
+    table: str
+    detail: dict[str, Any]
+
+    @property
+    def carried_by(self) -> str:
+        return f"kernel table {self.table}"
+
+
+def graph_resolver(table: KernelTable) -> GraphFor:
+    """A row's `graph` cell as a file: a designed graph inside the table's folder, a path as it is, else a zoo name
+    (exported on first use)."""
+    def resolve(graph: str) -> Path:
+        inside = table.graph_path(graph)
+        if inside.is_file():
+            return inside
+        if Path(graph).is_file():
+            return Path(graph)
+        from harness.zoo import export
+
+        return Path(export(graph))
+    return resolve
+
+
+_FITTED: dict[tuple[str, float], KernelModel] = {}
+
+
+def fitted_model(table: KernelTable) -> KernelModel:
+    """The table's KernelModel, fitted once per version of its rows."""
+    key = (str(table.path.resolve()), table.rows_path.stat().st_mtime)
+    if key not in _FITTED:
+        engine = str(table.meta.get("engine", "onnxruntime"))
+        _FITTED[key] = KernelModel.fit(table.rows(), graph_resolver(table), load_rules(engine))
+    return _FITTED[key]
+
+
+def predict_graph(table: KernelTable, model_path: str | Path) -> KernelPrediction:
+    """The latency of the ONNX graph at `model_path` on the table's device and engine, from the graph alone."""
+    ms, low, high, detail = fitted_model(table).predict(model_path)
+    return KernelPrediction(ms, low, high, table.name, detail)

@@ -1,0 +1,54 @@
+"""The kernel predictor on real per-op rows: zoo models profiled per-op under onnxruntime (this host, CPUS=1), one
+family held out; its packed trees give scikit-learn's own numbers; its predictions are positive with an interval
+around them, carried by the kinds' regressors or the pooled one, and a loaded graph is predicted fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.ensemble import GradientBoostingRegressor
+
+from harness.cli import main
+from harness.kernels.predictor import KernelModel, predictions_per_second, samples_of
+from harness.kernels.rules import load_rules
+from harness.kernels.training import as_table_rows, session_tables
+from harness.kernels.trees import PackedTrees
+from harness.store.results import list_sessions
+from tests.zoo_support import zoo_cache  # noqa: F401 - fixture
+
+MODELS = ("mobilenet_v1_0.25_128", "mobilenet_v1_0.5_128", "squeezenet1_1", "resnet8_cifar10", "kws_dscnn")
+HELD_OUT = "mobilenet_v1"
+
+
+def test_packed_trees_give_sklearns_numbers() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 6))
+    y = np.sin(x[:, 0]) + x[:, 1] * x[:, 2] + rng.normal(scale=0.1, size=400)
+    model = GradientBoostingRegressor(n_estimators=60, max_depth=3, subsample=0.9, random_state=0).fit(x, y)
+    probe = rng.normal(size=(50, 6))
+    assert np.allclose(PackedTrees.of(model).predict(probe), model.predict(probe), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.usefixtures("zoo_cache")
+def test_held_out_family_is_predicted_from_its_graph(tmp_path: Path) -> None:
+    assert main(["profile", *MODELS, "--per-op", "--repeats", "1", "--iterations", "10", "--warmup", "2",
+                 "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path), "--no-report"]) == 0
+    tables = session_tables(list_sessions(tmp_path)[-1:], "onnxruntime")
+    rows = as_table_rows(tables)
+    rules = load_rules("onnxruntime")
+    train = rows[rows["family"] != HELD_OUT]
+    samples = samples_of(train, Path, rules)
+    assert len(samples) == len(train)  # every engine row became one kernel sample
+    model = KernelModel.fit(train, Path, rules, samples=samples)
+    held = [table for table in tables if table.model.startswith(HELD_OUT)]
+    assert len(held) == 2
+    for table in held:
+        ms, low, high, detail = model.predict(table.model_path)
+        assert 0 < low <= ms <= high
+        assert detail["kernels"] == len(table.rows)  # the detected kernels are the engine's rows
+        assert 0.25 < ms / table.latency_ms < 4  # within a factor of four of the measured latency
+        assert set(detail["by_kind"]) >= {"Conv", "DepthwiseConv"}
+    assert min(model.term) >= 0
+    assert predictions_per_second(model, held[0].model_path, seconds=0.3) >= 100
