@@ -123,6 +123,7 @@ def show_kernels(table: KernelTable, as_json: bool) -> int:
     for column in ("op type", "rows", "models", "designed rows", "median ms"):
         listing.add_column(column, justify="left" if column == "op type" else "right")
     for kind, row in kinds.iterrows():
-        listing.add_row(str(kind), str(row["rows"]), str(row["models"]), str(row["designed"]), fmt(row["mean_ms"]))
+        listing.add_row(str(kind), *(str(int(row[key])) for key in ("rows", "models", "designed")),
+                        fmt(row["mean_ms"]))
     out_console.print(listing)
     return 0
