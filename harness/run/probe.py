@@ -4,8 +4,9 @@ Every measurement is an ordinary session (run.assemble.start_session, as `harnes
 under the profile's limits (CPUS, MEMORY, BACKEND or TARGET) and its protocol: fresh processes, interleaved shuffled
 rounds, a warmup and a timed phase for the headline latency, then the per-op phase. Three phases:
 
-1. designed kernels, stratified (designed.sample), packed into probe graphs; their runs also price the device: a
-   run's fixed seconds and its milliseconds per MAC, from which the later phases are sized to the budget;
+1. designed kernels, stratified (designed.sample), packed into probe graphs: the first PRICING_PACKS whatever the
+   budget, since their runs price the device (a run's fixed seconds and its milliseconds per MAC, from which the
+   rest is sized to the budget), then as many of the others as fit FIRST_SHARE of it;
 2. zoo models (`--models`), those whose estimated runs fit ZOO_SHARE of the budget left, in the order given;
 3. designed kernels, adaptively (adaptive.next_round), round after round while one more fits in the budget.
 
@@ -49,6 +50,12 @@ DEFAULT_MODELS = ("mobilenet_v2_0.5_160", "mobilenet_v1_0.5_160", "shufflenet_v2
 FIRST_ROUND = len(CONV_STRATA) // CONV_WEIGHT * (len(KINDS) - 1 + CONV_WEIGHT)
 """Kernels in the stratified first round: every kind six times, convolution four times as often, so that every
 (kernel size, stride, grouping) stratum of convolution is drawn once."""
+PRICING_PACKS = 2
+"""The stratified round's first packs run before anything else whatever the budget: their runs price the device."""
+FIRST_SHARE = 0.5
+"""The rest of the stratified round gets at most this share of the budget left after pricing, in whole packs (on this
+host the whole round fits in a minute; on the emulated arm64 board two packs of 22 kernels took 590 s); the zoo
+models get ZOO_SHARE of what is left then."""
 ROUND_KERNELS = 96
 ZOO_SHARE = 0.5
 PROFILED_CALLS = (5, 50)
@@ -120,8 +127,8 @@ class Probe:
         return session_dir.name, sum(run.ok for run in runs), len(rows)
 
     def designed_round(self, kernels: list[Kernel], phase: str) -> None:
-        if self.request.designed is not None:
-            kernels = kernels[:max(0, self.request.designed - len(self.kernels))]
+        if self.request.designed is not None:  # the first in sampling order (k0000, k0001, ...): every kind in turn
+            kernels = sorted(kernels, key=lambda k: k.name)[:max(0, self.request.designed - len(self.kernels))]
         if not kernels:
             return
         designed = {}
@@ -173,6 +180,16 @@ def probe_profile(profile: DeviceProfile) -> DeviceProfile:
                    sources={**profile.sources, **dict.fromkeys(chosen, "harness probe"), "PER_OP": "harness probe"})
 
 
+def fitting(packs: Sequence[Sequence[Kernel]], costs: Costs, seconds: float) -> list[Sequence[Kernel]]:
+    """The packs, in order, whose estimated runs fit in `seconds` together."""
+    kept: list[Sequence[Kernel]] = []
+    for members in packs:
+        if costs.session_s([sum(macs(k) for k in member) for member in [*kept, members]]) > seconds:
+            break
+        kept.append(members)
+    return kept
+
+
 def zoo_fitting(models: Sequence[str], costs: Costs, seconds: float) -> tuple[list[str], list[str]]:
     """The models (in order) whose estimated runs fit in `seconds`, and those left out."""
     kept, left, spent = [], [], 0.0
@@ -209,7 +226,14 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
     work = root / f".probe-{time.strftime('%Y%m%d-%H%M%S')}"
     state = Probe(profile, request, work, say)
     try:
-        state.designed_round(sample(FIRST_ROUND, request.seed), "designed kernels, stratified")
+        packs = pack(sample(FIRST_ROUND, request.seed))
+        state.designed_round([k for members in packs[:PRICING_PACKS] for k in members],
+                             "designed kernels, stratified, first packs (they price the device)")
+        costs = state.costs()
+        rest = fitting(packs[PRICING_PACKS:], costs, state.left_s * FIRST_SHARE)
+        state.designed_round([k for members in rest for k in members], "designed kernels, stratified"
+                             + (f" ({len(rest)} of {len(packs) - PRICING_PACKS} packs fit the budget)"
+                                if len(rest) < len(packs) - PRICING_PACKS else ""))
         costs = state.costs()
         kept, left = zoo_fitting(request.models, costs, max(0.0, state.left_s * ZOO_SHARE))
         if kept:
@@ -218,7 +242,7 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
             say(f"zoo models: {len(kept)} models, {ok} runs ok, {count} rows, {time.monotonic() - began:.0f} s "
                 f"(session {session})" + (f"; left out for the budget: {', '.join(left)}" if left else ""))
         elif request.models:
-            say(f"zoo models: none fits the budget left ({state.left_s:.0f} s); left out: {', '.join(left)}")
+            say(f"zoo models: none fits the budget left ({max(0.0, state.left_s):.0f} s); left out: {', '.join(left)}")
         rounds = 0
         while request.designed is None or len(state.kernels) < request.designed:
             count = ROUND_KERNELS if request.designed is None else min(ROUND_KERNELS,
