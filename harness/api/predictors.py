@@ -2,9 +2,10 @@
 `harness.predict` is a short convenience over it.
 
 Each kind is one class in PREDICTORS, asked in order whether it serves a device: NAS-Bench-201 cells calibrated from
-static facts (CellsPredictor), an imported device calibrated against the harness's runs (DevicePredictor), a shipped
-library table with no data of the user's (ZeroShotPredictor). Another kind (a kernel table, say) is one more class
-added there. Each takes only its own keywords (KEYWORDS) and gives `.predict(models)`, `.explain()` and `.heldout()`.
+static facts (CellsPredictor), an imported device calibrated against the harness's runs (DevicePredictor), a probed
+device's kernel table, which predicts a graph with no run (KernelPredictor), a shipped library table with no data of
+the user's (ZeroShotPredictor). Another kind is one more class added there. Each takes only its own keywords
+(KEYWORDS) and gives `.predict(models)`, `.explain()` and `.heldout()`.
 """
 
 from __future__ import annotations
@@ -23,18 +24,23 @@ from harness.api.preparing import prepare
 from harness.api.session import Session, session_folder
 from harness.calibration.calibrate import CalibrationSet, calibrate_runs, group_label
 from harness.calibration.nas import CellPredictor, cell_index
-from harness.calibration.prediction import Prediction
+from harness.calibration.prediction import Prediction, float_or_none
 from harness.calibration.transfer import Library, device_library
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.device.data import list_devices, load_device
 from harness.device.library import METRIC, NB201_PREFIX, all_tables, catalog_path, find_table, shipped_tables
+from harness.kernels.predictor import fitted_model, predict_graph
+from harness.kernels.table import KernelTable, find_kernel_table
 from harness.models.resolve import resolve_model
 from harness.report.carried import library_note
 from harness.run.zero_shot import device_data
 from harness.zoo.registry import NB201_REFERENCE
 
 AUTO = "auto"
+KERNELS = "kernels"
+"""The fit a kernel table's predictions name."""
+KERNEL_SUM = "sum of its kernels' predicted ms, read from its graph (no run)"
 Cell = int | str
 
 
@@ -108,7 +114,7 @@ class Predictor(ABC):
     def check_keywords(cls, device: str, keywords: Mapping[str, Any]) -> None:
         unknown = [name for name in keywords if name not in cls.KEYWORDS]
         if unknown:
-            why = "; ".join(cls.WHY_NOT[name] for name in unknown if name in cls.WHY_NOT)
+            why = "; ".join(dict.fromkeys(cls.WHY_NOT[name] for name in unknown if name in cls.WHY_NOT))
             raise ConfigError(f"{', '.join(unknown)}=...: {cls.__name__} (device {device!r}) takes none of them; it "
                               f"takes: {', '.join(cls.KEYWORDS)}" + (f" ({why})" if why else ""))
 
@@ -223,6 +229,80 @@ class DevicePredictor(Predictor):
 
 
 @dataclass
+class KernelPredictor(Predictor):
+    """A probed device's kernel table (harness probe): a model's latency from its ONNX graph alone, no run: its kernels
+    as the engine runs them, each predicted by its kind's regressor, the sum corrected by the per-model term the
+    table's own models fitted (harness.kernels.predictor)."""
+
+    KEYWORDS: ClassVar[tuple[str, ...]] = ("results_dir",)
+    WHY_NOT: ClassVar[dict[str, str]] = {
+        name: "a kernel table predicts from the graph alone, with no session and no fit to choose"
+        for name in ("session", "fit", "metric", "across_repeats", "library", "runtime", "measured")}
+    device: str
+    table: KernelTable
+    notes: list[str] = field(default_factory=list)
+    session: str = ""
+
+    @classmethod
+    def serves(cls, device: str, keywords: Mapping[str, Any]) -> bool:
+        return find_kernel_table(device, _directory(keywords)) is not None
+
+    @classmethod
+    def load(cls, device: str, **keywords: Any) -> KernelPredictor:
+        cls.check_keywords(device, keywords)
+        table = find_kernel_table(device, _directory(keywords))
+        if table is None:
+            raise DataError(f"device={device!r}: no kernel table of that name (harness devices)")
+        meta = table.meta
+        return cls(table.name, table, [f"kernel table {table.name}: {meta.get('engine')} at {meta.get('threads')} "
+                                       f"thread(s) on {meta.get('device')}, probed {meta.get('created')}; predicted "
+                                       "from each graph, none run"])
+
+    @property
+    def calibrations(self) -> CalibrationSet:
+        raise DataError(f"{self.device} is a kernel table: no model-level calibration; explain() says what carries it")
+
+    def explain(self) -> str:
+        model = fitted_model(self.table)
+        regressors = ", ".join(sorted(model.regressors.per_kind)) or "none"
+        return (f"kernel table {self.table.name}: a regressor per kernel kind ({regressors}; any other kind by the "
+                f"pooled one), then latency = {model.term[0]:.3g}·Σkernels + {model.term[1]:.3g} ms·kernels + "
+                f"{model.term[2]:.3g} ms, fitted on {model.models} probed models; the 95% interval is ×"
+                f"{model.factors[0]:.2f}–×{model.factors[1]:.2f}, their held-out residuals' 2.5% and 97.5% quantiles")
+
+    def heldout(self) -> list[dict[str, Any]]:
+        model = fitted_model(self.table)
+        return [{"metric": METRIC, "group": self.group, "models": model.models, "fit": KERNELS,
+                 "interval_factors": list(model.factors)}]
+
+    @property
+    def group(self) -> dict[str, Any]:
+        return {"cpus": float(self.table.meta.get("cpus") or self.table.meta.get("threads") or 1)}
+
+    def predict(self, models: Iterable[Any]) -> list[Prediction]:
+        """ONNX files or zoo names (exported first), each predicted from its graph."""
+        rows = self.table.rows()
+        measured = rows[rows["source"].eq("zoo") & rows["model_latency_ms"].gt(0)].groupby("model")[
+            "model_latency_ms"].first()
+        out = []
+        for model in models:
+            resolved = resolve_model(str(model), check_runtime=False)
+            if resolved.kind != "onnx":
+                raise ConfigError(f"model {model}: a kernel table predicts ONNX graphs; give an .onnx file or a zoo "
+                                  "name")
+            found = predict_graph(self.table, resolved.path)
+            pooled = found.detail.get("pooled_kinds") or []
+            out.append(Prediction(
+                model=resolved.name, metric=METRIC, group=self.group, fit=KERNELS,
+                harness=found.detail["kernel_sum_ms"], harness_figure=KERNEL_SUM, predicted=found.ms,
+                pi_low=found.low, pi_high=found.high, measured_on_device=float_or_none(measured.get(resolved.name)),
+                kernel_table=self.table.name, device=self.table.name,
+                note=f"kinds the table holds too few of, by the pooled regressor: {', '.join(pooled)}" if pooled
+                else ""))
+        return out
+
+
+@dataclass
 class ZeroShotPredictor(Predictor):
     """A shipped library table and no data of the user's: its zoo models and the user's profiled on this host by
     prepare() (once per set of conditions), the table calibrated as imported data, the other tables its library."""
@@ -279,7 +359,7 @@ class ZeroShotPredictor(Predictor):
         return self.cset.predict(measured, [names[model] for model in wanted])
 
 
-PREDICTORS: tuple[type[Predictor], ...] = (CellsPredictor, DevicePredictor, ZeroShotPredictor)
+PREDICTORS: tuple[type[Predictor], ...] = (CellsPredictor, DevicePredictor, KernelPredictor, ZeroShotPredictor)
 """The kinds of predictor, asked in this order which serves a device."""
 
 
@@ -291,11 +371,13 @@ def model_name(model: Any) -> str:
 
 def load_predictor(device: str, **keywords: Any) -> Predictor:
     """The predictor that fits `device`: measured NAS-Bench-201 cells or a NAS-Bench-201 table, an imported device,
-    or a shipped library table (zero-shot). Keywords it does not take raise ConfigError naming them."""
+    a probed device's kernel table, or a shipped library table (zero-shot). Keywords it does not take raise ConfigError
+    naming them."""
     for kind in PREDICTORS:
         if kind.serves(device, keywords):
             return kind.load(device, **keywords)
     known = ", ".join(list_devices(_directory(keywords))) or "none imported"
-    raise DataError(f"device={device!r}: neither an imported device ({known}) nor a library table "
-                    "(harness devices); import its measurements with harness import-device")
+    raise DataError(f"device={device!r}: neither an imported device ({known}) nor a library or kernel table "
+                    "(harness devices); import its measurements with harness import-device, or probe it (harness "
+                    "probe)")
 

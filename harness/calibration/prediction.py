@@ -66,6 +66,9 @@ class Prediction:
     calibrated_range: tuple[float, float] = (math.nan, math.nan)
     library_devices: tuple[str, ...] = ()
     """The library devices whose latencies the `library` fit read for it (empty for every other fit)."""
+    kernel_table: str = ""
+    """The kernel table (harness probe) whose kernel regressors predicted it from its graph (empty for every other
+    fit)."""
     note: str = ""
     counts_note: str = ""
     device: str = ""
@@ -78,7 +81,9 @@ class Prediction:
 
     @property
     def carried_by(self) -> str:
-        """What carried the prediction: the library devices the fit read, or the fit alone."""
+        """What carried the prediction: the kernel table or the library devices the fit read, or the fit alone."""
+        if self.kernel_table:
+            return f"kernel table {self.kernel_table}"
         if self.library_devices:
             return f"the {self.fit} fit on library devices {', '.join(self.library_devices)}"
         return f"the {self.fit} fit"

@@ -54,10 +54,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     models = args.models or shlex.split(os.environ.get("HARNESS_MODEL", ""))
     chosen = devices(args)
+    # Defaults pass as unset: a predictor that has no fit to choose or no library (a kernel table) refuses them set.
     predictions = predict(models, chosen[0] if len(chosen) == 1 else chosen, session=args.session,
-                          metric=args.metric, fit=args.fit, across_repeats=args.across_repeats,
-                          library=not args.no_library, runtime=args.runtime,
-                          results_dir=resolve_results_dir(args.results_dir))
+                          metric=args.metric, fit=None if args.fit == "auto" else args.fit,
+                          across_repeats=args.across_repeats, library=False if args.no_library else None,
+                          runtime=args.runtime, results_dir=resolve_results_dir(args.results_dir))
     return show_predictions(args, predictions)
 
 
