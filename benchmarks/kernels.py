@@ -12,7 +12,9 @@ kernel regressors, the per-model term and the interval are fitted on the other f
 predicted from their graphs alone and compared with their measured latency in the first session. Printed: the
 share within ±10% and ±5%, the median error, the 95% interval's coverage, predictions a second for MobileNetV2
 1.0/224 already loaded, and the probing time (the per-op session's wall time); beside them, a MACs-only log-log line
-fitted on the same other families, and the noise floor. Every figure is of this host at the hour it ran.
+fitted on the same other families, an oracle (each model's own measured per-op sum through the same per-model term,
+fitted on the other families' measured sums: what perfect kernel regressors would give), and the noise floor.
+Every figure is of this host at the hour it ran.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ from _common import Goal, load_note, print_table, profile_runs, write_report
 
 from harness.core import metric_registry
 from harness.kernels.learn import Example, learn
-from harness.kernels.predictor import KernelModel, predictions_per_second, samples_of
+from harness.kernels.predictor import KernelModel, model_term, predictions_per_second, samples_of
 from harness.kernels.rules import load_rules
-from harness.kernels.training import ModelTable, as_table_rows, session_tables
+from harness.kernels.training import TIME_COLUMN, ModelTable, as_table_rows, session_tables
 from harness.store.results import load_runs
 
 MODELS = ("mobilenet_v1_0.25_128", "mobilenet_v1_0.5_160", "mobilenet_v1_1.0_224", "mobilenet_v2_0.35_224",
@@ -81,6 +83,8 @@ def held_out(tables: list[ModelTable]) -> pd.DataFrame:
     macs = {t.model: float(t.rows["macs"].fillna(0).sum()) for t in tables}
     models = pd.DataFrame({"model": [t.model for t in tables], "latency": [t.latency_ms for t in tables],
                            "macs": [macs[t.model] for t in tables],
+                           "op_sum": [float(t.rows[TIME_COLUMN].sum()) for t in tables],
+                           "rows": [len(t.rows) for t in tables],
                            "family": [rows[rows["model"] == t.model]["family"].iloc[0] for t in tables]})
     out = []
     for family in sorted(models["family"].unique()):
@@ -90,11 +94,14 @@ def held_out(tables: list[ModelTable]) -> pd.DataFrame:
         fitted = KernelModel.fit(kept, Path, rules, samples=samples_of(kept, Path, rules))
         test = models[models["family"] == family]
         line = macs_line(train, test)
+        oracle = model_term(train["op_sum"].to_numpy(), train["rows"].to_numpy(dtype=float),
+                             train["latency"].to_numpy())
         for (_, model), macs_ms in zip(test.iterrows(), line, strict=True):
             path = next(t.model_path for t in tables if t.model == model["model"])
             ms, low, high, detail = fitted.predict(path)
             out.append({"family": family, "model": model["model"], "measured_ms": model["latency"], "kernel_ms": ms,
                         "low_ms": low, "high_ms": high, "macs_line_ms": float(macs_ms),
+                        "oracle_ms": float(oracle @ [model["op_sum"], model["rows"], 1.0]),
                         "pooled": ",".join(detail["pooled_kinds"]), "kernels": detail["kernels"]})
         print(f"  {family}: {len(test)} model(s) predicted", file=sys.stderr)
     return pd.DataFrame(out)
@@ -131,6 +138,7 @@ def main() -> int:
     fit_s = time.monotonic() - started
     errors = (scored["kernel_ms"] / scored["measured_ms"] - 1).to_numpy()
     macs_errors = (scored["macs_line_ms"] / scored["measured_ms"] - 1).to_numpy()
+    oracle_errors = (scored["oracle_ms"] / scored["measured_ms"] - 1).to_numpy()
     inside = (scored["low_ms"] <= scored["measured_ms"]) & (scored["measured_ms"] <= scored["high_ms"])
     coverage = float(inside.mean())
     all_rows = as_table_rows(tables)
@@ -152,8 +160,10 @@ def main() -> int:
         {"predictor": "kernels (per-kind regressors + a·Σ + c·kernels + b)", **_pct(shares(errors)),
          "95% interval coverage": f"{coverage:.0%}"},
         {"predictor": "MACs-only log-log line", **_pct(shares(macs_errors)), "95% interval coverage": "-"},
-        {"predictor": "noise floor: a second session against the first", **(_pct(floor) if floor else {}),
-         "95% interval coverage": "-"},
+        {"predictor": "oracle: the model's own measured per-op sum, same a·Σ + c·kernels + b",
+         **_pct(shares(oracle_errors)), "95% interval coverage": "-"},
+        {"predictor": f"noise floor: a second session against the first ({floor.pop('models', 0)} models)",
+         **(_pct(floor) if floor else {}), "95% interval coverage": "-"},
     ]
     print_table(f"{len(scored)} models of {scored['family'].nunique()} families, onnxruntime, CPUS=1", summary)
     print(f"prediction rate: {rate:.0f} a second ({SPEED_MODEL}, graph loaded); probing (the per-op session): "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,11 @@ class Graph:
 
     @classmethod
     def load(cls, path: str | Path, dims: Mapping[str, int] | None = None) -> Graph:
-        return cls.of(node_facts(path, dims))
+        """The graph at `path` (shape inference runs once per unchanged file and dims; the Graph is shared, so
+        treat it as read-only)."""
+        resolved = Path(path).resolve()
+        mtime = resolved.stat().st_mtime if resolved.is_file() else 0.0
+        return _load(str(resolved), mtime, tuple(sorted((dims or {}).items())))
 
     @classmethod
     def of(cls, nodes: list[dict[str, Any]]) -> Graph:
@@ -54,6 +59,11 @@ class Graph:
         names = [name for name in node["inputs"] if name]
         return [shape for position, (name, shape) in enumerate(zip(names, node["input_shapes"], strict=False))
                 if shape is not None and (name in self.producer or position == 0)]
+
+
+@lru_cache(maxsize=256)
+def _load(path: str, mtime: float, dims: tuple[tuple[str, int], ...]) -> Graph:
+    return Graph.of(node_facts(path, dict(dims)))
 
 
 def conv_config(node: dict[str, Any]) -> dict[str, float]:

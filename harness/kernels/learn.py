@@ -20,7 +20,7 @@ import pandas as pd
 
 from harness.kernels.detect import group_nodes, layout_kernels
 from harness.kernels.features import shape_of
-from harness.kernels.graph import Graph, conv_config
+from harness.kernels.graph import Graph, Kernel, conv_config
 from harness.kernels.rules import BLOCKED_MARK, IDENTICAL, ConvKey, Key, Rules, conv_key, rules_path
 from harness.kernels.training import session_tables
 
@@ -122,11 +122,13 @@ def _inserted_count(example: Example, rules: Rules) -> dict[str, int]:
     return {kind: int((rows["op_type"] == kind).sum()) for kind in (rules.inserted_in, rules.inserted_out)}
 
 
-def layout_error(examples: list[Example], rules: Rules) -> int:
-    """How far the predicted count of inserted conversions is from the counted one, summed over the models."""
+def layout_error(examples: list[Example], rules: Rules,
+                 grouped: list[tuple[list[Kernel], dict[int, int]]] | None = None) -> int:
+    """How far the predicted count of inserted conversions is from the counted one, summed over the models
+    (`grouped`: each example's kernels under these rules' absorptions, when the caller has them)."""
     error = 0
-    for example in examples:
-        kernels, owner = group_nodes(example.graph, rules)
+    for index, example in enumerate(examples):
+        kernels, owner = grouped[index] if grouped else group_nodes(example.graph, rules)
         predicted = [k.kind for k in layout_kernels(example.graph, rules, kernels, owner)]
         counted = _inserted_count(example, rules)
         error += sum(abs(predicted.count(kind) - count) for kind, count in counted.items())
@@ -138,10 +140,11 @@ def learn(examples: list[Example], engine: str) -> Rules:
     absorb, dropped = learn_absorption(examples)
     block, blocked_types, conv_layout = learn_layout(examples)
     rules = Rules(engine, absorb, dropped, block, blocked_types, conv_layout=conv_layout)
+    grouped = [group_nodes(example.graph, rules) for example in examples]  # the layout never changes the grouping
     candidates = sorted({node["op_type"] for example in examples for node in example.graph.nodes} - blocked_types)
-    best = layout_error(examples, rules)
+    best = layout_error(examples, rules, grouped)
     while block:
-        trials = {op: layout_error(examples, replace(rules, following=rules.following | {op}))
+        trials = {op: layout_error(examples, replace(rules, following=rules.following | {op}), grouped)
                   for op in candidates if op not in rules.following}
         op = min(trials, key=lambda name: trials[name], default=None)
         if op is None or trials[op] >= best:

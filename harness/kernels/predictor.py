@@ -112,7 +112,7 @@ def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.Data
     return pd.DataFrame(out)
 
 
-def _model_term(sums: np.ndarray, counts: np.ndarray, measured: np.ndarray) -> np.ndarray:
+def model_term(sums: np.ndarray, counts: np.ndarray, measured: np.ndarray) -> np.ndarray:
     """(a, c, b) of measured ≈ a·Σ + c·kernels + b, least squares on relative errors (each model weighs 1/latency),
     none of them negative: a time per kernel or per call is never below zero, so a tiny model is never predicted
     at nothing."""
@@ -163,7 +163,7 @@ class KernelModel:
         if known.sum() == 0:
             return cls(rules, regressors, np.array([1.0, 0.0, 0.0]), (0.5, 2.0), 0)
         measured = models["latency"][known].to_numpy(dtype=float)
-        term = _model_term(sums[known].to_numpy(), counts[known].to_numpy(), measured)
+        term = model_term(sums[known].to_numpy(), counts[known].to_numpy(), measured)
         fitted = np.maximum(term[0] * sums[known].to_numpy() + term[1] * counts[known].to_numpy() + term[2], 1e-6)
         residuals = np.log(measured / fitted)
         low, high = np.quantile(residuals, [(1 - COVERAGE) / 2, (1 + COVERAGE) / 2]) if len(residuals) > 2 \
