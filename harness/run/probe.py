@@ -8,7 +8,8 @@ rounds, a warmup and a timed phase for the headline latency, then the per-op pha
    budget, since their runs price the device (a run's fixed seconds and its milliseconds per MAC, from which the
    rest is sized to the budget), then as many of the others as fit FIRST_SHARE of it;
 2. zoo models (`--models`), those whose estimated runs fit ZOO_SHARE of the budget left, in the order given;
-3. designed kernels, adaptively (adaptive.next_round), round after round while one more fits in the budget.
+3. designed kernels, adaptively (adaptive.next_round), round after round while one fits in the budget; the last
+   round shrinks to the probe graphs that fit what is left.
 
 The repeats, iterations and warmup are PROBE_DEFAULTS where the profile leaves them at env.template's defaults
 (500 iterations x 7 repeats of each probe graph would take the whole budget for a few graphs).
@@ -77,14 +78,21 @@ class ProbeRequest:
 
 @dataclass
 class Costs:
-    """A run's price on this device: fixed seconds (start, load, teardown) plus its calls at ms_per_mac."""
+    """A run's price on this device: a probe graph's run takes `graph_run_s` (packs are sized alike: at most
+    PACK_KERNELS kernels and PACK_MACS); a model's, `fixed_s` (start, load, teardown) plus its calls at
+    `ms_per_mac`."""
 
+    graph_run_s: float
     fixed_s: float
     ms_per_mac: float
     calls: int
     repeats: int
 
-    def session_s(self, work: Sequence[int]) -> float:
+    def graphs_s(self, graphs: int) -> float:
+        """Seconds for a session of this many probe graphs."""
+        return self.repeats * graphs * self.graph_run_s
+
+    def models_s(self, work: Sequence[int]) -> float:
         """Seconds for a session of models of these MACs."""
         return self.repeats * sum(self.fixed_s + self.calls * max(w, 1) * self.ms_per_mac / 1000 for w in work)
 
@@ -146,22 +154,20 @@ class Probe:
 
     def costs(self) -> Costs:
         """The device's price per run, from the designed runs so far: means, not medians, since a loaded machine's
-        slow runs are part of what the next round will cost."""
+        slow runs are part of what the next round will cost; milliseconds per MAC as the ratio of the sums, which a
+        graph of memory-bound kernels (few MACs, much time) does not run away with."""
         profile = self.profile
         calls = profile.warmup + profile.iterations + min(profile.warmup, PROFILED_CALLS[0]) + min(
             profile.iterations, PROFILED_CALLS[1])
-        work = self.pack_macs
-        fixed, rates = [], []
-        for run in self.runs:
-            latency = metric_registry.get(metric_registry.LATENCY_MEAN).value(run.line)
-            if not run.ok or not latency or run.model_name not in work:
-                continue
-            fixed.append(max(0.0, (run.result.runtime_s or 0.0) - calls * latency / 1000))
-            rates.append(latency / max(work[run.model_name], 1))
-        if not rates:
+        runs = [(run, latency) for run in self.runs if run.ok and run.model_name in self.pack_macs
+                and (latency := metric_registry.get(metric_registry.LATENCY_MEAN).value(run.line))]
+        if not runs:
             raise DataError("harness probe: no designed probe graph ran; see the session's errors "
                             f"(harness report --session {self.sessions[-1] if self.sessions else 'latest'})")
-        return Costs(statistics.fmean(fixed), statistics.fmean(rates), calls, profile.repeats)
+        seconds = [run.result.runtime_s or 0.0 for run, _ in runs]
+        fixed = [max(0.0, s - calls * latency / 1000) for s, (_, latency) in zip(seconds, runs, strict=True)]
+        rate = sum(latency for _, latency in runs) / max(1, sum(self.pack_macs[run.model_name] for run, _ in runs))
+        return Costs(statistics.fmean(seconds), statistics.fmean(fixed), rate, calls, profile.repeats)
 
 
 def probe_profile(profile: DeviceProfile) -> DeviceProfile:
@@ -184,7 +190,7 @@ def fitting(packs: Sequence[Sequence[Kernel]], costs: Costs, seconds: float) -> 
     """The packs, in order, whose estimated runs fit in `seconds` together."""
     kept: list[Sequence[Kernel]] = []
     for members in packs:
-        if costs.session_s([sum(macs(k) for k in member) for member in [*kept, members]]) > seconds:
+        if costs.graphs_s(len(kept) + 1) > seconds:
             break
         kept.append(members)
     return kept
@@ -195,7 +201,7 @@ def zoo_fitting(models: Sequence[str], costs: Costs, seconds: float) -> tuple[li
     kept, left, spent = [], [], 0.0
     for name in models:
         info = resolve_model(name, check_runtime=False)
-        estimate = costs.session_s([int(onnx_facts(info.path).get("macs") or 0)])
+        estimate = costs.models_s([int(onnx_facts(info.path).get("macs") or 0)])
         if spent + estimate <= seconds:
             kept.append(name)
             spent += estimate
@@ -232,7 +238,7 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
         costs = state.costs()
         rest = fitting(packs[PRICING_PACKS:], costs, state.left_s * FIRST_SHARE)
         state.designed_round([k for members in rest for k in members], "designed kernels, stratified"
-                             + (f" ({len(rest)} of {len(packs) - PRICING_PACKS} packs fit the budget)"
+                             + (f" ({len(rest)} of {len(packs) - PRICING_PACKS} probe graphs fit the budget)"
                                 if len(rest) < len(packs) - PRICING_PACKS else ""))
         costs = state.costs()
         kept, left = zoo_fitting(request.models, costs, max(0.0, state.left_s * ZOO_SHARE))
@@ -251,11 +257,16 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
             kernels = next_round(state.kernels, times, count,
                                  request.seed + rounds + 1, len(state.kernels))
             costs = state.costs()  # priced again after every round: the machine's load moves
-            estimate = costs.session_s([sum(macs(k) for k in members) for members in pack(kernels)])
-            if estimate > state.left_s:
+            packs = pack(kernels)
+            fit = fitting(packs, costs, state.left_s)  # the last round shrinks to what the budget has left
+            if not fit:
                 break
             rounds += 1
-            state.designed_round(kernels, f"designed kernels, adaptive round {rounds}")
+            state.designed_round([k for members in fit for k in members], f"designed kernels, adaptive round {rounds}"
+                                 + (f" ({len(fit)} of {len(packs)} probe graphs fit the budget)"
+                                    if len(fit) < len(packs) else ""))
+            if len(fit) < len(packs):
+                break
         rows = _rows(state)
         device, cpu = device_of(profile, state.runs)
         name = request.name or table_name(device, profile.runtime, threads, "fp32")
