@@ -7,12 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.ensemble import GradientBoostingRegressor
 
+from harness.analysis.per_op import BETWEEN_OPS
 from harness.cli import main
-from harness.kernels.predictor import KernelModel, predictions_per_second, samples_of
+from harness.kernels.predictor import KernelModel, predict_graph, predictions_per_second, samples_of
 from harness.kernels.rules import load_rules
+from harness.kernels.table import write_table
 from harness.kernels.training import as_table_rows, session_tables
 from harness.kernels.trees import PackedTrees
 from harness.store.results import list_sessions
@@ -52,3 +55,17 @@ def test_held_out_family_is_predicted_from_its_graph(tmp_path: Path) -> None:
         assert set(detail["by_kind"]) >= {"Conv", "DepthwiseConv"}
     assert min(model.term) >= 0
     assert predictions_per_second(model, held[0].model_path, seconds=0.3) >= 100
+    check_table_face(tmp_path, train, model, held[0].model_path)
+
+
+def check_table_face(tmp_path: Path, train: pd.DataFrame, model: KernelModel, graph: str) -> None:
+    """The same rows written as a kernel table, its between-ops rows kept as a probe keeps them, give the same
+    prediction through predict_graph, which says the table carried it."""
+    gap = train.iloc[:1].assign(op_type=BETWEEN_OPS, node=BETWEEN_OPS, onnx_node=None, median_ms=0.3)
+    meta = {"name": "host-onnxruntime-1t-fp32", "device": "host", "engine": "onnxruntime", "threads": 1, "cpus": 1,
+            "precision": "fp32", "created": "2026-11-27T00:00:00Z", "probing_s": 1.0, "sessions": [],
+            "source": "test", "cpu": None}
+    table = write_table(tmp_path / "kernels" / "host-onnxruntime-1t-fp32", meta, pd.concat([train, gap]), {})
+    found = predict_graph(table, graph)
+    assert found.ms == pytest.approx(model.predict(graph)[0], rel=1e-9)
+    assert found.carried_by == "kernel table host-onnxruntime-1t-fp32"

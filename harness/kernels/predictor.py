@@ -35,7 +35,7 @@ from harness.kernels.features import vector
 from harness.kernels.graph import Graph, Kernel
 from harness.kernels.rules import Rules, load_rules
 from harness.kernels.table import KernelTable
-from harness.kernels.training import join_kernels
+from harness.kernels.training import GAP_ROWS, join_kernels
 from harness.kernels.trees import PackedTrees
 
 MIN_KIND_ROWS = 30
@@ -102,6 +102,7 @@ class LoadedGraph:
 def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.DataFrame:
     """One training sample per engine row (kind, feature vector, ms, model, family), each row joined to its kernel."""
     out: list[dict[str, Any]] = []
+    rows = rows[~rows["op_type"].isin(GAP_ROWS)]  # a table keeps the between-ops and outside-the-run rows
     for (model, graph_name), group in rows.groupby(["model", "graph"], sort=False):
         graph = Graph.load(graph_for(str(graph_name)))
         family = str(group["family"].iloc[0])
