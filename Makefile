@@ -249,7 +249,8 @@ bench-repeatability: $(ZOO_STAMP) $(NCNN_STAMP)
 # Kernel-level prediction on this host (benchmarks/kernels.py: onnxruntime, CPUS=1): the zoo's families each held out
 # of the fusion rules, kernel regressors and per-model term, their models predicted from the graph alone; prints the
 # shares within ±10% and ±5%, the median error, interval coverage, predictions a second, probing time, a MACs-only
-# line and the noise floor of a second session; about 25 minutes on 2 cores; writes results/bench/kernels.json).
+# line, an oracle and the noise floor of a second session; about 12 minutes on 2 cores; writes
+# results/bench/kernels.json).
 .PHONY: bench-kernels
 bench-kernels: $(ZOO_STAMP)
 	$(VENV)/bin/python benchmarks/kernels.py
