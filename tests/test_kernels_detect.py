@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.kernels.detect import kernels_of
+from harness.kernels.detect import absorbs, detect, kernels_of
 from harness.kernels.graph import Graph
-from harness.kernels.training import row_kind, session_tables
+from harness.kernels.learn import Example, learn
+from harness.kernels.training import ModelTable, row_kind, session_tables
 from harness.store.results import list_sessions
 from tests.zoo_support import zoo_cache  # noqa: F401 - fixture
 
@@ -36,3 +37,16 @@ def test_detected_kernels_match_the_engine_rows(tmp_path: Path) -> None:
         assert sum(engine.values()) > 10
     inserted = sum(Counter(k.kind for k in kernels_of(t.model_path, "onnxruntime"))["ReorderInput"] for t in tables)
     assert inserted > 0  # the layout conversions are among what was matched
+    check_learning(tables)
+
+
+def check_learning(tables: list[ModelTable]) -> None:
+    """Rules learned from these three profiles alone give their own rows back: the Conv+Relu and Conv+Add+Relu
+    absorptions, the 8-channel block of this host's NCHWc layout, and every conversion counted."""
+    rules = learn([Example(t.model, Graph.load(t.model_path), t.rows) for t in tables], "onnxruntime")
+    assert rules.block == 8 and rules.meta["inserted_count_error"] == 0
+    assert absorbs(rules, "Relu", "Conv", True, True) and absorbs(rules, "Add", "Conv", True, False)
+    for table in tables:
+        graph = Graph.load(table.model_path)
+        engine = Counter(row_kind(graph, row) for row in table.rows.itertuples())
+        assert Counter(kernel.kind for kernel in detect(graph, rules)) == engine, table.model
