@@ -75,7 +75,11 @@ def test_the_wheel_installed_outside_the_checkout_profiles_ranks_and_predicts(tm
                                  "squeezenet1_1,61.0\n")
     harness("import-device", "pi.csv", "--device", "my-pi", "--results-dir", "results")
     predicted = json.loads(harness("predict", *models, "--device", "my-pi", "--results-dir", "results", "--json"))
-    assert {p["model"] for p in predicted["predictions"] if p["predicted"]} == set(models)
+    # Three models leave a fit one degree of freedom: on a loaded host one may lie beyond what it bounds, and says so.
+    rows = predicted["predictions"]
+    assert {p["model"] for p in rows} == set(models) and any(p["predicted"] for p in rows)
+    for p in rows:
+        assert (0 < p["pi_low"] < p["predicted"] < p["pi_high"]) if p["predicted"] else "cannot bound it" in p["note"]
 
 
 if shutil.which("git") is None:
