@@ -84,6 +84,10 @@ def match_models(device_models: list[str], explicit: dict[str, str], harness_mod
     `twins` (harness model → the zoo model whose graph it is: harness.models.identity.graph_twins) lets a renamed
     copy answer to its twin's names as to its own."""
     twins = twins or {}
+    copy_of: dict[str, str] = {}  # a zoo model's name -> the first harness model whose graph it is
+    for name in harness_models:
+        if name in twins:
+            copy_of.setdefault(twins[name], name)
     by_base: dict[str, list[tuple[int | None, str]]] = {}
     for name in harness_models:
         for known_as in dict.fromkeys([name, twins.get(name, name)]):
@@ -101,8 +105,8 @@ def match_models(device_models: list[str], explicit: dict[str, str], harness_mod
                 mapping[model] = explicit[model]
         elif model in harness_models:
             mapping[model] = model
-        elif model in (copies := [name for name in harness_models if twins.get(name) == model]):
-            mapping[model] = copies[0]
+        elif model in copy_of:
+            mapping[model] = copy_of[model]
         elif same_kind and (len(same_kind) == 1 or same_kind[0][0] != same_kind[1][0]):
             mapping[model] = same_kind[0][1]
         elif len(candidates) == 1:

@@ -52,19 +52,19 @@ def graph_twins(files: Mapping[str, str | None], names: Iterable[str]) -> dict[s
     from harness.zoo import registry as zoo_registry
     from harness.zoo.cache import cached_files
 
-    wanted = {name for name in names if name not in files}
+    own = {model: Path(file) for model, file in files.items() if file and not zoo_registry.is_zoo_name(model)
+           and Path(file).suffix.lower() == ".onnx" and Path(file).is_file()}
+    if not own:  # every model a zoo model's (the usual session): no cache to read
+        return {}
     exports: list[tuple[str, Path]] = []
-    for name in sorted(wanted):
+    for name in sorted({name for name in names if name not in files}):
         try:
             canonical = zoo_registry.parse(name).name
         except ModelError:  # not a zoo name: no export of it to compare
             continue
         exports += [(name, path) for path in cached_files(canonical) if path.suffix == ".onnx"]
     twins = {}
-    for model, file in files.items():
-        path = Path(file) if file else None
-        if zoo_registry.is_zoo_name(model) or path is None or path.suffix.lower() != ".onnx" or not path.is_file():
-            continue
+    for model, path in own.items():
         size = path.stat().st_size
         near = [(name, export) for name, export in exports
                 if abs(export.stat().st_size - size) <= SIZE_TOLERANCE * size]
