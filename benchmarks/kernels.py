@@ -34,7 +34,7 @@ from _common import Goal, load_note, print_table, profile_runs, write_report
 
 from harness.core import metric_registry
 from harness.kernels.learn import Example, learn
-from harness.kernels.predictor import KernelModel, model_term, predictions_per_second, samples_of
+from harness.kernels.predictor import KernelModel, predictions_per_second, samples_of
 from harness.kernels.rules import load_rules
 from harness.kernels.training import TIME_COLUMN, ModelTable, as_table_rows, session_tables
 from harness.store.results import load_runs
@@ -94,14 +94,12 @@ def held_out(tables: list[ModelTable]) -> pd.DataFrame:
         fitted = KernelModel.fit(kept, Path, rules, samples=samples_of(kept, Path, rules))
         test = models[models["family"] == family]
         line = macs_line(train, test)
-        oracle = model_term(train["op_sum"].to_numpy(), train["rows"].to_numpy(dtype=float),
-                             train["latency"].to_numpy())
         for (_, model), macs_ms in zip(test.iterrows(), line, strict=True):
             path = next(t.model_path for t in tables if t.model == model["model"])
             ms, low, high, detail = fitted.predict(path)
             out.append({"family": family, "model": model["model"], "measured_ms": model["latency"], "kernel_ms": ms,
                         "low_ms": low, "high_ms": high, "macs_line_ms": float(macs_ms),
-                        "oracle_ms": float(oracle @ [model["op_sum"], model["rows"], 1.0]),
+                        "oracle_ms": float(fitted.term @ [model["op_sum"] - fitted.profiler_ms * model["rows"], 1.0]),
                         "pooled": ",".join(detail["pooled_kinds"]), "kernels": detail["kernels"]})
         print(f"  {family}: {len(test)} model(s) predicted", file=sys.stderr)
     return pd.DataFrame(out)

@@ -266,8 +266,9 @@ class KernelPredictor(Predictor):
         model = fitted_model(self.table)
         regressors = ", ".join(sorted(model.regressors.per_kind)) or "none"
         return (f"kernel table {self.table.name}: a regressor per kernel kind ({regressors}; any other kind by the "
-                f"pooled one), then latency = {model.term[0]:.3g}·Σkernels + {model.term[1]:.3g} ms·kernels + "
-                f"{model.term[2]:.3g} ms, fitted on {model.models} probed models; the 95% interval is ×"
+                f"pooled one), trained on rows less the profiler's {model.profiler_ms:.3g} ms a row, then latency = "
+                f"{model.term[0]:.3g}·Σkernels + {model.term[1]:.3g} ms, fitted on {model.models} probed models; "
+                f"the 95% interval is ×"
                 f"{model.factors[0]:.2f}–×{model.factors[1]:.2f}, their held-out residuals' 2.5% and 97.5% quantiles")
 
     def heldout(self) -> list[dict[str, Any]]:

@@ -7,12 +7,16 @@ misses, and an interval from held-out errors.
   harness.kernels.trees) of log ms on the kernel's log features (harness.kernels.features). A kind with fewer than
   MIN_KIND_ROWS rows, or never seen, is predicted by one pooled regressor over every row, with the kind one-hot;
   the prediction's detail names the kinds the pooled regressor carried.
-- Per model: latency = a·Σ + c·kernels + b (none negative), fitted by relative least squares on the training
-  models' end-to-end latency (measured without the profiler), against their kernel sums predicted with their own
-  family held out. This absorbs the profiler's per-node overhead (per-op sums run 0.9–1.5 of the end-to-end time
-  on small ops), the executor's work between kernels, and the call itself.
-- Interval: the 2.5% and 97.5% quantiles of the training models' held-out log residuals (their family out of both
-  the kernel regressors and the sum), applied as factors: never negative.
+- The profiler's own cost: every profiled row carries a fixed cost the unprofiled run does not (per-op sums run
+  0.9–1.5 of the end-to-end time on small ops). It is the `profiler_ms` that makes the training models' measured
+  per-op sums, less `profiler_ms` a row, most nearly proportional to their end-to-end latency (measured without
+  the profiler); every row's time is taken down by it before the regressors see it (to no less than
+  PROFILER_FLOOR of itself), so they predict kernels as the unprofiled run spends them.
+- Per model: latency = a·Σ + b (neither negative), fitted by relative least squares on the training models'
+  end-to-end latency against their measured per-op sums less the profiler's cost: what the sum misses (the
+  executor's work between kernels, the call itself), calibrated on the device's model-level measurements.
+- Interval: the 2.5% and 97.5% quantiles of the training models' held-out log residuals (their family out of the
+  kernel regressors), applied as factors: never negative.
 """
 
 from __future__ import annotations
@@ -30,14 +34,19 @@ from scipy.optimize import nnls
 from sklearn.ensemble import GradientBoostingRegressor
 
 from harness.core.errors import ConfigError, DataError
+from harness.kernels.designed import OVERHEAD
 from harness.kernels.detect import detect
 from harness.kernels.features import vector
 from harness.kernels.graph import Graph, Kernel
 from harness.kernels.rules import Rules, load_rules
 from harness.kernels.table import KernelTable
-from harness.kernels.training import GAP_ROWS, join_kernels
+from harness.kernels.training import GAP_ROWS, TIME_COLUMN, join_kernels
 from harness.kernels.trees import PackedTrees
 
+PROFILER_FLOOR = 0.2
+"""A row's time less the profiler's cost is kept at no less than this share of itself: a row the cost would take
+below zero did some work."""
+PROFILER_GRID_MS = np.arange(0.0, 0.05, 0.0005)
 MIN_KIND_ROWS = 30
 """Rows a kind needs for a regressor of its own; below, the pooled regressor predicts it."""
 HELD_OUT_FOLDS = 3
@@ -113,15 +122,36 @@ def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.Data
     return pd.DataFrame(out)
 
 
-def model_term(sums: np.ndarray, counts: np.ndarray, measured: np.ndarray) -> np.ndarray:
-    """(a, c, b) of measured ≈ a·Σ + c·kernels + b, least squares on relative errors (each model weighs 1/latency),
-    none of them negative: a time per kernel or per call is never below zero, so a tiny model is never predicted
-    at nothing."""
+def profiler_cost(sums: np.ndarray, counts: np.ndarray, measured: np.ndarray) -> float:
+    """The profiler's cost a row (ms): the value on PROFILER_GRID_MS that leaves the models' per-op sums, less it a
+    row, with the least spread of log(sum / latency); 0 with under 4 models."""
     if len(measured) < 4:
-        return np.array([float(np.median(measured / sums)), 0.0, 0.0])
-    design = np.column_stack([sums, counts, np.ones_like(sums)]) / measured[:, None]
+        return 0.0
+    best, cost = math.inf, 0.0
+    for candidate in PROFILER_GRID_MS:
+        left = sums - candidate * counts
+        if (left <= 0).any():
+            break
+        spread = float(np.std(np.log(left / measured)))
+        if spread < best:
+            best, cost = spread, float(candidate)
+    return cost
+
+
+def model_term(sums: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """(a, b) of measured ≈ a·Σ + b, least squares on relative errors (each model weighs 1/latency), neither negative:
+    a time per call is never below zero, so a tiny model is never predicted at nothing."""
+    if len(measured) < 4:
+        return np.array([float(np.median(measured / sums)), 0.0])
+    design = np.column_stack([sums, np.ones_like(sums)]) / measured[:, None]
     coef, _ = nnls(design, np.ones_like(measured))
     return np.asarray(coef, dtype=float)
+
+
+def without_profiler(samples: pd.DataFrame, cost_ms: float) -> pd.DataFrame:
+    """The samples with the profiler's cost taken off each row's time (to no less than PROFILER_FLOOR of it)."""
+    ms = samples["ms"].to_numpy(dtype=float)
+    return samples.assign(ms=np.maximum(ms - cost_ms, PROFILER_FLOOR * ms))
 
 
 @dataclass
@@ -133,43 +163,49 @@ class KernelModel:
     term: np.ndarray
     factors: tuple[float, float]
     models: int
+    profiler_ms: float = 0.0
     loaded: dict[str, LoadedGraph] = field(default_factory=dict, repr=False)
 
     @classmethod
     def fit(cls, rows: pd.DataFrame, graph_for: GraphFor, rules: Rules, samples: pd.DataFrame | None = None
             ) -> KernelModel:
         """Fit on a kernel table's rows (harness.kernels.table columns); `graph_for` turns a row's `graph` cell into
-        its ONNX file; `rules` are the engine's fusion rules (harness.kernels.rules.load_rules). Rows of designed
-        kernels train the regressors; zoo models with an end-to-end latency also fit the per-model term and the
-        interval, each from kernel sums predicted with its family held out. `samples`: samples_of(rows, ...) when
-        the caller already has them."""
+        its ONNX file; `rules` are the engine's fusion rules (harness.kernels.rules.load_rules). Every joined row
+        trains the regressors; zoo models with an end-to-end latency also give the profiler's cost and the per-model
+        term (from their measured per-op sums), and the interval (from kernel sums predicted with their family held
+        out). `samples`: samples_of(rows, ...) when the caller already has them."""
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
-        regressors = KernelRegressors.fit(samples)
         models = (rows[rows["source"].eq("zoo") & rows["model_latency_ms"].gt(0)]
                   .groupby("model").agg(latency=("model_latency_ms", "first"), family=("family", "first")))
         zoo = samples[samples["model"].isin(models.index)]
+        models = models[models.index.isin(zoo["model"])]
+        measured = models["latency"].to_numpy(dtype=float)
+        op_sums = zoo.groupby("model")["ms"].sum().reindex(models.index).to_numpy(dtype=float)
+        counts = zoo.groupby("model").size().reindex(models.index).to_numpy(dtype=float)
+        cost = (profiler_cost(op_sums, counts, measured) if len(models) >= 4 else
+                float(rows.loc[rows.get("kernel_kind", pd.Series(dtype=str)).eq(OVERHEAD), TIME_COLUMN].median()
+                      if "kernel_kind" in rows else 0.0))
+        cost = 0.0 if math.isnan(cost) else cost
+        samples = without_profiler(samples, cost)
+        regressors = KernelRegressors.fit(samples)
+        if models.empty:
+            return cls(rules, regressors, np.array([1.0, 0.0]), (0.5, 2.0), 0, cost)
+        term = model_term(op_sums - cost * counts, measured)
+        zoo = samples[samples["model"].isin(models.index)]
         families = sorted(set(zoo["family"]))
         sums = pd.Series(0.0, index=models.index)
-        counts = zoo.groupby("model").size().reindex(models.index, fill_value=0).astype(float)
         for fold in range(min(HELD_OUT_FOLDS, len(families))):
             held = set(families[fold::HELD_OUT_FOLDS])
             inner = KernelRegressors.fit(samples[~samples["family"].isin(held)])
-            part = zoo[zoo["family"].isin(held)]
-            for model, group in part.groupby("model"):
+            for model, group in zoo[zoo["family"].isin(held)].groupby("model"):
                 sums[model] = sum(float(inner.predict(kind, np.vstack(list(g["x"])))[0].sum())
                                   for kind, g in group.groupby("kind"))
-        known = sums > 0
-        if known.sum() == 0:
-            return cls(rules, regressors, np.array([1.0, 0.0, 0.0]), (0.5, 2.0), 0)
-        measured = models["latency"][known].to_numpy(dtype=float)
-        term = model_term(sums[known].to_numpy(), counts[known].to_numpy(), measured)
-        fitted = np.maximum(term[0] * sums[known].to_numpy() + term[1] * counts[known].to_numpy() + term[2], 1e-6)
-        residuals = np.log(measured / fitted)
+        residuals = np.log(measured / np.maximum(term[0] * sums.to_numpy() + term[1], 1e-6))
         low, high = np.quantile(residuals, [(1 - COVERAGE) / 2, (1 + COVERAGE) / 2]) if len(residuals) > 2 \
             else (-0.7, 0.7)
-        return cls(rules, regressors, term, (float(math.exp(low)), float(math.exp(high))), int(known.sum()))
+        return cls(rules, regressors, term, (float(math.exp(low)), float(math.exp(high))), len(models), cost)
 
     def load(self, model_path: str | Path) -> LoadedGraph:
         """The graph's kernels as feature matrices, read once per path."""
@@ -189,10 +225,10 @@ class KernelModel:
             times, carried = self.regressors.predict(kind, x)
             total += float(times.sum())
             by_kind[kind] = {"kernels": len(x), "ms": float(times.sum()), "regressor": carried}
-        ms = max(float(self.term[0] * total + self.term[1] * graph.kernels + self.term[2]), 1e-6)
+        ms = max(float(self.term[0] * total + self.term[1]), 1e-6)
         detail = {"carried_by": "kernel table", "kernels": graph.kernels, "kernel_sum_ms": total,
-                  "term": {"a": float(self.term[0]), "c_ms_per_kernel": float(self.term[1]),
-                           "b_ms": float(self.term[2])},
+                  "term": {"a": float(self.term[0]), "b_ms": float(self.term[1]),
+                           "profiler_ms_per_row": self.profiler_ms},
                   "pooled_kinds": sorted(k for k, v in by_kind.items() if v["regressor"] == POOLED),
                   "by_kind": by_kind, "calibration_models": self.models}
         return ms, ms * self.factors[0], ms * self.factors[1], detail
