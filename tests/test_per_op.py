@@ -304,3 +304,32 @@ def test_op_deltas_line_up_quantized_types_by_family() -> None:
     assert rows["Gemm"]["delta_ms"] == pytest.approx(-0.1)
     assert rows["QuantizeLinear"]["ms_a"] == 0.0 and rows["QuantizeLinear"]["ratio"] is None
     assert list(rows)[0] == "Conv"  # the largest change first
+
+
+def test_nodes_onnxruntime_fuses_join_the_graph_node_they_came_from(tmp_path: Path) -> None:
+    """A Gemm with its Relu runs as `fused <gemm>` (FusedGemm) and x·sigmoid(x) as `<mul>/QuickGeluFusion/`
+    (QuickGelu): each row joins the graph node it is named after, as onnxruntime itself profiled them."""
+    import onnxruntime as ort
+
+    from harness.analysis.per_op import OnnxJoin
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((32, 64)).astype(np.float32), "w")
+    nodes = [helper.make_node("Gemm", ["x", "w"], ["g"], name="fc", transB=1),
+             helper.make_node("Relu", ["g"], ["r"], name="fc_relu"),
+             helper.make_node("Sigmoid", ["r"], ["s"], name="silu_sigmoid"),
+             helper.make_node("Mul", ["r", "s"], ["y"], name="silu")]
+    graph = helper.make_graph(nodes, "fused", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])], [w])
+    path = save_checked(graph, tmp_path / "f.onnx")
+    options = ort.SessionOptions()
+    options.enable_profiling, options.profile_file_prefix = True, str(tmp_path / "prof")
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session.run(None, {"x": np.ones((1, 64), np.float32)})
+    events = json.loads(Path(session.end_profiling()).read_text())
+    traced = {e["args"]["op_name"]: e["name"].removesuffix("_kernel_time") for e in events
+              if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")}
+    assert set(traced) == {"FusedGemm", "QuickGelu"}
+    join = OnnxJoin(node_facts(path))
+    assert join.find(traced["FusedGemm"], "FusedGemm")["name"] == "fc"
+    assert join.find(traced["QuickGelu"], "QuickGelu")["name"] == "silu"
