@@ -4,9 +4,15 @@ misses, and an interval from held-out errors.
 - Kernels: harness.kernels.detect splits the graph as the engine runs it; each per-op row of the training models is
   joined to its kernel (harness.kernels.training.join_kernels).
 - Per kind: a gradient-boosted regressor (scikit-learn's GradientBoostingRegressor, evaluated as packed arrays:
-  harness.kernels.trees) of log ms on the kernel's log features (harness.kernels.features). A kind with fewer than
-  MIN_KIND_ROWS rows, or never seen, is predicted by one pooled regressor over every row, with the kind one-hot;
-  the prediction's detail names the kinds the pooled regressor carried.
+  harness.kernels.trees) of the kernel's log time per unit of work, log ms − log(1 + MACs + bytes moved), on its
+  log features (harness.kernels.features). Trees predict a constant beyond the sizes they were trained on: as a
+  time per unit of work, that constant scales with a kernel smaller or larger than any seen, where a time would not.
+- Evidence: the rows of models (zoo models profiled per-op: each kernel in context, its input just written by the
+  kernel before it). A designed kernel is timed alone, and on this host alone ran slower than in a model: with a
+  probe's 1,517 designed kernels beside the models' rows, held-out families fell from 88% to 80% within ±10%
+  (docs/kernels.md). So designed kernels train the regressors only in a table that holds no model's rows.
+- A kind with fewer than MIN_KIND_ROWS rows, or never seen, is predicted by one pooled regressor over every row, with
+  the kind one-hot; the prediction's detail names the kinds the pooled regressor carried.
 - The profiler's own cost: every profiled row carries a fixed cost the unprofiled run does not (per-op sums run
   0.9–1.5 of the end-to-end time on small ops). It is the `profiler_ms` that makes the training models' measured
   per-op sums, less `profiler_ms` a row, most nearly proportional to their end-to-end latency (measured without
@@ -39,7 +45,7 @@ from harness.kernels.detect import detect
 from harness.kernels.features import vector
 from harness.kernels.graph import Graph, Kernel
 from harness.kernels.rules import Rules, load_rules
-from harness.kernels.table import KernelTable
+from harness.kernels.table import GRAPHS_DIR, KernelTable
 from harness.kernels.training import GAP_ROWS, TIME_COLUMN, join_kernels
 from harness.kernels.trees import PackedTrees
 
@@ -60,10 +66,16 @@ def _regressor() -> GradientBoostingRegressor:
                                      subsample=0.9, random_state=0)
 
 
+def work_units(x: np.ndarray) -> np.ndarray:
+    """log(1 + MACs + bytes moved) of each row of feature vectors (harness.kernels.features.vector: log1p values,
+    MACs and bytes first): the kernel's work, which the regressors' target divides out."""
+    return np.log1p(np.expm1(x[:, 0]) + np.expm1(x[:, 1]))
+
+
 @dataclass
 class KernelRegressors:
-    """Per-kind regressors of log ms on log features, and the pooled one over every kind (the kind one-hot: a kind
-    never seen is none of them), each packed for fast prediction (harness.kernels.trees)."""
+    """Per-kind regressors of log time per unit of work on log features, and the pooled one over every kind (the
+    kind one-hot: a kind never seen is none of them), each packed for fast prediction (harness.kernels.trees)."""
 
     per_kind: dict[str, PackedTrees] = field(default_factory=dict)
     pooled: PackedTrees | None = None
@@ -72,7 +84,8 @@ class KernelRegressors:
     @classmethod
     def fit(cls, samples: pd.DataFrame) -> KernelRegressors:
         kinds = sorted(samples["kind"].unique())
-        x, y = np.vstack(list(samples["x"])), np.log(samples["ms"].to_numpy(dtype=float))
+        x = np.vstack(list(samples["x"]))
+        y = np.log(samples["ms"].to_numpy(dtype=float)) - work_units(x)
         onehot = (samples["kind"].to_numpy()[:, None] == np.array(kinds)[None, :]).astype(float)
         pooled = PackedTrees.of(_regressor().fit(np.column_stack([x, onehot]), y))
         per_kind = {}
@@ -85,12 +98,12 @@ class KernelRegressors:
     def predict(self, kind: str, x: np.ndarray) -> tuple[np.ndarray, str]:
         """Predicted ms of kernels of one kind, and which regressor carried them (the kind's own, or pooled)."""
         if kind in self.per_kind:
-            return np.exp(self.per_kind[kind].predict(x)), kind
+            return np.exp(self.per_kind[kind].predict(x) + work_units(x)), kind
         assert self.pooled is not None
         onehot = np.zeros((len(x), len(self.kinds)))
         if kind in self.kinds:
             onehot[:, self.kinds.index(kind)] = 1.0
-        return np.exp(self.pooled.predict(np.column_stack([x, onehot]))), POOLED
+        return np.exp(self.pooled.predict(np.column_stack([x, onehot])) + work_units(x)), POOLED
 
 
 @dataclass
@@ -109,16 +122,18 @@ class LoadedGraph:
 
 
 def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.DataFrame:
-    """One training sample per engine row (kind, feature vector, ms, model, family), each row joined to its kernel."""
+    """One training sample per engine row (kind, feature vector, ms, model, family, alone: a designed kernel timed
+    on its own), each row joined to its kernel."""
     out: list[dict[str, Any]] = []
     rows = rows[~rows["op_type"].isin(GAP_ROWS)]  # a table keeps the between-ops and outside-the-run rows
     for (model, graph_name), group in rows.groupby(["model", "graph"], sort=False):
         graph = Graph.load(graph_for(str(graph_name)))
         family = str(group["family"].iloc[0])
+        alone = bool(group["source"].eq("designed").any())
         for kernel, ms in join_kernels(graph, group, rules):
             if ms > 0:
                 out.append({"kind": kernel.kind, "x": np.array(vector(kernel.features)), "ms": ms, "model": model,
-                            "family": family})
+                            "family": family, "alone": alone})
     return pd.DataFrame(out)
 
 
@@ -175,6 +190,8 @@ class KernelModel:
         term (from their measured per-op sums), and the interval (from kernel sums predicted with their family held
         out). `samples`: samples_of(rows, ...) when the caller already has them."""
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
+        if "alone" in samples and (~samples["alone"]).any():  # rows of models, where the table has any
+            samples = samples[~samples["alone"]]
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
         models = (rows[rows["source"].eq("zoo") & rows["model_latency_ms"].gt(0)]
@@ -261,8 +278,8 @@ class KernelPrediction:
 
 
 def graph_resolver(table: KernelTable) -> GraphFor:
-    """A row's `graph` cell as a file: a designed graph inside the table's folder, a path as it is, else a zoo name
-    (exported on first use)."""
+    """A row's `graph` cell as a file: a graph inside the table's folder, a path as it is, else a zoo model (exported
+    on first use) named by the cell, or by its file's stem (a table written before its zoo graphs travelled in it)."""
     def resolve(graph: str) -> Path:
         inside = table.graph_path(graph)
         if inside.is_file():
@@ -271,7 +288,7 @@ def graph_resolver(table: KernelTable) -> GraphFor:
             return Path(graph)
         from harness.zoo import export
 
-        return Path(export(graph))
+        return Path(export(Path(graph).stem if graph.startswith(f"{GRAPHS_DIR}/") else graph))
     return resolve
 
 

@@ -98,7 +98,8 @@ def merged(table: pd.DataFrame) -> pd.DataFrame:
 def session_rows(session_dir: Path, designed: Mapping[str, Path]) -> pd.DataFrame:
     """Every model's per-op rows in the session `session_dir` (ok runs with a per-op profile, pooled), with model,
     source, family, model_latency_ms and graph; a designed probe graph's rows (`designed`: the model's name -> its
-    graph) also with kernel and kernel_kind, and graph naming the kernel's own graph under the table's graphs/.
+    graph) also with kernel and kernel_kind, and graph naming the kernel's own graph under the table's graphs/; a zoo
+    model's graph names its file there too (the probe copies it in), so a table predicts where the zoo is not.
     A model with no per-op profile gives no rows."""
     by_model: dict[str, list[RunRecord]] = {}
     for run in load_runs(session_dir):
@@ -126,7 +127,7 @@ def session_rows(session_dir: Path, designed: Mapping[str, Path]) -> pd.DataFram
                                  kernel_kind=[kernel_kind(k) for k in kernels])
         else:
             table = table.assign(model=model, source="zoo", family=model_family(model), model_latency_ms=latency,
-                                 graph=model, kernel="", kernel_kind="")
+                                 graph=f"{GRAPHS_DIR}/{model}.onnx", kernel="", kernel_kind="")
         frames.append(table)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

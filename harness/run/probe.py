@@ -129,6 +129,9 @@ class Probe:
         self.sessions.append(session_dir.name)
         runs = load_runs(session_dir)
         self.runs += runs
+        self.graphs.update({f"{run.model_name}.onnx": Path(run.line["model_path"]) for run in runs
+                            if run.ok and run.model_name not in designed
+                            and Path(str(run.line.get("model_path") or "")).is_file()})
         rows = session_rows(session_dir, designed)
         if len(rows):
             self.frames.append(rows)
