@@ -9,8 +9,9 @@ misses, and an interval from held-out errors.
   time per unit of work, that constant scales with a kernel smaller or larger than any seen, where a time would not.
 - Evidence: the rows of models (zoo models profiled per-op: each kernel in context, its input just written by the
   kernel before it). A designed kernel is timed alone, and on this host alone ran slower than in a model: with a
-  probe's 1,517 designed kernels beside the models' rows, held-out families fell from 88% to 80% within ±10%
-  (docs/kernels.md). So designed kernels train the regressors only in a table that holds no model's rows.
+  probe's 1,517 designed kernels beside the models' rows, held-out families fell from 88% to 72–80% within ±10%
+  (docs/kernels.md). So designed kernels train the regressors only in a table with models of fewer than
+  MODEL_FAMILIES families (a phone's exported and imported probe holds none).
 - A kind with fewer than MIN_KIND_ROWS rows, or never seen, is predicted by one pooled regressor over every row, with
   the kind one-hot; the prediction's detail names the kinds the pooled regressor carried.
 - The profiler's own cost: every profiled row carries a fixed cost the unprofiled run does not (per-op sums run
@@ -53,6 +54,8 @@ PROFILER_FLOOR = 0.2
 """A row's time less the profiler's cost is kept at no less than this share of itself: a row the cost would take
 below zero did some work."""
 PROFILER_GRID_MS = np.arange(0.0, 0.05, 0.0005)
+MODEL_FAMILIES = 3
+"""Models of this many families in a table, and their rows alone train the regressors (designed kernels do not)."""
 MIN_KIND_ROWS = 30
 """Rows a kind needs for a regressor of its own; below, the pooled regressor predicts it."""
 HELD_OUT_FOLDS = 3
@@ -190,8 +193,8 @@ class KernelModel:
         term (from their measured per-op sums), and the interval (from kernel sums predicted with their family held
         out). `samples`: samples_of(rows, ...) when the caller already has them."""
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
-        if "alone" in samples and (~samples["alone"]).any():  # rows of models, where the table has any
-            samples = samples[~samples["alone"]]
+        if "alone" in samples and samples.loc[~samples["alone"], "family"].nunique() >= MODEL_FAMILIES:
+            samples = samples[~samples["alone"]]  # rows of models, where the table has enough of them
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
         models = (rows[rows["source"].eq("zoo") & rows["model_latency_ms"].gt(0)]
@@ -215,11 +218,14 @@ class KernelModel:
         sums = pd.Series(0.0, index=models.index)
         for fold in range(min(HELD_OUT_FOLDS, len(families))):
             held = set(families[fold::HELD_OUT_FOLDS])
+            if samples["family"].isin(held).all():
+                continue  # one family and nothing else: no held-out sum
             inner = KernelRegressors.fit(samples[~samples["family"].isin(held)])
             for model, group in zoo[zoo["family"].isin(held)].groupby("model"):
                 sums[model] = sum(float(inner.predict(kind, np.vstack(list(g["x"])))[0].sum())
                                   for kind, g in group.groupby("kind"))
-        residuals = np.log(measured / np.maximum(term[0] * sums.to_numpy() + term[1], 1e-6))
+        known = sums.to_numpy() > 0
+        residuals = np.log(measured[known] / np.maximum(term[0] * sums.to_numpy()[known] + term[1], 1e-6))
         low, high = np.quantile(residuals, [(1 - COVERAGE) / 2, (1 + COVERAGE) / 2]) if len(residuals) > 2 \
             else (-0.7, 0.7)
         return cls(rules, regressors, term, (float(math.exp(low)), float(math.exp(high))), len(models), cost)
