@@ -42,7 +42,7 @@ from harness.kernels.learn import Example, learn
 from harness.kernels.predictor import KernelModel, predictions_per_second, samples_of
 from harness.kernels.rules import load_rules
 from harness.kernels.training import TIME_COLUMN, ModelTable, as_table_rows, session_tables
-from harness.store.results import load_runs
+from harness.store.results import list_sessions, load_runs
 
 MODELS = ("mobilenet_v1_0.25_128", "mobilenet_v1_0.5_160", "mobilenet_v1_1.0_224", "mobilenet_v2_0.35_224",
           "mobilenet_v2_0.5_160", "mobilenet_v2_1.0_224", "mnasnet_0.5_224", "mnasnet_1.0_224", "squeezenet1_0",
@@ -67,9 +67,15 @@ def headline(session: Path) -> dict[str, float]:
 
 
 def session_wall_s(session: Path) -> float:
-    """From the first run's start to the last run's end, by the runs' own clock."""
-    spans = [(run["clock_s"]["backend_called"], run["clock_s"]["backend_returned"]) for run in load_runs(session)
-             if isinstance(run.get("clock_s"), dict) and {"backend_called", "backend_returned"} <= set(run["clock_s"])]
+    """From the first run's start to the last run's end, by the runs' own clock (a TARGET run's: when it was sent to
+    the board and when its result came back)."""
+    spans = []
+    for run in load_runs(session):
+        clock = run.get("clock_s") if isinstance(run.get("clock_s"), dict) else {}
+        for start, end in (("backend_called", "backend_returned"), ("target_sent", "target_returned")):
+            if start in clock and end in clock:
+                spans.append((clock[start], clock[end]))
+                break
     return max(end for _, end in spans) - min(start for start, _ in spans) if spans else math.nan
 
 
@@ -105,7 +111,8 @@ def held_out(tables: list[ModelTable]) -> pd.DataFrame:
             out.append({"family": family, "model": model["model"], "measured_ms": model["latency"], "kernel_ms": ms,
                         "low_ms": low, "high_ms": high, "macs_line_ms": float(macs_ms),
                         "oracle_ms": float(fitted.term @ [model["op_sum"] - fitted.profiler_ms * model["rows"], 1.0]),
-                        "pooled": ",".join(detail["pooled_kinds"]), "kernels": detail["kernels"]})
+                        "pooled": ",".join(detail["pooled_kinds"]), "kernels": detail["kernels"],
+                        "profiler_ms": fitted.profiler_ms})
         print(f"  {family}: {len(test)} model(s) predicted", file=sys.stderr)
     return pd.DataFrame(out)
 
@@ -126,7 +133,7 @@ def measure(directory: Path, args: argparse.Namespace, target: list[str]) -> tup
     for name, extra in (("a", ["--per-op"]), ("b", [])):
         profile_runs(directory / name, None, [], backend="local", repeats=args.repeats, models=args.models,
                      extra_flags=[*flags, *extra])
-    first, second = (sorted((directory / name / "results").iterdir())[-1] for name in ("a", "b"))
+    first, second = (list_sessions(directory / name / "results")[-1] for name in ("a", "b"))
     return first, second
 
 
@@ -148,7 +155,7 @@ def main() -> int:
     args = parser.parse_args()
     notes = [load_note("before the sessions")]
     directory = Path(tempfile.mkdtemp(prefix="bench-kernels-"))
-    if args.loopback:
+    if args.loopback and not args.sessions:  # --sessions: scored as the board's sessions they were
         with loopback_board(directory / "sshd") as (url, config):
             os.environ["HARNESS_SSH_CONFIG"] = str(config)
             harness_cli("target", "setup", url)
@@ -193,7 +200,8 @@ def main() -> int:
     print_table(f"{len(scored)} models of {scored['family'].nunique()} families, onnxruntime, CPUS={args.cpus}, "
                 f"{'the loopback board' if args.loopback else 'this host'}", summary)
     print(f"prediction rate: {rate:.0f} a second ({SPEED_MODEL}, graph loaded); probing (the per-op session): "
-          f"{probing_s / 60:.1f} min; held-out fits: {fit_s:.0f} s")
+          f"{probing_s / 60:.1f} min; held-out fits: {fit_s:.0f} s; the profiler's cost a row, as the folds fitted it: "
+          f"{scored['profiler_ms'].min():.4f}–{scored['profiler_ms'].max():.4f} ms")
     within, goal = shares(errors)["within ±10%"], 0.95 if args.cpus == 1 else 0.90
     goals = [
         Goal(f"within ±10% (held-out families, CPUS={args.cpus})", f"≥ {goal:.0%} or within 3 points of the floor",
