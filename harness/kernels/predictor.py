@@ -23,7 +23,7 @@ misses, and an interval from held-out errors.
   end-to-end latency against their measured per-op sums less the profiler's cost: what the sum misses (the
   executor's work between kernels, the call itself), calibrated on the device's model-level measurements.
 - Interval: the 2.5% and 97.5% quantiles of the training models' held-out log residuals (their family out of the
-  kernel regressors), applied as factors: never negative.
+  kernel regressors), applied as factors, widened to hold the prediction itself: never negative.
 """
 
 from __future__ import annotations
@@ -228,7 +228,9 @@ class KernelModel:
         residuals = np.log(measured[known] / np.maximum(term[0] * sums.to_numpy()[known] + term[1], 1e-6))
         low, high = np.quantile(residuals, [(1 - COVERAGE) / 2, (1 + COVERAGE) / 2]) if len(residuals) > 2 \
             else (-0.7, 0.7)
-        return cls(rules, regressors, term, (float(math.exp(low)), float(math.exp(high))), len(models), cost)
+        # the interval holds the prediction, where a few models' residuals all fell to one side of it
+        factors = (math.exp(min(float(low), 0.0)), math.exp(max(float(high), 0.0)))
+        return cls(rules, regressors, term, factors, len(models), cost)
 
     def load(self, model_path: str | Path) -> LoadedGraph:
         """The graph's kernels as feature matrices, read once per path."""
