@@ -80,6 +80,15 @@ def unbound_limit_flags(iterations: int, warmup: int) -> list[str]:
             "--iterations", str(iterations), "--warmup", str(warmup)]
 
 
+def harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """One harness command through the real CLI, its output captured; a failure ends the benchmark in one line."""
+    done = subprocess.run([sys.executable, "-m", "harness.cli", *args], env=env, capture_output=True, text=True,
+                          cwd=ROOT)
+    if done.returncode != 0:
+        raise SystemExit(f"harness {' '.join(args)} failed: {done.stderr.strip()[-400:]}")
+    return done
+
+
 def profile_runs(directory: Path, script: Path | None, script_args: list[str], *, backend: str, repeats: int,
                  extra_flags: list[str] | None = None, models: Sequence[str | Path] | None = None,
                  command: str = "profile") -> Session:

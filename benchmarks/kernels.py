@@ -25,7 +25,6 @@ import argparse
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import ROOT, Goal, load_note, print_table, profile_runs, write_report
+from _common import Goal, harness, load_note, print_table, profile_runs, write_report
 from _sshd import loopback_board
 
 from harness.core import metric_registry
@@ -117,13 +116,6 @@ def held_out(tables: list[ModelTable]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def harness_cli(*argv: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "harness.cli", *argv], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    if done.returncode != 0:
-        raise SystemExit(f"harness {argv[0]} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-
-
 def measure(directory: Path, args: argparse.Namespace, target: list[str]) -> tuple[Path, Path | None]:
     """The per-op session and the second one (or the sessions given), on the device `target` names (`--target URL`),
     else this host."""
@@ -158,9 +150,9 @@ def main() -> int:
     if args.loopback and not args.sessions:  # --sessions: scored as the board's sessions they were
         with loopback_board(directory / "sshd") as (url, config):
             os.environ["HARNESS_SSH_CONFIG"] = str(config)
-            harness_cli("target", "setup", url)
+            harness("target", "setup", url)
             first, second = measure(directory, args, ["--target", url])
-            harness_cli("target", "clean", url)
+            harness("target", "clean", url)
     else:
         first, second = measure(directory, args, [])
     notes.append(load_note("after the sessions"))

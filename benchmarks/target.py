@@ -21,25 +21,16 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, Goal, Session, pct, print_table, profile_runs, write_report
+from _common import ROOT, Goal, Session, harness, pct, print_table, profile_runs, write_report
 from _sshd import loopback_board
 
 EXAMPLES = sorted((ROOT / "examples" / "models").glob("*.onnx"))
-
-
-def harness(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "harness.cli", *args], env=env, capture_output=True, text=True,
-                          cwd=ROOT)
-    if done.returncode != 0:
-        raise SystemExit(f"harness {' '.join(args)} failed: {done.stderr.strip()[-400:]}")
-    return done
 
 
 STATISTIC = {"latency_ms": statistics.median, "peak_memory_mib": statistics.mean}
