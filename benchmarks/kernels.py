@@ -143,7 +143,7 @@ def main() -> int:
     parser.add_argument("--sessions", nargs="+", type=Path, help="a per-op session and, optionally, a second one")
     parser.add_argument("--cpus", type=int, default=1)
     parser.add_argument("--loopback", action="store_true",
-                        help="probe and measure through TARGET on this host's sshd on loopback (the loopback board)")
+                        help="both sessions through TARGET on this host's sshd on loopback (the loopback board)")
     args = parser.parse_args()
     notes = [load_note("before the sessions")]
     directory = Path(tempfile.mkdtemp(prefix="bench-kernels-"))

@@ -54,6 +54,8 @@ PROFILER_FLOOR = 0.2
 """A row's time less the profiler's cost is kept at no less than this share of itself: a row the cost would take
 below zero did some work."""
 PROFILER_GRID_MS = np.arange(0.0, 0.05, 0.0005)
+COST_MODELS = 4
+"""Models a table needs for the profiler's cost to be fitted on their sums."""
 MODEL_FAMILIES = 3
 """Models of this many families in a table, and their rows alone train the regressors (designed kernels do not)."""
 MIN_KIND_ROWS = 30
@@ -140,11 +142,13 @@ def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.Data
     return pd.DataFrame(out)
 
 
-def profiler_cost(sums: np.ndarray, counts: np.ndarray, measured: np.ndarray) -> float:
+def profiler_cost(sums: np.ndarray, counts: np.ndarray, measured: np.ndarray, overhead_ms: pd.Series) -> float:
     """The profiler's cost a row (ms): the value on PROFILER_GRID_MS that leaves the models' per-op sums, less it a
-    row, with the least spread of log(sum / latency); 0 with under 4 models."""
-    if len(measured) < 4:
-        return 0.0
+    row, with the least spread of log(sum / latency); with under COST_MODELS models, the median time of the designed
+    packs' overhead nodes (`overhead_ms`: nodes that do no work), else 0."""
+    if len(measured) < COST_MODELS:
+        overhead_ms = overhead_ms.dropna()
+        return float(overhead_ms.median()) if len(overhead_ms) else 0.0
     best, cost = math.inf, 0.0
     for candidate in PROFILER_GRID_MS:
         left = sums - candidate * counts
@@ -193,10 +197,10 @@ class KernelModel:
         term (from their measured per-op sums), and the interval (from kernel sums predicted with their family held
         out). `samples`: samples_of(rows, ...) when the caller already has them."""
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
-        if "alone" in samples and samples.loc[~samples["alone"], "family"].nunique() >= MODEL_FAMILIES:
-            samples = samples[~samples["alone"]]  # rows of models, where the table has enough of them
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
+        if samples.loc[~samples["alone"], "family"].nunique() >= MODEL_FAMILIES:
+            samples = samples[~samples["alone"]]  # rows of models, where the table has enough of them
         models = (rows[rows["source"].eq("zoo") & rows["model_latency_ms"].gt(0)]
                   .groupby("model").agg(latency=("model_latency_ms", "first"), family=("family", "first")))
         zoo = samples[samples["model"].isin(models.index)]
@@ -204,16 +208,14 @@ class KernelModel:
         measured = models["latency"].to_numpy(dtype=float)
         op_sums = zoo.groupby("model")["ms"].sum().reindex(models.index).to_numpy(dtype=float)
         counts = zoo.groupby("model").size().reindex(models.index).to_numpy(dtype=float)
-        cost = (profiler_cost(op_sums, counts, measured) if len(models) >= 4 else
-                float(rows.loc[rows.get("kernel_kind", pd.Series(dtype=str)).eq(OVERHEAD), TIME_COLUMN].median()
-                      if "kernel_kind" in rows else 0.0))
-        cost = 0.0 if math.isnan(cost) else cost
-        samples = without_profiler(samples, cost)
+        overhead = (rows.loc[rows["kernel_kind"].eq(OVERHEAD), TIME_COLUMN] if "kernel_kind" in rows
+                    else pd.Series(dtype=float))
+        cost = profiler_cost(op_sums, counts, measured, overhead)
+        samples, zoo = without_profiler(samples, cost), without_profiler(zoo, cost)
         regressors = KernelRegressors.fit(samples)
         if models.empty:
             return cls(rules, regressors, np.array([1.0, 0.0]), (0.5, 2.0), 0, cost)
         term = model_term(op_sums - cost * counts, measured)
-        zoo = samples[samples["model"].isin(models.index)]
         families = sorted(set(zoo["family"]))
         sums = pd.Series(0.0, index=models.index)
         for fold in range(min(HELD_OUT_FOLDS, len(families))):
