@@ -40,6 +40,7 @@ from harness.models.facts import onnx_facts
 from harness.models.resolve import resolve_model
 from harness.run.assemble import SessionRequest, start_session
 from harness.store.results import load_runs
+from harness.zoo import unbuildable
 
 PROBE_DEFAULTS = {"REPEATS": 3, "ITERATIONS": 30, "WARMUP": 5, "MAX_REPEATS": 3}
 """Three repeats of 30 timed inferences: the issue's own check of per-op tables ran 3 x 30; MAX_REPEATS at REPEATS
@@ -230,6 +231,11 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
     """Probe the device of `profile` (this host through its backend, or TARGET's board) and write its kernel table
     under RESULTS_DIR/kernels/; `say` gets one line per phase."""
     profile = probe_profile(profile)
+    missing = unbuildable(request.models)
+    if missing:  # before anything runs: a probe that ends at its zoo phase loses the designed kernels measured
+        raise ConfigError(f"harness probe: the zoo models {', '.join(missing)} need the zoo extra (torch, "
+                          "torchvision, onnxscript), which is missing: run `make setup-zoo`, or probe designed kernels "
+                          "only (`--models` with no name)")
     threads = max(1, math.ceil(profile.cpus))
     root = kernels_root(Path(profile.results_dir))
     work = root / f".probe-{time.strftime('%Y%m%d-%H%M%S')}"

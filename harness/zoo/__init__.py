@@ -6,7 +6,7 @@ Nothing is downloaded. Torch is imported only when a model is built, so `is_zoo_
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,8 @@ from harness.core.errors import ModelError
 from harness.zoo.cache import cache_dir, cached_files, keyed_path
 from harness.zoo.registry import FAMILIES, ZooSpec, family_key, get_family, is_zoo_name, listed_specs, parse
 
-__all__ = ["FAMILIES", "ZOO_EXTRA_MODULES", "cache_dir", "export", "is_zoo_name", "list_models", "needs_torch", "parse"]
+__all__ = ["FAMILIES", "ZOO_EXTRA_MODULES", "cache_dir", "export", "is_zoo_name", "list_models", "needs_torch", "parse",
+           "unbuildable"]
 
 FORMATS = ("onnx", "torchscript")
 ZOO_EXTRA_MODULES = ("torch", "torchvision", "onnxscript")
@@ -76,3 +77,11 @@ def needs_torch(name: str) -> bool:
     """True when the zoo name `name` is built through torch (the zoo extra)."""
     family = family_key(name)
     return family is not None and get_family(family).builder == "torch"
+
+
+def unbuildable(names: list[str] | tuple[str, ...]) -> list[str]:
+    """The zoo names among `names` (no file of that name exists) that are built through torch while the zoo extra is
+    missing: a session of them would fail at its first export of one."""
+    if all(importlib.util.find_spec(module) is not None for module in ZOO_EXTRA_MODULES):
+        return []
+    return [name for name in names if not Path(name).expanduser().exists() and needs_torch(name)]
