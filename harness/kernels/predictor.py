@@ -189,13 +189,14 @@ class KernelModel:
     loaded: dict[str, LoadedGraph] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def fit(cls, rows: pd.DataFrame, graph_for: GraphFor, rules: Rules, samples: pd.DataFrame | None = None
-            ) -> KernelModel:
+    def fit(cls, rows: pd.DataFrame, graph_for: GraphFor, rules: Rules, samples: pd.DataFrame | None = None,
+            interval: bool = True) -> KernelModel:
         """Fit on a kernel table's rows (harness.kernels.table columns); `graph_for` turns a row's `graph` cell into
         its ONNX file; `rules` are the engine's fusion rules (harness.kernels.rules.load_rules). Every joined row
         trains the regressors; zoo models with an end-to-end latency also give the profiler's cost and the per-model
         term (from their measured per-op sums), and the interval (from kernel sums predicted with their family held
-        out). `samples`: samples_of(rows, ...) when the caller already has them."""
+        out). `samples`: samples_of(rows, ...) when the caller already has them. `interval=False` skips the held-out
+        fits the interval needs (its factors are then NaN): for a caller that reads the predicted ms alone."""
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
@@ -216,6 +217,8 @@ class KernelModel:
         if models.empty:
             return cls(rules, regressors, np.array([1.0, 0.0]), (0.5, 2.0), 0, cost)
         term = model_term(op_sums - cost * counts, measured)
+        if not interval:
+            return cls(rules, regressors, term, (math.nan, math.nan), len(models), cost)
         families = sorted(set(zoo["family"]))
         sums = pd.Series(0.0, index=models.index)
         for fold in range(min(HELD_OUT_FOLDS, len(families))):
@@ -302,15 +305,29 @@ def graph_resolver(table: KernelTable) -> GraphFor:
     return resolve
 
 
-_FITTED: dict[tuple[str, float], KernelModel] = {}
+_FITTED: dict[tuple[str, float, str], KernelModel] = {}
+_SAMPLES: dict[tuple[str, float], tuple[pd.DataFrame, pd.DataFrame, Rules]] = {}
 
 
-def fitted_model(table: KernelTable) -> KernelModel:
-    """The table's KernelModel, fitted once per version of its rows."""
+def _table_samples(table: KernelTable) -> tuple[pd.DataFrame, pd.DataFrame, Rules]:
+    """(rows, samples, rules) of the table, joined once per version of its rows."""
     key = (str(table.path.resolve()), table.rows_path.stat().st_mtime)
+    if key not in _SAMPLES:
+        rows, rules = table.rows(), load_rules(str(table.meta.get("engine", "onnxruntime")))
+        _SAMPLES[key] = (rows, samples_of(rows, graph_resolver(table), rules), rules)
+    return _SAMPLES[key]
+
+
+def fitted_model(table: KernelTable, without: str = "") -> KernelModel:
+    """The table's KernelModel, fitted once per version of its rows. `without`: a family whose rows are left out of
+    it (no interval): what predicts that family's models honestly, for a calibration that scores them
+    (harness.kernels.evidence)."""
+    key = (str(table.path.resolve()), table.rows_path.stat().st_mtime, without)
     if key not in _FITTED:
-        engine = str(table.meta.get("engine", "onnxruntime"))
-        _FITTED[key] = KernelModel.fit(table.rows(), graph_resolver(table), load_rules(engine))
+        rows, samples, rules = _table_samples(table)
+        if without:
+            rows, samples = rows[rows["family"] != without], samples[samples["family"] != without]
+        _FITTED[key] = KernelModel.fit(rows, graph_resolver(table), rules, samples=samples, interval=not without)
     return _FITTED[key]
 
 
