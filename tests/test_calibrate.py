@@ -313,10 +313,11 @@ def test_forced_fit_reports_its_own_leave_one_out() -> None:
     held = leave_one_out(fit_spec("loglog"), Design(x), y)
     relative = np.abs(held.predicted - y) / y
     assert calibration.stats["loo_within_10pct"] == pytest.approx(np.mean(relative <= 0.10))
-    assert [row["fit"] for row in calibration.comparison] == ["ols", "ops", "relative", "loglog", "features", "work",
-                                                              "library"]
+    assert [row["fit"] for row in calibration.comparison] == ["ols", "ops", "relative", "loglog", "kernels", "features",
+                                                              "work", "library"]
     assert "PER_OP=1" in calibration.comparison[1]["note"]
-    assert "needs static facts" in calibration.comparison[4]["note"]
+    assert "kernel table" in calibration.comparison[4]["note"]
+    assert "needs static facts" in calibration.comparison[5]["note"]
 
 
 def op_split_design(n: int = 14, seed: int = 11) -> Design:
@@ -428,13 +429,13 @@ def test_a_model_beyond_the_calibration_models_reach_is_not_predicted_by_the_fea
     assert far.note.startswith("beyond the calibration models' reach")
 
 
-def test_below_few_models_the_choice_takes_only_the_fits_of_the_harness_value_and_the_library() -> None:
+def test_below_few_models_the_choice_takes_only_the_fits_of_one_number_and_the_library() -> None:
     x, y = exact_points()
     assert len(x) < FEW_MODELS
     calibration = calibrate_points("latency_ms", {"cpus": 1.0}, frame(x, y))
-    assert calibration.model.name in FEW_MODEL_FITS == ("relative", "loglog", "library")
+    assert calibration.model.name in FEW_MODEL_FITS == ("relative", "loglog", "kernels", "library")
     notes = {row["fit"]: row["note"] for row in calibration.comparison}
-    assert notes["ols"] == f"not a candidate below {FEW_MODELS} models (only relative, loglog, library)"
+    assert notes["ols"] == f"not a candidate below {FEW_MODELS} models (only relative, loglog, kernels, library)"
     nested = next(row for row in calibration.comparison if row["fit"] == "auto")
     assert set(nested["note"].removeprefix("picked per fold: ").split(", ")) <= {f"{f} {n}" for f in FEW_MODEL_FITS
                                                                                     for n in range(8)}

@@ -295,7 +295,7 @@ def test_regress_on_the_example_data_compares_every_fit(tmp_path: Path, capsys: 
     assert len(calibration["points"]) == 21
     assert calibration["threads"] == "device threads 4; no harness runs at CPUS=4, so harness CPUS=2 is used"
     fits = {row["fit"]: row for row in calibration["fits"]}
-    assert list(fits) == ["ols", "ops", "relative", "loglog", "features", "work", "library", "auto"]
+    assert list(fits) == ["ols", "ops", "relative", "loglog", "kernels", "features", "work", "library", "auto"]
     assert fits["library"]["note"].startswith("needs a library device")
     assert "needs static facts" in fits["features"]["note"] and fits["auto"]["note"].startswith("picked per fold:")
     assert "PER_OP=1" in fits["ops"]["note"]

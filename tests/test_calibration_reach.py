@@ -17,6 +17,7 @@ from harness.calibration.calibrate import ACROSS_FAMILIES, calibrate_points
 from harness.calibration.choice import Candidates, nested_leave_one_out
 from harness.calibration.few_shot import curve_table, learning_curve
 from harness.calibration.fits import FIT_NAMES, WORK_FACTS, Design, fit_spec
+from harness.calibration.least_squares import KERNEL_FACT
 from harness.calibration.reach import EXTRAPOLATION_SPREAD, FAMILY_SPREAD, Reach, widen
 from harness.calibration.suggest import suggest, suggest_first
 from harness.models.families import model_family
@@ -178,16 +179,17 @@ def test_every_fit_recovers_exact_synthetic_data_of_its_own_law(name: str) -> No
     work = np.zeros((n, len(WORK_FACTS)))  # kinds no model does stay zero, as in a real graph
     work[:, :3] = rng.uniform(1e6, 1e8, (n, 3))
     library = np.exp(rng.uniform(0, 5, n))  # another device's latency of the same models
+    kernels = np.exp(rng.uniform(0, 5, n))  # the device's kernel table's prediction of them
     facts = np.column_stack([np.exp(rng.uniform(15, 20, n)), np.exp(rng.uniform(12, 16, n)),
-                             np.exp(rng.uniform(1, 4, n)), rng.uniform(0.0, 0.4, n), work, library])
+                             np.exp(rng.uniform(1, 4, n)), rng.uniform(0.0, 0.4, n), work, library, kernels])
     design = Design(harness, facts, ("macs", "params", "activation_mib", "depthwise_share", *WORK_FACTS,
-                                     "library:other"))
+                                     "library:other", KERNEL_FACT))
     share = facts[:, 3]
     laws = {"ols": 3.0 * harness - 0.5, "relative": 2.0 * harness + 0.7, "loglog": 1.7 * harness**0.8,
             "ops": harness * (0.9 * share + 1.8 * (1 - share)),
             "features": 0.01 * harness**0.7 * facts[:, 0] ** 0.2 * facts[:, 1] ** -0.1 * facts[:, 2] ** 0.3,
             "work": 0.5 + 0.8 * harness + 3e-8 * work[:, 0] + 1e-7 * work[:, 1] + 2e-8 * work[:, 2],
-            "library": 2.0 * harness**0.3 * library**0.9}
+            "library": 2.0 * harness**0.3 * library**0.9, "kernels": 1.3 * kernels**0.95}
     y = laws[name]
     model = fit_spec(name).train(design, y)
     np.testing.assert_allclose(model.predict(design), y, rtol=1e-8)

@@ -7,13 +7,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import harness
 from harness.api.predictors import KernelPredictor
+from harness.calibration.least_squares import KERNEL_FACT
 from harness.cli import main
+from harness.core import metric_registry
+from harness.kernels.predictor import fitted_model
 from harness.kernels.table import find_kernel_table
 from harness.store.results import list_sessions
+from harness.zoo import export
+from tests.conftest import make_matmul_model
+from tests.helpers import profile_json, session_runs
 
 TABLE = "host-onnxruntime-1t-fp32"
 PROBE = ("--models", "resnet8_cifar10", "kws_dscnn", "--designed", "12", "--budget-min", "1", "--cpus", "1",
@@ -56,3 +63,43 @@ def test_predict_on_a_kernel_table_answers_from_the_graph(probed: Path, capsys: 
     assert predictor.heldout()[0]["fit"] == "kernels"
     with pytest.raises(harness.ConfigError, match="no session and no fit to choose"):
         harness.load_predictor(TABLE, results_dir=probed, fit="ols")
+
+
+def test_a_device_with_a_kernel_table_has_the_kernels_fit_in_its_nested_choice(
+        probed: Path, capsys: pytest.CaptureFixture[str], tiny_onnx: Path, tmp_path: Path) -> None:
+    """A device's kernel table (named <device>-fp32, as a probe of the device's board names it) gives the `kernels`
+    fit; a model of a family the table holds is predicted by the table without that family."""
+    matmul = make_matmul_model(tmp_path / "matmul.onnx", size=192, layers=3)
+    models = ["kws_dscnn", "resnet8_cifar10", str(tiny_onnx), str(matmul)]
+    profile_json(capsys, probed, *models, "--backend", "local", "--cpus", "1", "--repeats", "2", "--no-report")
+    latency = metric_registry.get(metric_registry.LATENCY).value
+    measured: dict[str, list[float]] = {}
+    for run in session_runs(probed):
+        measured.setdefault(run.model_name, []).append(float(latency(run.line)))
+    rows = [f"{model},1,{float(np.median(values))!r},x" for model, values in measured.items()]
+    device = TABLE.removesuffix("-fp32")
+    (tmp_path / "board.csv").write_text("model,threads,latency_ms,family\n" + "\n".join(rows) + "\n")
+    assert main(["import-device", str(tmp_path / "board.csv"), "--device", device, "--results-dir", str(probed)]) == 0
+
+    (calibration,) = harness.regress(device, results_dir=probed).calibrations.calibrations
+    assert calibration.kernel_table == TABLE
+    row = next(r for r in calibration.comparison if r["fit"] == "kernels")
+    assert row["note"] == "" and row["within_10pct"] is not None
+    points = calibration.points.set_index("model")
+    table = find_kernel_table(TABLE, probed)
+    assert table is not None
+    own = fitted_model(table).predict(export("kws_dscnn"))[0]
+    without = fitted_model(table, without="kws_dscnn").predict(export("kws_dscnn"))[0]
+    assert points.loc["kws_dscnn", KERNEL_FACT] == pytest.approx(without, rel=1e-12) and without != own
+    x, y = np.log(points[KERNEL_FACT].to_numpy(float)), np.log(points["device"].to_numpy(float))
+    for i, model in enumerate(points.index):  # each model's held-out prediction: a power law on the others
+        keep = np.arange(len(y)) != i
+        slope, intercept = np.polyfit(x[keep], y[keep], 1)
+        assert points.loc[model, "loo_kernels"] == pytest.approx(np.exp(intercept + slope * x[i]), rel=1e-9)
+
+    capsys.readouterr()
+    assert main(["predict", str(matmul), "--device", device, "--fit", "kernels", "--results-dir", str(probed),
+                 "--json"]) == 0
+    (printed,) = json.loads(capsys.readouterr().out)["predictions"]
+    assert printed["fit"] == "kernels" and printed["kernel_table"] == TABLE
+    assert 0 < printed["pi_low"] < printed["predicted"] < printed["pi_high"]

@@ -70,7 +70,8 @@ def test_report_numbers_are_the_calibration_and_ranking_numbers(report_dir: tupl
     csv_fits = pd.read_csv(tables / "calibration_phone_fits.csv")
     assert csv_fits["ols_intercept"][0] == pytest.approx(calibration.reference_line.intercept, rel=1e-12)
     comparison = pd.read_csv(tables / "calibration_phone_comparison.csv")
-    assert comparison["fit"].tolist() == ["ols", "ops", "relative", "loglog", "features", "work", "library", "auto"]
+    assert comparison["fit"].tolist() == ["ols", "ops", "relative", "loglog", "kernels", "features", "work", "library",
+                                          "auto"]
     for row in calibration.comparison:
         if "within_10pct" in row:
             assert comparison.set_index("fit").loc[row["fit"], "within_10pct"] == pytest.approx(row["within_10pct"])

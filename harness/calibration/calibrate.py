@@ -44,7 +44,7 @@ from harness.calibration.fits import (
     FittedModel,
     fit_spec,
 )
-from harness.calibration.least_squares import LIBRARY_PREFIX
+from harness.calibration.least_squares import KERNEL_FACT, LIBRARY_PREFIX
 from harness.calibration.line import MIN_POINTS, LineFit, cooks_distance, cooks_threshold, discordant_pairs, fit_line
 from harness.calibration.points import (
     counts_note,
@@ -68,6 +68,7 @@ from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.device.data import DeviceData
 from harness.device.library import METRIC as LIBRARY_METRIC
+from harness.kernels.evidence import kernel_evidence
 from harness.models.families import model_family
 from harness.models.identity import graph_twins
 
@@ -123,6 +124,8 @@ class Calibration:
     evidence: pd.DataFrame | None = None
     """The device library's latencies of every profiled model at this group (harness.calibration.transfer), by harness
     model: the `library` fit's facts for models to predict."""
+    kernel_table: str = ""
+    """The device's kernel table, whose predictions the `kernels` fit reads (empty without one)."""
 
     @property
     def label(self) -> str:
@@ -185,6 +188,7 @@ class Calibration:
             out.append(replace(
                 unpredicted, fit=fit, predicted=yhat, pi_low=low, pi_high=high, outside=tuple(found.outside[i]),
                 library_devices=carried if fit == "library" else (),
+                kernel_table=self.kernel_table if fit == "kernels" else "",
                 note="" if fit == self.model.name else f"{BEYOND_REACH}: predicted by {fit}, not by "
                 f"{self.model.name}, which was tuned among them"))
         return out
@@ -230,6 +234,9 @@ def points_design(points: pd.DataFrame) -> Design:
         names += (OP_SPLIT,)
     if all(name in points for name in WORK_FACTS) and np.all(np.isfinite(points[list(WORK_FACTS)].to_numpy(float))):
         names += WORK_FACTS
+    if KERNEL_FACT in points and np.all(np.isfinite(points[KERNEL_FACT].to_numpy(float))) and \
+            (points[KERNEL_FACT] > 0).all():
+        names += (KERNEL_FACT,)
     names += tuple(name for name in points.columns if str(name).startswith(LIBRARY_PREFIX)
                    and np.all(np.isfinite(points[name].to_numpy(float))) and (points[name] > 0).all())
     facts = points[list(names)].to_numpy(float) if names else np.empty((len(points), 0))
@@ -428,6 +435,7 @@ def calibrate_device(
             try:
                 calibration = calibrate_points(metric, group, group_points, fit, novel=novel)
                 calibration.evidence, calibration.twins = evidence, twins
+                calibration.kernel_table = library.kernels.name if library and library.kernels else ""
             except DataError as err:
                 reason = f"{len(models)} matched models" if len(models) < MIN_POINTS else str(err)
                 result.skipped.append({"metric": metric, "group": group, "n": len(models), "models": models,
@@ -480,5 +488,10 @@ def calibrate_runs(
               for name in calibrated_metrics(device, metric)}
     names = set(device.table["model"]) | {str(model) for table in (library.tables if library else ())
                                           if not table.column for model in table.values.index}
-    twins = graph_twins({run.model_name: run.model.get("model_path") for run in runs if run.model_name}, names)
-    return calibrate_device(device, values, group_by, model_facts_table(runs), fit, library, twins), values
+    paths = {run.model_name: run.model.get("model_path") for run in runs if run.model_name}
+    twins = graph_twins(paths, names)
+    facts = model_facts_table(runs)
+    if library is not None and library.kernels is not None:
+        families = {name: model_family(twins.get(name, name)) for name in paths}
+        facts[KERNEL_FACT] = kernel_evidence(library.kernels, paths, families).reindex(facts.index)
+    return calibrate_device(device, values, group_by, facts, fit, library, twins), values

@@ -1,4 +1,4 @@
-"""The calibration fits: seven ways (FITS) to map a harness number to the device's, each one (weighted, possibly
+"""The calibration fits: eight ways (FITS) to map a harness number to the device's, each one (weighted, possibly
 penalised) linear least-squares problem (harness.calibration.least_squares) in its own space.
 
 - `ols`: device = a + b · harness by ordinary least squares, the straight line of the published
@@ -24,6 +24,9 @@ penalised) linear least-squares problem (harness.calibration.least_squares) in i
   against a 1x1 one, pooling against arithmetic) is a sum with other weights: the fit learns them, and the
   penalty keeps a handful of models from learning noise. Where the harness value carries the device's order,
   the penalty falls on the kinds; where a kind costs the device what it does not cost the host, on the harness.
+- `kernels`: a power law, log device = a + b · log kernels, on the device's own kernel table's prediction of the model
+  from its graph (harness probe; harness.kernels.evidence), the model's family left out of that table's fit. The
+  table predicts each kernel as the device runs it; the device's model-level measurements then correct its scale.
 - `library`: log device = a + b · log harness + Σ c_j · log library_j over the device library's tables (harness.
   device.library): another device's latency of the same model, measured where its table has the model and predicted from
   the harness's profile where it has not (harness.calibration.transfer). Ridge-penalised on the library devices, and on
@@ -50,6 +53,7 @@ import numpy as np
 from harness.calibration.least_squares import (
     FACT_NAMES,
     HARNESS,
+    KERNEL_FACT,
     RANK_TOLERANCE,
     Design,
     FittedModel,
@@ -61,7 +65,7 @@ from harness.models.work_kinds import WORK_FACTS
 OP_SPLIT = "depthwise_share"
 """A measured fact the `ops` fit reads: the share of a model's operator time in depthwise convolutions
 (harness.analysis.per_op.PerOp.depthwise_share)."""
-FIT_FACTS: tuple[str, ...] = (*FACT_NAMES, OP_SPLIT, *WORK_FACTS)
+FIT_FACTS: tuple[str, ...] = (*FACT_NAMES, OP_SPLIT, *WORK_FACTS, KERNEL_FACT)
 """Every per-model fact some fit reads."""
 RIDGE_ALPHAS: tuple[float, ...] = (0.0, *np.logspace(-3, 3, 13).tolist(), math.inf)
 """Penalty strengths tried on standardised log facts; inf drops the facts (the `loglog` fit). On equal
@@ -109,6 +113,22 @@ def fit_loglog(design: Design, y: np.ndarray) -> FittedModel | None:
     a, b = solution.coef
     return FittedModel("loglog", solution, True, False, _log_line_rows,
                        equation=f"device = {_exp_text(a)} · harness^{b:.4g}")
+
+
+def _kernel_rows(design: Design) -> np.ndarray:
+    return np.column_stack([np.ones(len(design)), np.log(design.select((KERNEL_FACT,))[:, 0])])
+
+
+def fit_kernels(design: Design, y: np.ndarray) -> FittedModel | None:
+    """A power law on the kernel table's prediction: the harness value is not read."""
+    if KERNEL_FACT not in design.fact_names:
+        return None
+    solution = solve(_kernel_rows(design), np.log(y), np.ones(len(y)), np.zeros((2, 2)))
+    if solution is None:
+        return None
+    a, b = solution.coef
+    return FittedModel("kernels", solution, True, False, _kernel_rows, fact_names=(KERNEL_FACT,),
+                       equation=f"device = {_exp_text(a)} · kernels^{b:.4g}")
 
 
 @dataclass(frozen=True)
@@ -343,6 +363,7 @@ class FitSpec:
     needs_op_split: bool = False
     needs_work: bool = False
     needs_library: bool = False
+    needs_kernels: bool = False
     tuned: bool = False
     """True when training chooses a setting from the data (the ridge strength): leave-one-out must then
     retrain in every fold, and cannot take the shortcut of exact_loo."""
@@ -358,6 +379,8 @@ FITS: tuple[FitSpec, ...] = (
     FitSpec("relative", "straight line, least squared relative error (WLS, weights 1/device²)", fit_relative,
             positive=True),
     FitSpec("loglog", "power law, least squared log error", fit_loglog, positive=True),
+    FitSpec("kernels", "power law in the device's kernel table's prediction from the graph (its family left out), "
+            "least squared log error", fit_kernels, positive=True, needs_kernels=True),
     FitSpec("features", "log-linear in harness and static facts, ridge strength by inner leave-one-out",
             fit_features, positive=True, needs_facts=True, tuned=True, within_reach_only=True),
     FitSpec("work", "linear in harness and the graph's work per operator kind (WLS, weights 1/device²), ridge "
@@ -366,10 +389,10 @@ FITS: tuple[FitSpec, ...] = (
             "inner leave-one-out", fit_library, positive=True, needs_library=True, tuned=True),
 )
 """In order of simplicity: on equal held-out figures the earlier fit is chosen. `ols` is the reference line;
-`ops` is a sum of proportional parts (no intercept), `relative` a line with a fixed cost, `loglog` bends, all
-three with two coefficients; `features` adds a parameter per fact, `work` one per operator kind, `library` one per
-library device. Without per-op
-profiles `ops` is not a candidate and the order is ols, relative, loglog, features, work."""
+`ops` is a sum of proportional parts (no intercept), `relative` a line with a fixed cost, `loglog` bends, `kernels`
+bends on another input, all with two coefficients; `features` adds a parameter per fact, `work` one per operator
+kind, `library` one per library device. A fit whose input is missing (per-op profiles for `ops`, a kernel table for
+`kernels`) is not a candidate."""
 FIT_NAMES: tuple[str, ...] = tuple(spec.name for spec in FITS)
 
 
@@ -390,6 +413,9 @@ def unavailable_reason(spec: FitSpec, design: Design, y: np.ndarray) -> str | No
         return "needs a per-op profile of every model: profile with PER_OP=1 (--per-op)"
     if spec.needs_work and not design.work_names:
         return "needs the graph's work per operator kind of every model: profile ONNX models"
+    if spec.needs_kernels and KERNEL_FACT not in design.fact_names:
+        return ("needs the device's kernel table (harness probe, the table named <device>-fp32) and an ONNX graph of "
+                "every model")
     if spec.needs_library and not design.library_names:
         return "needs a library device with these models or enough models in common (harness devices)"
     return None

@@ -24,6 +24,9 @@ HARNESS = "harness"
 """The harness value's name among a ridge's penalised columns."""
 LIBRARY_PREFIX = "library:"
 """Fact names of the device library's evidence: `library:<table>` is that table's latency of the model (ms)."""
+KERNEL_FACT = "kernel_ms"
+"""A fact of a device with a kernel table (harness probe): the table's prediction of the model's latency from its graph,
+its own family left out of the table's fit (harness.kernels.evidence)."""
 RANK_TOLERANCE = 1e-10
 """A design whose smallest singular value is below this share of its largest is singular (collinear facts)."""
 

@@ -15,7 +15,7 @@ from every library table too, in every fold.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,6 +27,8 @@ from harness.calibration.fits import Design, fit_spec
 from harness.calibration.least_squares import LIBRARY_PREFIX
 from harness.device.data import match_models
 from harness.device.library import LibraryTable, all_tables, imported_tables, same_data
+from harness.kernels.evidence import device_kernel_table
+from harness.kernels.table import KernelTable
 
 MIN_SHARED = 3
 """A library table predicts a model it lacks from a power law fitted on at least this many models it shares with the
@@ -44,6 +46,8 @@ class Library:
     tables: tuple[LibraryTable, ...]
     refused: tuple[str, ...] = ()
     """Tables left out because they hold the target's own data (the same latencies under another name)."""
+    kernels: KernelTable | None = None
+    """The target's own kernel table (harness probe), whose predictions the `kernels` fit reads."""
 
     @classmethod
     def for_target(cls, tables: list[LibraryTable], target: str, target_table: LibraryTable | None = None) -> Library:
@@ -112,10 +116,11 @@ def _by_harness(table: LibraryTable, models: tuple[str, ...], twins: tuple[tuple
 
 def device_library(results_dir: Path, device: str) -> Library:
     """What a calibration of `device` (an imported device, or a library table) learns from: every shipped table and
-    imported one that joined, but the device's own and any holding the device's data."""
+    imported one that joined, but the device's own and any holding the device's data; and the device's own kernel
+    table, where it has one."""
     tables = all_tables(results_dir)
     target = next((t for t in [*tables, *imported_tables(results_dir, members_only=False)] if t.name == device), None)
-    return Library.for_target(tables, device, target)
+    return replace(Library.for_target(tables, device, target), kernels=device_kernel_table(device, results_dir))
 
 
 def with_evidence(design: Design, evidence: pd.DataFrame, models: list[str]) -> Design:

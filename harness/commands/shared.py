@@ -83,7 +83,7 @@ def add_library_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-library", action="store_true", default=env_default("HARNESS_LIBRARY") == "0",
         help="learn nothing from the device library (harness devices): the harness's own profile alone, no "
-             "`library` fit (make: LIBRARY=0)")
+             "`library` fit and no `kernels` fit (make: LIBRARY=0)")
 
 
 def library_option(args: argparse.Namespace, results_dir: Path, device: str) -> Library | None:
