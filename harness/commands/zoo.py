@@ -125,8 +125,7 @@ def needs_extra(args: argparse.Namespace) -> int:
         return 0 if needs_ncnn(names) and any(importlib.util.find_spec(m) is None for m in NCNN_EXTRA_MODULES) else 1
     if args.extra == "litert":
         return 0 if litert_missing(names) else 1
-    wanted = any(not Path(n).expanduser().exists() and zoo.needs_torch(n) for n in names) or zero_shot_device()
-    return 0 if wanted and any(importlib.util.find_spec(m) is None for m in zoo.ZOO_EXTRA_MODULES) else 1
+    return 0 if zoo.unbuildable(names) or (zero_shot_device() and zoo.extra_missing()) else 1
 
 
 def zero_shot_device() -> bool:

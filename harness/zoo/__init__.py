@@ -14,8 +14,8 @@ from harness.core.errors import ModelError
 from harness.zoo.cache import cache_dir, cached_files, keyed_path
 from harness.zoo.registry import FAMILIES, ZooSpec, family_key, get_family, is_zoo_name, listed_specs, parse
 
-__all__ = ["FAMILIES", "ZOO_EXTRA_MODULES", "cache_dir", "export", "is_zoo_name", "list_models", "needs_torch", "parse",
-           "unbuildable"]
+__all__ = ["FAMILIES", "ZOO_EXTRA_MODULES", "cache_dir", "export", "extra_missing", "is_zoo_name", "list_models",
+           "needs_torch", "parse", "unbuildable"]
 
 FORMATS = ("onnx", "torchscript")
 ZOO_EXTRA_MODULES = ("torch", "torchvision", "onnxscript")
@@ -79,9 +79,14 @@ def needs_torch(name: str) -> bool:
     return family is not None and get_family(family).builder == "torch"
 
 
+def extra_missing() -> bool:
+    """Whether a module of the zoo extra (torch, torchvision, onnxscript) is not installed."""
+    return any(importlib.util.find_spec(module) is None for module in ZOO_EXTRA_MODULES)
+
+
 def unbuildable(names: list[str] | tuple[str, ...]) -> list[str]:
     """The zoo names among `names` (no file of that name exists) that are built through torch while the zoo extra is
     missing: a session of them would fail at its first export of one."""
-    if all(importlib.util.find_spec(module) is not None for module in ZOO_EXTRA_MODULES):
+    if not extra_missing():
         return []
     return [name for name in names if not Path(name).expanduser().exists() and needs_torch(name)]
