@@ -98,6 +98,8 @@ def test_a_device_with_a_kernel_table_has_the_kernels_fit_in_its_nested_choice(
         assert points.loc[model, "loo_kernels"] == pytest.approx(np.exp(intercept + slope * x[i]), rel=1e-9)
 
     capsys.readouterr()
+    assert main(["regress", "--device", device, "--fit", "kernels", "--results-dir", str(probed)]) == 0
+    assert f"kernel table {TABLE} carrying it" in capsys.readouterr().out.replace("\n", " ")
     assert main(["predict", str(matmul), "--device", device, "--fit", "kernels", "--results-dir", str(probed),
                  "--json"]) == 0
     (printed,) = json.loads(capsys.readouterr().out)["predictions"]

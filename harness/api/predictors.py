@@ -33,7 +33,7 @@ from harness.device.library import METRIC, NB201_PREFIX, all_tables, catalog_pat
 from harness.kernels.predictor import fitted_model, predict_graph
 from harness.kernels.table import KernelTable, find_kernel_table
 from harness.models.resolve import resolve_model
-from harness.report.carried import library_note
+from harness.report.carried import carried_note
 from harness.run.zero_shot import device_data
 from harness.zoo.registry import NB201_REFERENCE
 
@@ -65,7 +65,7 @@ def reference_cells(device: str, catalog: Path) -> tuple[tuple[int, float], ...]
 
 def calibration_notes(cset: CalibrationSet) -> list[str]:
     """The library devices that carried each calibration, and how alike they are."""
-    return [f"{c.metric} {group_label(c.group)}: {note}" for c in cset.calibrations if (note := library_note(c))]
+    return [f"{c.metric} {group_label(c.group)}: {note}" for c in cset.calibrations if (note := carried_note(c))]
 
 
 def _session_folder(session: Any) -> Path | None:
@@ -125,7 +125,7 @@ class Predictor(ABC):
     def explain(self) -> str:
         """Which fit predicts, why it was chosen, and which library devices carried it."""
         return "\n".join(f"{c.metric} {group_label(c.group)}: the {c.model.name} fit ({c.model.equation}), chosen: "
-                         f"{c.choice.get('reason', '')}" + (f"; {note}" if (note := library_note(c)) else "")
+                         f"{c.choice.get('reason', '')}" + (f"; {note}" if (note := carried_note(c)) else "")
                          for c in self.calibrations.calibrations)
 
     def heldout(self) -> list[dict[str, Any]]:

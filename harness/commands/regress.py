@@ -37,7 +37,7 @@ from harness.core.config import resolve_results_dir
 from harness.core.errors import DataError
 from harness.device.data import DeviceData, load_device
 from harness.report.calibration_json import calibration_set_json
-from harness.report.carried import library_note
+from harness.report.carried import carried_note
 from harness.report.console import out_console
 
 
@@ -127,7 +127,7 @@ def print_calibration(calibration: Calibration) -> None:
                       f"({calibration.threads}; harness value: the {calibration.harness_value})", highlight=False)
     out_console.print(f"chosen fit: [bold]{choice['chosen']}[/bold]: {calibration.model.equation}", highlight=False)
     out_console.print(f"why: {choice['reason']}", highlight=False)
-    if carried := library_note(calibration):
+    if carried := carried_note(calibration):
         out_console.print(carried, highlight=False)
     out_console.print(comparison_table(calibration))
     families = family_table(calibration)

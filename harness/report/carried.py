@@ -1,14 +1,18 @@
-"""What a calibration says of the library devices that carry its predictions: the line `regress`, `predict` and the
-report print (the calibration itself returns the figures: Calibration.library_devices)."""
+"""What a calibration says of the evidence that carries its predictions beside the harness value, the library devices
+or the device's kernel table: the line `regress`, `predict` and the report print (the calibration itself returns the
+figures: Calibration.library_devices, Calibration.kernel_table)."""
 
 from __future__ import annotations
 
 from harness.calibration.calibrate import Calibration
 
 
-def library_note(calibration: Calibration) -> str:
-    """Which library devices carry the predictions and how alike they are to the device (empty when the chosen fit
-    reads none)."""
+def carried_note(calibration: Calibration) -> str:
+    """Which library devices, or which kernel table, carry the predictions (empty when the chosen fit reads neither):
+    for library devices, how alike they are to the device."""
+    if calibration.model.name == "kernels" and calibration.kernel_table:
+        return (f"kernel table {calibration.kernel_table} carrying it: its prediction of each model from the graph, "
+                "the model's family left out of the table (harness probe)")
     devices = calibration.library_devices()
     if not devices:
         return ""

@@ -23,7 +23,7 @@ from harness.core.storage import write_bytes_atomically
 from harness.device.data import list_devices, load_device
 from harness.report.answer import answer_parts, device_energy_points
 from harness.report.board import board_section
-from harness.report.carried import library_note
+from harness.report.carried import carried_note
 from harness.report.figures import (
     calibration_residuals,
     calibration_scatter,
@@ -217,7 +217,7 @@ def calibration_section(results_dir: Path, device_name: str, runs: list[RunRecor
     for c in cset.calibrations:
         name = f"calibration_{key}_{slug(c.metric + '_' + c.label)}"
         section.paragraphs.append(f"{c.metric}, {c.label}: {equation(c)}")
-        if carried := library_note(c):
+        if carried := carried_note(c):
             section.paragraphs.append(f"{c.metric}, {c.label}: {carried}")
         section.figures += [
             ReportFigure(f"{name}_fit", f"{c.metric}, {c.label}: fit", calibration_scatter(c, device_name)),
