@@ -1,5 +1,7 @@
 """A kernel's configuration as numbers a regressor reads: MACs, bytes moved (activations in and out, weights),
-arithmetic intensity, and for a convolution its channels, kernel size, stride, groups and output resolution.
+arithmetic intensity, for a convolution its channels, kernel size, stride, groups and output resolution, and whether
+the kernel runs in the engine's blocked layout (onnxruntime's NCHWc, as harness.kernels.detect decides it: set by
+harness.kernels.training.engine_kernels and join_kernels, 0 where no layout was decided).
 
 Activations count 4 bytes an element (float32, the precision kernels are probed at); weights their stored bytes
 (harness.models.facts.node_facts). A kernel the engine inserted (a layout conversion) has only the tensor it
@@ -13,8 +15,10 @@ from harness.kernels.graph import CONV_TYPES, Graph, Kernel, conv_config, elemen
 
 ACTIVATION_BYTES = 4
 FEATURES = ("macs", "bytes", "in_bytes", "out_bytes", "weight_bytes", "intensity", "cin", "cout", "kernel", "stride",
-            "groups", "resolution", "inputs", "fused")
-"""Every kernel has every feature (0 where it does not apply), so one regressor can pool kinds."""
+            "groups", "resolution", "inputs", "fused", "blocked")
+"""Every kernel has every feature (0 where it does not apply), so one regressor can pool kinds. `blocked`: a
+depthwise convolution whose channels are not a multiple of 4 runs in the plain layout, about 3.5 times slower a MAC
+than a blocked one of the same size (CPUS=1 on this host), which no size feature tells apart."""
 
 
 def _shape_bytes(shapes: list[list[int]]) -> int:

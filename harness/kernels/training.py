@@ -17,7 +17,7 @@ import pandas as pd
 from harness.analysis.per_op import BETWEEN_OPS, OUTSIDE_RUN, TABLE_CSV, run_dir
 from harness.core import metric_registry
 from harness.core.config import dim_sizes
-from harness.kernels.detect import group_nodes
+from harness.kernels.detect import blocked_layouts, detect, group_nodes
 from harness.kernels.features import inserted_features, shape_of, with_features
 from harness.kernels.graph import Graph, Kernel, node_kind
 from harness.kernels.rules import Rules
@@ -77,12 +77,24 @@ def as_table_rows(tables: Iterable[ModelTable]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def engine_kernels(graph: Graph, rules: Rules) -> list[Kernel]:
+    """The graph's kernels as detection finds them (harness.kernels.detect.detect), each with its `blocked` feature:
+    whether it runs in the engine's blocked layout, which moves a kernel's time as much as its size does."""
+    kernels, owner = group_nodes(graph, rules)
+    found = detect(graph, rules)  # the grouped kernels, in group_nodes' order, then the inserted conversions
+    for kernel, blocked in zip(found, blocked_layouts(graph, rules, kernels, owner), strict=False):
+        kernel.features["blocked"] = float(blocked)
+    return found
+
+
 def join_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules) -> list[tuple[Kernel, float]]:
     """Each engine row as (the kernel detection finds for it, its TIME_COLUMN ms): a row that names a graph node gets
-    the kernel anchored there (its kind and features from the graph); a row the engine inserted gets a kernel of its
-    own shape. A row whose node is no kernel's anchor (a rule the engine broke here) keeps its node alone."""
-    kernels, _ = group_nodes(graph, rules)
-    by_anchor = {kernel.nodes[0]: kernel for kernel in kernels}
+    the kernel anchored there (its kind and features from the graph, its layout as detection decides it); a row the
+    engine inserted gets a kernel of its own shape. A row whose node is no kernel's anchor (a rule the engine broke
+    here) keeps its node alone, in its kernel's layout."""
+    kernels, owner = group_nodes(graph, rules)
+    blocked = blocked_layouts(graph, rules, kernels, owner)
+    by_anchor = {kernel.nodes[0]: position for position, kernel in enumerate(kernels)}
     index = {node["name"]: node["index"] for node in graph.nodes}
     joined = []
     for row in rows.itertuples():
@@ -91,12 +103,13 @@ def join_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules) -> list[tuple[K
             kernel = Kernel(str(row.op_type), [], shape_of(str(row.input_shapes)))
             kernel.features = inserted_features(kernel.shape)
         else:
-            found = by_anchor.get(index[name])
+            node = index[name]
+            found = kernels[by_anchor[node]] if node in by_anchor else None
             kernel = with_features(graph, Kernel(found.kind, list(found.nodes)) if found else
-                                   Kernel(node_kind(graph.nodes[index[name]]), [index[name]]))
+                                   Kernel(node_kind(graph.nodes[node]), [node]))
+            kernel.features["blocked"] = float(blocked[owner[node]]) if node in owner else 0.0
         joined.append((kernel, float(str(getattr(row, TIME_COLUMN)))))
     return joined
-
 
 
 def row_kind(graph: Graph, row: Any) -> str:
