@@ -247,16 +247,18 @@ bench-repeatability: $(ZOO_STAMP) $(NCNN_STAMP)
 	$(VENV)/bin/python benchmarks/repeatability.py
 
 # Kernel-level prediction (benchmarks/kernels.py: onnxruntime) on every device reachable here: this host at CPUS=1 and
-# CPUS=2, and the loopback board (TARGET through this host's sshd) at CPUS=1. The zoo's families each held out of the
-# fusion rules, kernel regressors, profiler's cost and per-model term, their models predicted from the graph alone;
-# prints the shares within ±10% and ±5%, the median error, interval coverage, predictions a second, probing time, a
-# MACs-only line, an oracle and the noise floor of a second session; about 12 minutes each on 2 cores; writes
-# results/bench/kernels.json, kernels-cpus2.json and kernels-loopback.json).
+# CPUS=2, the loopback board (TARGET through this host's sshd) and the emulated arm64 board (tests/boards, Docker) at
+# CPUS=1. The zoo's families each held out of the fusion rules, kernel regressors, profiler's cost and per-model term,
+# their models predicted from the graph alone; prints the shares within ±10% and ±5%, the median error, interval
+# coverage, predictions a second, probing time, a MACs-only line, an oracle and the noise floor of a second session;
+# about 12 minutes each on 2 cores, 45 on the arm64 board (8 models); writes results/bench/kernels.json,
+# kernels-cpus2.json, kernels-loopback.json and kernels-arm64.json).
 .PHONY: bench-kernels
 bench-kernels: $(ZOO_STAMP)
 	$(VENV)/bin/python benchmarks/kernels.py --cpus 1
 	$(VENV)/bin/python benchmarks/kernels.py --cpus 2
 	$(VENV)/bin/python benchmarks/kernels.py --cpus 1 --loopback
+	$(VENV)/bin/python benchmarks/kernels.py --cpus 1 --arm64
 
 # How fast NAS-Bench-201 cells are predicted from static facts and the device library, none of them run
 # (benchmarks/nas_loop.py; goal: at least 10,000 a second; a few seconds; writes results/bench/nas_loop.json).

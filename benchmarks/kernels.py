@@ -1,9 +1,12 @@
-"""Kernel-level prediction (onnxruntime, CPUS=1 or 2, this host or the loopback board): every zoo family held out.
+"""Kernel-level prediction (onnxruntime, CPUS=1 or 2, this host, the loopback board or the emulated arm64 board): every
+zoo family held out.
 
-    .venv/bin/python benchmarks/kernels.py [--cpus N] [--loopback] [--models a b ...] [--repeats N] [--iterations N]
-                                           [--sessions PER_OP_SESSION [SECOND_SESSION]]
+    .venv/bin/python benchmarks/kernels.py [--cpus N] [--loopback | --arm64] [--models a b ...] [--repeats N]
+                                           [--iterations N] [--sessions PER_OP_SESSION [SECOND_SESSION]]
 
 `--loopback` runs both sessions through TARGET on this host's own sshd (benchmarks/_sshd.py), the loopback board.
+`--arm64` runs them on the emulated arm64 board of the tests (tests/boards: a Cortex-A72 under QEMU's user-mode
+emulation in a container), eight small models of eight families at one repeat, since a run there takes minutes.
 
 Two `harness profile` sessions of the same zoo models, one after the other: the first with PER_OP=1 (its per-op rows
 are the kernels' evidence, its headline latencies the truth), the second without the profiler (the noise floor:
@@ -28,12 +31,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import Goal, harness, load_note, print_table, profile_runs, write_report
+from _common import ROOT, Goal, harness, load_note, print_table, profile_runs, write_report
 from _sshd import loopback_board
 
 from harness.core import metric_registry
@@ -49,6 +54,10 @@ MODELS = ("mobilenet_v1_0.25_128", "mobilenet_v1_0.5_160", "mobilenet_v1_1.0_224
           "mobilenet_v3_small_0.75_224", "mobilenet_v3_large_1.0_224", "efficientnet_b0", "efficientnet_lite0",
           "efficientnet_lite1", "regnet_y_400mf", "ghostnet_0.5_224", "ghostnet_1.0_224", "kws_dscnn", "alexnet")
 """The zoo's image families (and keyword spotting), one to three sizes each: 25 models of 17 families."""
+ARM64_MODELS = ("kws_dscnn", "resnet8_cifar10", "mobilenet_v1_0.25_128", "mobilenet_v2_0.35_224", "squeezenet1_1",
+                "shufflenet_v2_x0_5", "mnasnet_0.5_224", "ghostnet_0.5_224")
+"""On the emulated arm64 board a run takes minutes (QEMU's user-mode emulation starts Python and onnxruntime in each
+one): the smallest model of eight families, one repeat a session."""
 ENGINE = "onnxruntime"
 SPEED_MODEL = "mobilenet_v2_1.0_224"
 WITHIN = (0.10, 0.05)
@@ -129,6 +138,32 @@ def measure(directory: Path, args: argparse.Namespace, target: list[str]) -> tup
     return first, second
 
 
+def on_board(directory: Path, args: argparse.Namespace, url: str, config: Path) -> tuple[Path, Path | None]:
+    """Both sessions through TARGET on the board at `url`, set up first and cleaned after."""
+    os.environ["HARNESS_SSH_CONFIG"] = str(config)
+    harness("target", "setup", url)
+    try:
+        return measure(directory, args, ["--target", url])
+    finally:
+        harness("target", "clean", url)
+
+
+@contextmanager
+def arm64_board(folder: Path) -> Iterator[tuple[str, Path]]:
+    """(TARGET url, ssh_config) of the emulated arm64 board (tests/boards), removed on exit."""
+    sys.path.insert(0, str(ROOT))
+    from tests.boards import board_available, start_board
+
+    usable, why = board_available("arm64")
+    if not usable:
+        raise SystemExit(f"no arm64 board here: {why}")
+    board = start_board("arm64", folder, cpus=2, memory="2g")
+    try:
+        yield board.url, board.config
+    finally:
+        board.remove()
+
+
 def shares(errors: np.ndarray) -> dict[str, float]:
     magnitude = np.abs(errors)
     return {"within ±10%": float((magnitude <= 0.10).mean()), "within ±5%": float((magnitude <= 0.05).mean()),
@@ -137,22 +172,31 @@ def shares(errors: np.ndarray) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+", default=list(MODELS))
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--models", nargs="+", help=f"default: {len(MODELS)} zoo models ({len(ARM64_MODELS)} with "
+                        "--arm64)")
+    parser.add_argument("--repeats", type=int, help="default: 2 (1 with --arm64)")
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--sessions", nargs="+", type=Path, help="a per-op session and, optionally, a second one")
     parser.add_argument("--cpus", type=int, default=1)
-    parser.add_argument("--loopback", action="store_true",
-                        help="both sessions through TARGET on this host's sshd on loopback (the loopback board)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--loopback", action="store_true",
+                       help="both sessions through TARGET on this host's sshd on loopback (the loopback board)")
+    where.add_argument("--arm64", action="store_true",
+                       help="both sessions through TARGET on the emulated arm64 board (tests/boards: a Cortex-A72 "
+                            "under QEMU in a container, 2 GiB)")
     args = parser.parse_args()
+    args.models = args.models or list(ARM64_MODELS if args.arm64 else MODELS)
+    args.repeats = args.repeats or (1 if args.arm64 else 2)
     notes = [load_note("before the sessions")]
     directory = Path(tempfile.mkdtemp(prefix="bench-kernels-"))
-    if args.loopback and not args.sessions:  # --sessions: scored as the board's sessions they were
+    if args.sessions:  # scored as the sessions they were
+        first, second = measure(directory, args, [])
+    elif args.loopback:
         with loopback_board(directory / "sshd") as (url, config):
-            os.environ["HARNESS_SSH_CONFIG"] = str(config)
-            harness("target", "setup", url)
-            first, second = measure(directory, args, ["--target", url])
-            harness("target", "clean", url)
+            first, second = on_board(directory, args, url, config)
+    elif args.arm64:
+        with arm64_board(directory / "arm64") as (url, config):
+            first, second = on_board(directory, args, url, config)
     else:
         first, second = measure(directory, args, [])
     notes.append(load_note("after the sessions"))
@@ -190,7 +234,8 @@ def main() -> int:
          **(_pct(floor) if floor else {}), "95% interval coverage": "-"},
     ]
     print_table(f"{len(scored)} models of {scored['family'].nunique()} families, onnxruntime, CPUS={args.cpus}, "
-                f"{'the loopback board' if args.loopback else 'this host'}", summary)
+                f"{'the loopback board' if args.loopback else 'the arm64 board' if args.arm64 else 'this host'}",
+                summary)
     print(f"prediction rate: {rate:.0f} a second ({SPEED_MODEL}, graph loaded); probing (the per-op session): "
           f"{probing_s / 60:.1f} min; held-out fits: {fit_s:.0f} s; the profiler's cost a row, as the folds fitted it: "
           f"{scored['profiler_ms'].min():.4f}–{scored['profiler_ms'].max():.4f} ms")
@@ -204,7 +249,8 @@ def main() -> int:
         Goal("graph predictions a second", "≥ 100", f"{rate:.0f}", rate >= 100),
         Goal("probing time", "≤ 20 min", f"{probing_s / 60:.1f} min", probing_s <= 1200),
     ]
-    name = "kernels" + ("" if args.cpus == 1 else f"-cpus{args.cpus}") + ("-loopback" if args.loopback else "")
+    name = "kernels" + ("" if args.cpus == 1 else f"-cpus{args.cpus}") + ("-loopback" if args.loopback else "") \
+        + ("-arm64" if args.arm64 else "")
     write_report(name, summary, goals, notes, raw={"scored": scored.to_dict(orient="records"),
                                                    "sessions": [str(first), str(second)]})
     return 0
