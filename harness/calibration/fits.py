@@ -65,8 +65,9 @@ from harness.models.work_kinds import WORK_FACTS
 OP_SPLIT = "depthwise_share"
 """A measured fact the `ops` fit reads: the share of a model's operator time in depthwise convolutions
 (harness.analysis.per_op.PerOp.depthwise_share)."""
-FIT_FACTS: tuple[str, ...] = (*FACT_NAMES, OP_SPLIT, *WORK_FACTS, KERNEL_FACT)
-"""Every per-model fact some fit reads."""
+FIT_FACTS: tuple[str, ...] = (*FACT_NAMES, OP_SPLIT, *WORK_FACTS)
+"""Every per-model fact some fit reads that the runs give (KERNEL_FACT, the device's kernel table's, joins them in
+calibrate_runs where the device has a table)."""
 RIDGE_ALPHAS: tuple[float, ...] = (0.0, *np.logspace(-3, 3, 13).tolist(), math.inf)
 """Penalty strengths tried on standardised log facts; inf drops the facts (the `loglog` fit). On equal
 leave-one-out error the stronger penalty wins: the simpler model."""
