@@ -105,3 +105,5 @@ def test_a_device_with_a_kernel_table_has_the_kernels_fit_in_its_nested_choice(
     (printed,) = json.loads(capsys.readouterr().out)["predictions"]
     assert printed["fit"] == "kernels" and printed["kernel_table"] == TABLE
     assert 0 < printed["pi_low"] < printed["predicted"] < printed["pi_high"]
+    assert printed["harness"] == pytest.approx(points.loc["matmul", KERNEL_FACT], rel=1e-12)  # what the fit read
+    assert printed["harness_figure"].startswith("device's kernel table's prediction")

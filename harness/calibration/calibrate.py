@@ -55,6 +55,7 @@ from harness.calibration.points import (
     threads_note,
 )
 from harness.calibration.prediction import (
+    KERNEL_FIGURE,
     Intervals,
     Prediction,
     float_or_none,
@@ -185,10 +186,12 @@ class Calibration:
             if not known[i] or (why := unbounded_note(fit, len(self.points), yhat, low, high)):
                 out.append(unpredicted if not known[i] else replace(unpredicted, fit=fit, note=why))
                 continue
+            if fit == "kernels":  # the value that fit reads: the kernel table's, not the harness's
+                unpredicted = replace(unpredicted, harness=float(design.select((KERNEL_FACT,))[i, 0]),
+                                      harness_figure=KERNEL_FIGURE, kernel_table=self.kernel_table)
             out.append(replace(
                 unpredicted, fit=fit, predicted=yhat, pi_low=low, pi_high=high, outside=tuple(found.outside[i]),
                 library_devices=carried if fit == "library" else (),
-                kernel_table=self.kernel_table if fit == "kernels" else "",
                 note="" if fit == self.model.name else f"{BEYOND_REACH}: predicted by {fit}, not by "
                 f"{self.model.name}, which was tuned among them"))
         return out

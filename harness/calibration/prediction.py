@@ -23,6 +23,9 @@ def float_or_none(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+KERNEL_FIGURE = "device's kernel table's prediction from the graph, the model's family left out of the table"
+"""What a prediction of the `kernels` fit gives as its `harness` value: the number that fit reads."""
+
 @dataclass(frozen=True)
 class Intervals:
     """Calibration.intervals: per model, the fit that predicts it, the prediction, its 95% interval and why the model
