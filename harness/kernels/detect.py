@@ -103,12 +103,13 @@ def _reads_plain(graph: Graph, rules: Rules, node: dict[str, Any]) -> bool:
     return bool(config) and config["groups"] == 1 and config["cin"] < rules.block
 
 
-def layout_kernels(graph: Graph, rules: Rules, kernels: list[Kernel], owner: dict[int, int]) -> list[Kernel]:
-    """The conversions the engine inserts: one per tensor that leaves a blocked kernel for a plain one (or the graph's
-    output), and one per tensor that enters a blocked kernel from a plain one (or the graph's input)."""
+def layout_kernels(graph: Graph, rules: Rules, kernels: list[Kernel], owner: dict[int, int],
+                   blocked: list[bool]) -> list[Kernel]:
+    """The conversions the engine inserts between `kernels` (`blocked`: their blocked_layouts): one per tensor that
+    leaves a blocked kernel for a plain one (or the graph's output), and one per tensor that enters a blocked kernel
+    from a plain one (or the graph's input)."""
     if not rules.block:
         return []
-    blocked = blocked_layouts(graph, rules, kernels, owner)
     shapes = {name: shape for node in graph.nodes
               for name, shape in zip([n for n in node["outputs"] if n], node["output_shapes"], strict=False)}
     for node in graph.nodes:
@@ -131,9 +132,13 @@ def layout_kernels(graph: Graph, rules: Rules, kernels: list[Kernel], owner: dic
 
 
 def detect(graph: Graph, rules: Rules) -> list[Kernel]:
-    """The graph's kernels under these rules: the grouped nodes, then the inserted layout conversions."""
+    """The graph's kernels under these rules: the grouped nodes, each with its layout as the feature `blocked` (1 where
+    the engine runs it blocked), then the inserted layout conversions."""
     kernels, owner = group_nodes(graph, rules)
-    return [with_features(graph, kernel) for kernel in kernels + layout_kernels(graph, rules, kernels, owner)]
+    blocked = blocked_layouts(graph, rules, kernels, owner)
+    for kernel, runs_blocked in zip(kernels, blocked, strict=True):
+        with_features(graph, kernel).features["blocked"] = float(runs_blocked)
+    return kernels + [with_features(graph, kernel) for kernel in layout_kernels(graph, rules, kernels, owner, blocked)]
 
 
 @lru_cache(maxsize=64)

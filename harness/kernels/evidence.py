@@ -36,16 +36,13 @@ def kernel_evidence(table: KernelTable, paths: Mapping[str, str | None], familie
     """Each model's predicted ms by `table`, by name, from its ONNX file in `paths` (NaN for a model without one, or
     one whose graph the table cannot split), its family (`families`) left out of the table's fit where the table holds
     it."""
-    rows = table.rows()
-    held = set(rows.loc[rows["source"].eq("zoo"), "family"])
     out = {}
     for name, path in paths.items():
-        family = families.get(name, "")
         out[name] = math.nan
         if not path or Path(path).suffix != ".onnx" or not Path(path).is_file():
             continue
         try:
-            out[name] = fitted_model(table, family if family in held else "").predict(path)[0]
+            out[name] = fitted_model(table, families.get(name, "")).predict(path)[0]
         except HarnessError:
             continue  # no rows left without the family, or a graph the kernel detection refuses
     return pd.Series(out, dtype=float)

@@ -1,7 +1,7 @@
 """A kernel's configuration as numbers a regressor reads: MACs, bytes moved (activations in and out, weights),
 arithmetic intensity, for a convolution its channels, kernel size, stride, groups and output resolution, and whether
 the kernel runs in the engine's blocked layout (onnxruntime's NCHWc, as harness.kernels.detect decides it: set by
-harness.kernels.training.engine_kernels and join_kernels, 0 where no layout was decided).
+detect and harness.kernels.training.join_kernels, 0 where no layout was decided).
 
 Activations count 4 bytes an element (float32, the precision kernels are probed at); weights their stored bytes
 (harness.models.facts.node_facts). A kernel the engine inserted (a layout conversion) has only the tensor it

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.kernels.detect import group_nodes, layout_kernels
+from harness.kernels.detect import blocked_layouts, group_nodes, layout_kernels
 from harness.kernels.features import shape_of
 from harness.kernels.graph import Graph, Kernel, conv_config
 from harness.kernels.rules import BLOCKED_MARK, IDENTICAL, ConvKey, Key, Rules, conv_key, rules_path
@@ -129,7 +129,8 @@ def layout_error(examples: list[Example], rules: Rules,
     error = 0
     for index, example in enumerate(examples):
         kernels, owner = grouped[index] if grouped else group_nodes(example.graph, rules)
-        predicted = [k.kind for k in layout_kernels(example.graph, rules, kernels, owner)]
+        blocked = blocked_layouts(example.graph, rules, kernels, owner)
+        predicted = [k.kind for k in layout_kernels(example.graph, rules, kernels, owner, blocked)]
         counted = _inserted_count(example, rules)
         error += sum(abs(predicted.count(kind) - count) for kind, count in counted.items())
     return error

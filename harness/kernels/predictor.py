@@ -45,11 +45,12 @@ from sklearn.ensemble import GradientBoostingRegressor
 
 from harness.core.errors import ConfigError, DataError
 from harness.kernels.designed import OVERHEAD
+from harness.kernels.detect import detect
 from harness.kernels.features import vector
 from harness.kernels.graph import Graph, Kernel
 from harness.kernels.rules import Rules, load_rules
 from harness.kernels.table import GRAPHS_DIR, KernelTable
-from harness.kernels.training import GAP_ROWS, TIME_COLUMN, engine_kernels, join_kernels
+from harness.kernels.training import GAP_ROWS, TIME_COLUMN, join_kernels
 from harness.kernels.trees import PackedTrees
 
 PROFILER_FLOOR = 0.2
@@ -245,7 +246,7 @@ class KernelModel:
         if key not in self.loaded:
             if not Path(key).is_file():
                 raise ConfigError(f"model {model_path} does not exist; give the path of an .onnx file")
-            self.loaded[key] = LoadedGraph.of(engine_kernels(Graph.load(key), self.rules))
+            self.loaded[key] = LoadedGraph.of(detect(Graph.load(key), self.rules))
         return self.loaded[key]
 
     def predict(self, model_path: str | Path) -> tuple[float, float, float, dict[str, Any]]:
@@ -311,9 +312,14 @@ _FITTED: dict[tuple[str, float, str], KernelModel] = {}
 _SAMPLES: dict[tuple[str, float], tuple[pd.DataFrame, pd.DataFrame, Rules]] = {}
 
 
+def _version(table: KernelTable) -> tuple[str, float]:
+    """The table's folder and its rows' modification time: what its caches are keyed by."""
+    return str(table.path.resolve()), table.rows_path.stat().st_mtime
+
+
 def _table_samples(table: KernelTable) -> tuple[pd.DataFrame, pd.DataFrame, Rules]:
     """(rows, samples, rules) of the table, joined once per version of its rows."""
-    key = (str(table.path.resolve()), table.rows_path.stat().st_mtime)
+    key = _version(table)
     if key not in _SAMPLES:
         rows, rules = table.rows(), load_rules(str(table.meta.get("engine", "onnxruntime")))
         _SAMPLES[key] = (rows, samples_of(rows, graph_resolver(table), rules), rules)
@@ -322,11 +328,13 @@ def _table_samples(table: KernelTable) -> tuple[pd.DataFrame, pd.DataFrame, Rule
 
 def fitted_model(table: KernelTable, without: str = "") -> KernelModel:
     """The table's KernelModel, fitted once per version of its rows. `without`: a family whose rows are left out of
-    it (no interval): what predicts that family's models honestly, for a calibration that scores them
-    (harness.kernels.evidence)."""
-    key = (str(table.path.resolve()), table.rows_path.stat().st_mtime, without)
+    it (no interval), where the table's models hold it: what predicts that family's models honestly, for a
+    calibration that scores them (harness.kernels.evidence)."""
+    rows, samples, rules = _table_samples(table)
+    if without not in set(rows.loc[rows["source"].eq("zoo"), "family"]):
+        without = ""  # a family the table never saw: the whole table is already blind to it
+    key = (*_version(table), without)
     if key not in _FITTED:
-        rows, samples, rules = _table_samples(table)
         if without:
             rows, samples = rows[rows["family"] != without], samples[samples["family"] != without]
         _FITTED[key] = KernelModel.fit(rows, graph_resolver(table), rules, samples=samples, interval=not without)

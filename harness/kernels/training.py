@@ -17,7 +17,7 @@ import pandas as pd
 from harness.analysis.per_op import BETWEEN_OPS, OUTSIDE_RUN, TABLE_CSV, run_dir
 from harness.core import metric_registry
 from harness.core.config import dim_sizes
-from harness.kernels.detect import blocked_layouts, detect, group_nodes
+from harness.kernels.detect import blocked_layouts, group_nodes
 from harness.kernels.features import inserted_features, shape_of, with_features
 from harness.kernels.graph import Graph, Kernel, node_kind
 from harness.kernels.rules import Rules
@@ -75,16 +75,6 @@ def as_table_rows(tables: Iterable[ModelTable]) -> pd.DataFrame:
         frame["model_latency_ms"], frame["graph"] = table.latency_ms, table.model_path
         frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def engine_kernels(graph: Graph, rules: Rules) -> list[Kernel]:
-    """The graph's kernels as detection finds them (harness.kernels.detect.detect), each with its `blocked` feature:
-    whether it runs in the engine's blocked layout, which moves a kernel's time as much as its size does."""
-    kernels, owner = group_nodes(graph, rules)
-    found = detect(graph, rules)  # the grouped kernels, in group_nodes' order, then the inserted conversions
-    for kernel, blocked in zip(found, blocked_layouts(graph, rules, kernels, owner), strict=False):
-        kernel.features["blocked"] = float(blocked)
-    return found
 
 
 def join_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules) -> list[tuple[Kernel, float]]:
