@@ -226,22 +226,22 @@ class Calibration:
         return sorted(rows, key=lambda row: -abs(row["exponent"]))
 
 
+def _positive(points: pd.DataFrame, name: str) -> bool:
+    """Whether every point has the fact `name`, finite and above zero (what a log of it needs)."""
+    return name in points and bool(np.all(np.isfinite(points[name].to_numpy(float))) and (points[name] > 0).all())
+
+
 def points_design(points: pd.DataFrame) -> Design:
-    """Harness values plus every static fact that all the points have (positive and finite), the per-op split
-    when every point has one, and the work per operator kind when every point has it."""
-    names = tuple(
-        name for name in FACT_NAMES
-        if name in points and np.all(np.isfinite(points[name].to_numpy(float))) and (points[name] > 0).all()
-    )
+    """Harness values plus the facts every point has: static facts, the kernel table's and the library's latencies
+    (positive and finite), the per-op split (a share) and the work per operator kind (finite)."""
+    names = tuple(name for name in FACT_NAMES if _positive(points, name))
     if OP_SPLIT in points and points[OP_SPLIT].between(0, 1).all():
         names += (OP_SPLIT,)
     if all(name in points for name in WORK_FACTS) and np.all(np.isfinite(points[list(WORK_FACTS)].to_numpy(float))):
         names += WORK_FACTS
-    if KERNEL_FACT in points and np.all(np.isfinite(points[KERNEL_FACT].to_numpy(float))) and \
-            (points[KERNEL_FACT] > 0).all():
+    if _positive(points, KERNEL_FACT):
         names += (KERNEL_FACT,)
-    names += tuple(name for name in points.columns if str(name).startswith(LIBRARY_PREFIX)
-                   and np.all(np.isfinite(points[name].to_numpy(float))) and (points[name] > 0).all())
+    names += tuple(name for name in points.columns if str(name).startswith(LIBRARY_PREFIX) and _positive(points, name))
     facts = points[list(names)].to_numpy(float) if names else np.empty((len(points), 0))
     families = tuple(points["family"]) if "family" in points else ()
     return Design(points["harness"].to_numpy(float), facts, names, families)
