@@ -13,7 +13,13 @@ from sklearn.ensemble import GradientBoostingRegressor
 
 from harness.analysis.per_op import BETWEEN_OPS
 from harness.cli import main
-from harness.kernels.predictor import KernelModel, predict_graph, predictions_per_second, samples_of
+from harness.kernels.predictor import (
+    KernelModel,
+    interval_factors,
+    predict_graph,
+    predictions_per_second,
+    samples_of,
+)
 from harness.kernels.rules import load_rules
 from harness.kernels.table import write_table
 from harness.kernels.training import as_table_rows, session_tables
@@ -32,6 +38,18 @@ def test_packed_trees_give_sklearns_numbers() -> None:
     model = GradientBoostingRegressor(n_estimators=60, max_depth=3, subsample=0.9, random_state=0).fit(x, y)
     probe = rng.normal(size=(50, 6))
     assert np.allclose(PackedTrees.of(model).predict(probe), model.predict(probe), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(("n", "expected"), [(79, 0.95), (24, 23 / 25)])
+def test_the_interval_covers_a_new_residual_as_its_conformal_ranks_promise(n: int, expected: float) -> None:
+    rng = np.random.default_rng(1)
+    trials = 4000
+    draws = rng.standard_t(4, size=(trials, n + 1)) * 0.1  # heavy tails, as kernel sums' residuals have
+    inside = 0
+    for row in draws:
+        low, high = interval_factors(row[:n])
+        inside += int(np.log(low) <= row[n] <= np.log(high))
+    assert abs(inside / trials - expected) < 0.015  # binomial sd ≈ 0.004
 
 
 @pytest.mark.usefixtures("zoo_cache")

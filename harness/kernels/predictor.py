@@ -25,8 +25,8 @@ misses, and an interval from held-out errors.
 - Per model: latency = a·Σ + b (neither negative), fitted by relative least squares on the training models'
   end-to-end latency against their measured per-op sums less the profiler's cost: what the sum misses (the
   executor's work between kernels, the call itself), calibrated on the device's model-level measurements.
-- Interval: the 2.5% and 97.5% quantiles of the training models' held-out log residuals (their family out of the
-  kernel regressors), applied as factors, widened to hold the prediction itself: never negative.
+- Interval: split-conformal ranks of the training models' held-out log residuals (their family out of the kernel
+  regressors; interval_factors), applied as factors, widened to hold the prediction itself: never negative.
 """
 
 from __future__ import annotations
@@ -179,6 +179,22 @@ def without_profiler(samples: pd.DataFrame, cost_ms: float) -> pd.DataFrame:
     return samples.assign(ms=np.maximum(ms - cost_ms, PROFILER_FLOOR * ms))
 
 
+def interval_factors(residuals: np.ndarray) -> tuple[float, float]:
+    """The interval's factors from n held-out log residuals: split-conformal ranks, the ⌊(n+1)·0.025⌋-th smallest and
+    the ⌈(n+1)·0.975⌉-th, so that a new model's residual falls between them at least 95% of the time where the
+    residuals are exchangeable. Below 39 residuals those ranks are past the extremes, and the extremes are taken:
+    they cover (n−1)/(n+1) (92% of 24). Plain quantiles of 20-odd residuals, interpolated inside the extremes, covered
+    88% in the benchmark. Widened to hold the prediction, where a few residuals all fell to one side of it; (×0.5,
+    ×2) with under 3 residuals."""
+    if len(residuals) < 3:
+        return 0.5, 2.0
+    ranked = np.sort(residuals)
+    n = len(ranked)
+    low = ranked[max(math.floor((n + 1) * (1 - COVERAGE) / 2), 1) - 1]
+    high = ranked[min(math.ceil((n + 1) * (1 + COVERAGE) / 2), n) - 1]
+    return math.exp(min(float(low), 0.0)), math.exp(max(float(high), 0.0))
+
+
 @dataclass
 class KernelModel:
     """Kernel regressors, the per-model term and the interval's factors of one engine on one device."""
@@ -234,11 +250,7 @@ class KernelModel:
                                   for kind, g in group.groupby("kind"))
         known = sums.to_numpy() > 0
         residuals = np.log(measured[known] / np.maximum(term[0] * sums.to_numpy()[known] + term[1], 1e-6))
-        low, high = np.quantile(residuals, [(1 - COVERAGE) / 2, (1 + COVERAGE) / 2]) if len(residuals) > 2 \
-            else (-0.7, 0.7)
-        # the interval holds the prediction, where a few models' residuals all fell to one side of it
-        factors = (math.exp(min(float(low), 0.0)), math.exp(max(float(high), 0.0)))
-        return cls(rules, regressors, term, factors, len(models), cost)
+        return cls(rules, regressors, term, interval_factors(residuals), len(models), cost)
 
     def load(self, model_path: str | Path) -> LoadedGraph:
         """The graph's kernels as feature matrices, read once per path."""
