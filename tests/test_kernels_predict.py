@@ -14,11 +14,13 @@ from sklearn.ensemble import GradientBoostingRegressor
 from harness.analysis.per_op import BETWEEN_OPS
 from harness.cli import main
 from harness.kernels.predictor import (
+    ALIAS,
     KernelModel,
     interval_factors,
     predict_graph,
     predictions_per_second,
     samples_of,
+    without_profiler,
 )
 from harness.kernels.rules import load_rules
 from harness.kernels.table import write_table
@@ -71,6 +73,11 @@ def test_held_out_family_is_predicted_from_its_graph(tmp_path: Path) -> None:
         assert detail["kernels"] == len(table.rows)  # the detected kernels are the engine's rows
         assert 0.25 < ms / table.latency_ms < 4  # within a factor of four of the measured latency
         assert set(detail["by_kind"]) >= {"Conv", "DepthwiseConv"}
+        reshape = detail["by_kind"]["Reshape"]  # onnxruntime runs it as an alias: the table's median, at any size
+        assert reshape["regressor"] == ALIAS
+        kept = without_profiler(samples, model.profiler_ms)
+        median = float(kept.loc[kept["kind"].eq("Reshape"), "ms"].median())
+        assert reshape["ms"] == pytest.approx(reshape["kernels"] * median, rel=1e-9)
     assert min(model.term) >= 0 and 0 <= model.profiler_ms < 0.05
     assert predictions_per_second(model, held[0].model_path, seconds=0.3) >= 100
     check_table_face(tmp_path, train, model, held[0].model_path)

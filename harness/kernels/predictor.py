@@ -17,6 +17,8 @@ misses, and an interval from held-out errors.
   MODEL_FAMILIES families (a phone's exported and imported probe holds none).
 - A kind with fewer than MIN_KIND_ROWS rows, or never seen, is predicted by one pooled regressor over every row, with
   the kind one-hot; the prediction's detail names the kinds the pooled regressor carried.
+- A kind the engine runs as an alias of its input (ALIAS_KINDS: onnxruntime's Reshape, Flatten, Squeeze, Unsqueeze)
+  moves nothing: the median time of the table's rows of it, at any size.
 - The profiler's own cost: every profiled row carries a fixed cost the unprofiled run does not (per-op sums run
   0.9–1.5 of the end-to-end time on small ops). It is the `profiler_ms` that makes the training models' measured
   per-op sums, less `profiler_ms` a row, most nearly proportional to their end-to-end latency (measured without
@@ -63,6 +65,11 @@ MODEL_FAMILIES = 3
 """Models of this many families in a table, and their rows alone train the regressors (designed kernels do not)."""
 MIN_KIND_ROWS = 30
 """Rows a kind needs for a regressor of its own; below, the pooled regressor predicts it."""
+ALIAS_KINDS: dict[str, frozenset[str]] = {"onnxruntime": frozenset({"Reshape"})}
+"""Per engine, the kinds its CPU kernels run as an alias of their input (onnxruntime registers Reshape, Flatten,
+Squeeze and Unsqueeze with Alias(0, 0)): they move no bytes and take the same time at any size, so they are
+predicted by the median time of the table's rows of them, not by a regressor of time per unit of work."""
+ALIAS = "alias"
 HELD_OUT_FOLDS = 3
 COVERAGE = 0.95
 POOLED = "pooled"
@@ -88,9 +95,14 @@ class KernelRegressors:
     per_kind: dict[str, PackedTrees] = field(default_factory=dict)
     pooled: PackedTrees | None = None
     kinds: list[str] = field(default_factory=list)
+    aliases: dict[str, float] = field(default_factory=dict)
+    """Per alias kind (ALIAS_KINDS) the table holds rows of, their median ms."""
 
     @classmethod
-    def fit(cls, samples: pd.DataFrame) -> KernelRegressors:
+    def fit(cls, samples: pd.DataFrame, aliases: frozenset[str] = frozenset()) -> KernelRegressors:
+        """`aliases`: the engine's ALIAS_KINDS."""
+        alias_ms = {str(kind): float(group["ms"].median())
+                    for kind, group in samples.groupby("kind") if kind in aliases}
         kinds = sorted(samples["kind"].unique())
         x = np.vstack(list(samples["x"]))
         y = np.log(samples["ms"].to_numpy(dtype=float)) - work_units(x)
@@ -99,12 +111,15 @@ class KernelRegressors:
         per_kind = {}
         for kind in kinds:
             mask = (samples["kind"] == kind).to_numpy()
-            if mask.sum() >= MIN_KIND_ROWS:
+            if mask.sum() >= MIN_KIND_ROWS and kind not in alias_ms:
                 per_kind[kind] = PackedTrees.of(_regressor().fit(x[mask], y[mask]))
-        return cls(per_kind, pooled, kinds)
+        return cls(per_kind, pooled, kinds, alias_ms)
 
     def predict(self, kind: str, x: np.ndarray) -> tuple[np.ndarray, str]:
-        """Predicted ms of kernels of one kind, and which regressor carried them (the kind's own, or pooled)."""
+        """Predicted ms of kernels of one kind, and which regressor carried them (the kind's own, pooled, or the
+        alias kind's median)."""
+        if kind in self.aliases:
+            return np.full(len(x), self.aliases[kind]), ALIAS
         if kind in self.per_kind:
             return np.exp(self.per_kind[kind].predict(x) + work_units(x)), kind
         assert self.pooled is not None
@@ -232,7 +247,7 @@ class KernelModel:
                     else pd.Series(dtype=float))
         cost = profiler_cost(op_sums, counts, measured, overhead)
         samples, zoo = without_profiler(samples, cost), without_profiler(zoo, cost)
-        regressors = KernelRegressors.fit(samples)
+        regressors = KernelRegressors.fit(samples, ALIAS_KINDS.get(rules.engine, frozenset()))
         if models.empty:
             return cls(rules, regressors, np.array([1.0, 0.0]), (0.5, 2.0), 0, cost)
         term = model_term(op_sums - cost * counts, measured)
@@ -244,7 +259,7 @@ class KernelModel:
             held = set(families[fold::HELD_OUT_FOLDS])
             if samples["family"].isin(held).all():
                 continue  # one family and nothing else: no held-out sum
-            inner = KernelRegressors.fit(samples[~samples["family"].isin(held)])
+            inner = KernelRegressors.fit(samples[~samples["family"].isin(held)], frozenset(regressors.aliases))
             for model, group in zoo[zoo["family"].isin(held)].groupby("model"):
                 sums[model] = sum(float(inner.predict(kind, np.vstack(list(g["x"])))[0].sum())
                                   for kind, g in group.groupby("kind"))
