@@ -118,9 +118,16 @@ class FittedModel:
     equation: str = ""
     exponents: tuple[float, ...] = ()
     """A log-space fit's power of each fact, in the facts' own units (fact_names' order)."""
+    offset: Callable[[Design], np.ndarray] | None = None
+    """A term of the fit's space with no coefficient (a fact whose power is fixed at 1), added to rows · coef."""
+
+    def fitted(self, design: Design) -> np.ndarray:
+        """The fit's value in its own space (log device for a log-space fit)."""
+        t = self.rows(design) @ self.solution.coef
+        return t if self.offset is None else t + self.offset(design)
 
     def predict(self, design: Design) -> np.ndarray:
-        t = self.rows(design) @ self.solution.coef
+        t = self.fitted(design)
         return np.exp(t) if self.log_space else t
 
     def variance_terms(self, design: Design) -> tuple[np.ndarray, np.ndarray]:
@@ -147,7 +154,7 @@ class FittedModel:
         is narrow. A linear fit's prediction at or below zero has no interval (NaN)."""
         own, fitted = self.variance_terms(design)
         half = stats.t.ppf(0.5 + confidence / 2, self.solution.df) * np.sqrt(self.solution.s2 * (own + fitted))
-        t = self.rows(design) @ self.solution.coef
+        t = self.fitted(design)
         predicted = np.exp(t) if self.log_space else t
         if not self.log_space:
             with np.errstate(divide="ignore", invalid="ignore"):
