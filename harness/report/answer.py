@@ -170,20 +170,24 @@ def device_predictions(results_dir: Path, device_name: str,
 
 def device_ranking(predicted: pd.DataFrame) -> pd.DataFrame | None:
     """The models by a device's predicted latency, fastest first, at full precision: a model whose 95% prediction
-    interval overlaps that of its neighbour above shares its rank (the intervals cannot order them); None when the
-    device has no latency predictions. One CPU group: the one with the most models predicted."""
+    interval overlaps that of the first model of the rank above it shares that rank (the intervals cannot order
+    them). Overlap with the first, not with the neighbour: neighbours' overlaps chain, and would tie models whose own
+    intervals lie far apart. None when the device has no latency predictions. One CPU group: the one with the most
+    models predicted."""
     rows = predicted[(predicted["metric"] == metric_registry.LATENCY) & predicted["predicted"].notna()]
     if rows.empty:
         return None
     group = rows["group"].value_counts().index[0]
     rows = rows[rows["group"] == group].sort_values("predicted").reset_index(drop=True)
-    ranks, tied = [1], [False]
+    ranks, tied, first = [1], [False], 0
     for i in range(1, len(rows)):
-        overlaps = rows.loc[i, "pi_low"] <= rows.loc[i - 1, "pi_high"]
+        overlaps = rows.loc[i, "pi_low"] <= rows.loc[first, "pi_high"]
+        if not overlaps:
+            first = i
         ranks.append(ranks[-1] if overlaps else i + 1)
         tied.append(bool(overlaps))
         if overlaps:
-            tied[i - 1] = True
+            tied[first] = True
     return pd.DataFrame({"rank": ranks, "tied": tied, "model": rows["model"], "group": rows["group"],
                          "predicted_ms": rows["predicted"], "pi_low_ms": rows["pi_low"], "pi_high_ms": rows["pi_high"]})
 
