@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the public names' real types, for checkers and IDEs; at run
     from harness.api.profiling import profile as profile
     from harness.api.queries import compare as compare
     from harness.api.queries import rank as rank
+    from harness.api.queries import rank_on_device as rank_on_device
     from harness.api.session import Session as Session
     from harness.calibration.prediction import Prediction as Prediction
     from harness.core.errors import BackendError as BackendError
@@ -53,7 +54,7 @@ The protocol's report() is report_metrics here: harness.report is the package of
 _ERRORS = "harness.core.errors"
 API = {
     **{name: ("harness.api.profiling", name) for name in ("profile", "open_session")},
-    **{name: ("harness.api.queries", name) for name in ("rank", "compare")},
+    **{name: ("harness.api.queries", name) for name in ("rank", "rank_on_device", "compare")},
     "predict": ("harness.api.predicting", "predict"), "regress": ("harness.api.calibrating", "regress"),
     "load_predictor": ("harness.api.predictors", "load_predictor"),
     "Prediction": ("harness.calibration.prediction", "Prediction"),

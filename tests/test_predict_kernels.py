@@ -107,3 +107,25 @@ def test_a_device_with_a_kernel_table_has_the_kernels_fit_in_its_nested_choice(
     assert 0 < printed["pi_low"] < printed["predicted"] < printed["pi_high"]
     assert printed["harness"] == pytest.approx(points.loc["matmul", KERNEL_FACT], rel=1e-12)  # what the fit read
     assert printed["harness_figure"].startswith("device's kernel table's prediction")
+    check_rank_on_device(probed, capsys, device, set(measured), [str(tiny_onnx), str(matmul)])
+
+
+def check_rank_on_device(probed: Path, capsys: pytest.CaptureFixture[str], device: str, models: set[str],
+                         files: list[str]) -> None:
+    """`harness rank --device`: the session's models by the predicted latency `harness predict` gives them, from the
+    imported device's chosen fit or from the kernel table's graphs; a tie is with the rank's first model."""
+    for name in (device, TABLE):
+        capsys.readouterr()
+        assert main(["rank", "--device", name, "--results-dir", str(probed), "--json"]) == 0
+        ranking = json.loads(capsys.readouterr().out)["ranking"]
+        assert {row["model"] for row in ranking} == models
+        assert [row["predicted_ms"] for row in ranking] == sorted(row["predicted_ms"] for row in ranking)
+        asked = ["kws_dscnn", "resnet8_cifar10", *files] if name == TABLE else sorted(models)  # a table reads graphs
+        predicted = {p.model: p for p in harness.predict(asked, name, results_dir=probed).rows
+                     if p.metric == metric_registry.LATENCY}
+        for row in ranking:
+            assert row["predicted_ms"] == pytest.approx(predicted[row["model"]].predicted, rel=1e-9)
+            assert (row["carried_by"] == f"kernel table {TABLE}") == bool(predicted[row["model"]].kernel_table)
+        for above, below in zip(ranking, ranking[1:], strict=False):
+            first = next(r for r in ranking if r["rank"] == above["rank"])
+            assert (below["rank"] == above["rank"]) == (below["pi_low_ms"] <= first["pi_high_ms"])

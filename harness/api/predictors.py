@@ -379,9 +379,14 @@ def load_predictor(device: str, **keywords: Any) -> Predictor:
     """The predictor that fits `device`: measured NAS-Bench-201 cells or a NAS-Bench-201 table, an imported device,
     a probed device's kernel table, or a shipped library table (zero-shot). Keywords it does not take raise ConfigError
     naming them."""
+    return predictor_kind(device, keywords).load(device, **keywords)
+
+
+def predictor_kind(device: str, keywords: Mapping[str, Any]) -> type[Predictor]:
+    """The first kind of PREDICTORS that serves `device`; DataError naming what a device can be when none does."""
     for kind in PREDICTORS:
         if kind.serves(device, keywords):
-            return kind.load(device, **keywords)
+            return kind
     known = ", ".join(list_devices(_directory(keywords))) or "none imported"
     raise DataError(f"device={device!r}: neither an imported device ({known}) nor a library or kernel table "
                     "(harness devices); import its measurements with harness import-device, or probe it (harness "

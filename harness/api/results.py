@@ -57,6 +57,25 @@ class Ranking:
 
 
 @dataclass(frozen=True)
+class DeviceRanking:
+    """A session's models ranked by a device's predicted latency, fastest first: a model whose 95% prediction interval
+    overlaps that of its neighbour above shares its rank."""
+
+    device: str
+    session: str
+    table: pd.DataFrame
+    """A row per model: rank, tied, model, group, predicted_ms, pi_low_ms, pi_high_ms, fit, carried_by."""
+    notes: list[str] = field(default_factory=list)
+
+    def best(self) -> list[str]:
+        """The models that share rank 1."""
+        return self.table.loc[self.table["rank"] == 1, "model"].tolist()
+
+    def _repr_html_(self) -> str:
+        return _html(f"latency_ms on {self.device}, predicted · session {self.session}", self.table)
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Model B against model A at each CPUS value both have: facts and measured medians, with B/A ratios."""
 

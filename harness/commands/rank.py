@@ -1,4 +1,5 @@
-"""`harness rank [--metric M]`: the models' ranking under the session's profile, ties where not significant."""
+"""`harness rank [--metric M] [--device D]`: the models' ranking under the session's profile, ties where not
+significant; with a device, by its predicted latency, ties where the 95% prediction intervals overlap."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from rich.table import Table
 
 from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, RANKED, RankEntry, ranking_rows
 from harness.analysis.stats import UNSTABLE_RULE
-from harness.api.queries import rank
+from harness.api.queries import rank, rank_on_device
 from harness.commands import COMMANDS
-from harness.commands.shared import add_metric_option, add_results_options, fmt, print_json, warn
+from harness.commands.shared import DEVICE_HELP, add_metric_option, add_results_options, fmt, print_json, warn
 from harness.core import metric_registry
 from harness.core.config import resolve_results_dir
+from harness.core.errors import ConfigError
+from harness.report.answer import device_ranking_display, device_sentence
 from harness.report.console import out_console
 
 
@@ -23,10 +26,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     f"test (Wilcoxon's signed-rank test on the per-round differences for models run side by side, "
                     f"else Mann–Whitney U), FDR-adjusted (Benjamini–Hochberg) over the neighbour pairs at "
                     f"alpha={ALPHA}, or a slower run in every round by itself, separates them and their medians "
-                    f"differ by {MIN_RELATIVE_GAP:.0%} or more.",
+                    f"differ by {MIN_RELATIVE_GAP:.0%} or more. With --device: the models by the device's "
+                    f"predicted latency (as `harness predict` predicts it), a model sharing the rank of its "
+                    f"neighbour above where their 95% prediction intervals overlap.",
     )
     default = metric_registry.DEFAULT_METRIC
     add_metric_option(parser, default, f"the metric to rank by (default: {default})", lambda m: m.lower_is_better)
+    parser.add_argument("--device", help=f"{DEVICE_HELP}, or a probed device's kernel table; here: rank by its "
+                                         f"predicted {metric_registry.LATENCY} (default: the session's measurements)")
     add_results_options(parser, by_runtime=True)
     parser.set_defaults(func=run)
 
@@ -52,6 +59,8 @@ def explanations(entries: list[RankEntry]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.device:
+        return run_on_device(args)
     ranking = rank(args.session, args.metric, runtime=args.runtime, results_dir=resolve_results_dir(args.results_dir))
     rankings, session, args.metric = ranking.entries, ranking.session, ranking.metric
     for cpus, entries in rankings.items():
@@ -82,4 +91,29 @@ def run(args: argparse.Namespace) -> int:
         out_console.print(table)
         for line in explanations(entries):
             out_console.print(f"  {line}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def run_on_device(args: argparse.Namespace) -> int:
+    """The session's models by the device's predicted latency."""
+    if args.metric != metric_registry.LATENCY:
+        raise ConfigError(f"--metric {args.metric}: with --device, models are ranked by the device's predicted "
+                          f"{metric_registry.LATENCY}; leave --metric unset")
+    ranking = rank_on_device(args.device, args.session, runtime=args.runtime,
+                             results_dir=resolve_results_dir(args.results_dir))
+    if args.json:
+        print_json({"session": ranking.session, "device": ranking.device, "metric": metric_registry.LATENCY,
+                    "notes": ranking.notes, "ranking": ranking.table.to_dict(orient="records")})
+        return 0
+    for line in ranking.notes:
+        out_console.print(line, highlight=False, soft_wrap=True)
+    shown = device_ranking_display(ranking.table).assign(**{"carried by": ranking.table["carried_by"]})
+    table = Table(title=f"{metric_registry.LATENCY} on {ranking.device}, predicted · session {ranking.session}",
+                  title_justify="left")
+    for column in shown.columns:
+        table.add_column(column)
+    for row in shown.itertuples(index=False):
+        table.add_row(*map(str, row))
+    out_console.print(table)
+    out_console.print(device_sentence(ranking.device, ranking.table), highlight=False, soft_wrap=True)
     return 0
