@@ -44,7 +44,7 @@ def rank_on_device(device: str, session: Session | str | Path | None = None, *, 
                    results_dir: str | Path | None = None) -> DeviceRanking:
     """The session's models ranked by `device`'s predicted latency (load_predictor: an imported device's chosen fit,
     its kernel table among them; a probed device's kernel table from each model's graph; a library table zero-shot),
-    fastest first; a model whose 95% prediction interval overlaps its neighbour's above shares its rank."""
+    fastest first; a model whose 95% prediction interval overlaps that of its rank's first model shares the rank."""
     directory, session_id = _session_dir(session, results_dir)
     runs, name = select_runs(directory, session_id, runtime)
     given = {"session": name, "runtime": runtime, "results_dir": directory}
@@ -53,7 +53,7 @@ def rank_on_device(device: str, session: Session | str | Path | None = None, *, 
         raise ConfigError(f"device={device!r} ranks NAS-Bench-201 cells, not a session's models: use harness.predict")
     predictor = load_predictor(device, **{k: v for k, v in given.items() if v is not None and k in kind.KEYWORDS})
     inputs = _model_inputs(runs, by_name=kind is DevicePredictor)
-    named = {model_name(given): name for name, given in inputs.items()}  # a file's prediction under the session's name
+    named = {model_name(source): model for model, source in inputs.items()}  # a file's prediction under its run name
     rows = [replace(p, model=named.get(p.model, p.model)) for p in predictor.predict(inputs.values())]
     if not any(p.predicted is not None and p.metric == metric_registry.LATENCY for p in rows):
         why = "; ".join(dict.fromkeys(p.note for p in rows if p.note)) or "no latency was calibrated"

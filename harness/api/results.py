@@ -59,7 +59,7 @@ class Ranking:
 @dataclass(frozen=True)
 class DeviceRanking:
     """A session's models ranked by a device's predicted latency, fastest first: a model whose 95% prediction interval
-    overlaps that of its neighbour above shares its rank."""
+    overlaps that of its rank's first model shares the rank."""
 
     device: str
     session: str

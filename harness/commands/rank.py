@@ -1,5 +1,5 @@
 """`harness rank [--metric M] [--device D]`: the models' ranking under the session's profile, ties where not
-significant; with a device, by its predicted latency, ties where the 95% prediction intervals overlap."""
+significant; with a device, by its predicted latency, ties where an interval overlaps the rank's first one."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     f"else Mann–Whitney U), FDR-adjusted (Benjamini–Hochberg) over the neighbour pairs at "
                     f"alpha={ALPHA}, or a slower run in every round by itself, separates them and their medians "
                     f"differ by {MIN_RELATIVE_GAP:.0%} or more. With --device: the models by the device's "
-                    f"predicted latency (as `harness predict` predicts it), a model sharing the rank of its "
-                    f"neighbour above where their 95% prediction intervals overlap.",
+                    f"predicted latency (as `harness predict` predicts it), a model sharing a rank where its 95% "
+                    f"prediction interval overlaps that of the rank's first model.",
     )
     default = metric_registry.DEFAULT_METRIC
     add_metric_option(parser, default, f"the metric to rank by (default: {default})", lambda m: m.lower_is_better)
