@@ -13,7 +13,6 @@ from harness.api.predictors import CellsPredictor, DevicePredictor, load_predict
 from harness.api.results import Comparison, DeviceRanking, Ranking
 from harness.api.session import Session, session_folder
 from harness.calibration.calibrate import group_label
-from harness.calibration.prediction import Prediction
 from harness.core import metric_registry
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
@@ -47,7 +46,7 @@ def rank_on_device(device: str, session: Session | str | Path | None = None, *, 
     fastest first; a model whose 95% prediction interval overlaps that of its rank's first model shares the rank."""
     directory, session_id = _session_dir(session, results_dir)
     runs, name = select_runs(directory, session_id, runtime)
-    given = {"session": name, "runtime": runtime, "results_dir": directory}
+    given = {"session": name, "metric": metric_registry.LATENCY, "runtime": runtime, "results_dir": directory}
     kind = predictor_kind(device, {"results_dir": directory})
     if kind is CellsPredictor:
         raise ConfigError(f"device={device!r} ranks NAS-Bench-201 cells, not a session's models: use harness.predict")
@@ -62,13 +61,13 @@ def rank_on_device(device: str, session: Session | str | Path | None = None, *, 
 
     from harness.report.answer import device_ranking  # the report's answer ranks a device the same way
 
-    predicted = pd.DataFrame([{**p.to_dict(), "group": group_label(p.group), "carried_by": _carried_by(p)}
+    predicted = pd.DataFrame([{**p.to_dict(), "group": group_label(p.group), "carried_by": p.carried_by}
                               for p in rows])
     table = device_ranking(predicted)
     assert table is not None  # a latency was predicted
-    carried = predicted.drop_duplicates("model").set_index("model")
-    table = table.assign(fit=carried.loc[table["model"], "fit"].to_numpy(),
-                         carried_by=carried.loc[table["model"], "carried_by"].to_numpy())
+    ranked = predicted[predicted["metric"].eq(metric_registry.LATENCY) & predicted["group"].eq(table["group"].iloc[0])]
+    carried = ranked.set_index("model").loc[table["model"]]  # the rows device_ranking ranked, not another metric's
+    table = table.assign(fit=carried["fit"].to_numpy(), carried_by=carried["carried_by"].to_numpy())
     return DeviceRanking(predictor.device, name, table, list(predictor.notes))
 
 
@@ -82,14 +81,6 @@ def _model_inputs(runs: list[RunRecord], by_name: bool) -> dict[str, str]:
         if run.model_name and run.model_name not in models:
             models[run.model_name] = run.model_name if by_name or not Path(path).is_file() else path
     return models
-
-
-def _carried_by(prediction: Prediction) -> str:
-    if prediction.kernel_table:
-        return f"kernel table {prediction.kernel_table}"
-    if prediction.library_devices:
-        return f"{prediction.fit} fit, library devices {', '.join(prediction.library_devices)}"
-    return f"{prediction.fit} fit"
 
 
 def compare(a: str | Path, b: str | Path, *, cpus: float | None = None,
