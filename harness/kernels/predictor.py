@@ -358,7 +358,7 @@ def fitted_model(table: KernelTable, without: str = "") -> KernelModel:
     it (no interval), where the table's models hold it: what predicts that family's models honestly, for a
     calibration that scores them (harness.kernels.evidence)."""
     rows, samples, rules = _table_samples(table)
-    if without not in set(rows.loc[rows["source"].eq("zoo"), "family"]):
+    if without and not rows.loc[rows["source"].eq("zoo"), "family"].eq(without).any():
         without = ""  # a family the table never saw: the whole table is already blind to it
     key = (*_version(table), without)
     if key not in _FITTED:
