@@ -24,6 +24,7 @@ from harness.commands.shared import (
     devices,
     fmt,
     print_json,
+    text_table,
     warn,
 )
 from harness.core.config import resolve_results_dir
@@ -89,13 +90,7 @@ def show_predictions(args: argparse.Namespace, result: Predictions) -> int:
         print_json(result.to_dict())
         return 0
     if len(result.devices) > 1:
-        wide = result.by_device
-        table = Table(title="predicted latency by device (95% prediction interval)", title_justify="left")
-        for name in wide.columns:
-            table.add_column(str(name))
-        for row in wide.itertuples(index=False):
-            table.add_row(*(str(value) for value in row))
-        out_console.print(table)
+        out_console.print(text_table(result.by_device, "predicted latency by device (95% prediction interval)"))
         return 0
     table = Table(title=f"predicted on {result.device} (95% prediction interval)", title_justify="left",
                   caption=harness_caption(result), caption_justify="left")

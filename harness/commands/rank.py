@@ -11,7 +11,15 @@ from harness.analysis.ranking import ALPHA, MIN_RELATIVE_GAP, RANKED, RankEntry,
 from harness.analysis.stats import UNSTABLE_RULE
 from harness.api.queries import rank, rank_on_device
 from harness.commands import COMMANDS
-from harness.commands.shared import DEVICE_HELP, add_metric_option, add_results_options, fmt, print_json, warn
+from harness.commands.shared import (
+    DEVICE_HELP,
+    add_metric_option,
+    add_results_options,
+    fmt,
+    print_json,
+    text_table,
+    warn,
+)
 from harness.core import metric_registry
 from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError
@@ -108,12 +116,7 @@ def run_on_device(args: argparse.Namespace) -> int:
     for line in ranking.notes:
         out_console.print(line, highlight=False, soft_wrap=True)
     shown = device_ranking_display(ranking.table).assign(**{"carried by": ranking.table["carried_by"]})
-    table = Table(title=f"{metric_registry.LATENCY} on {ranking.device}, predicted · session {ranking.session}",
-                  title_justify="left")
-    for column in shown.columns:
-        table.add_column(column)
-    for row in shown.itertuples(index=False):
-        table.add_row(*map(str, row))
-    out_console.print(table)
+    out_console.print(text_table(shown, f"{metric_registry.LATENCY} on {ranking.device}, predicted · session "
+                                        f"{ranking.session}"))
     out_console.print(device_sentence(ranking.device, ranking.table), highlight=False, soft_wrap=True)
     return 0

@@ -32,6 +32,8 @@ from harness.run.session import BaseSession
 from harness.store.results import ALL_SESSIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from harness.calibration.transfer import Library
 
 
@@ -126,6 +128,16 @@ def print_json(obj: dict[str, Any]) -> None:
     """The command's result as one JSON document on stdout, versioned like the stored results."""
     json.dump({"schema_version": SCHEMA_VERSION, **obj}, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
+
+
+def text_table(frame: pd.DataFrame, title: str) -> Table:
+    """A table already formatted as text (a column per heading) as a rich Table."""
+    table = Table(title=title, title_justify="left")
+    for column in frame.columns:
+        table.add_column(str(column))
+    for row in frame.itertuples(index=False):
+        table.add_row(*(str(value) for value in row))
+    return table
 
 
 def warn(message: str) -> None:
