@@ -5,6 +5,7 @@ prediction, and a probed model's measured latency stands beside its prediction."
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,7 @@ def test_predict_on_a_kernel_table_answers_from_the_graph(probed: Path, capsys: 
     assert printed["kws_dscnn"]["measured_on_device"] == pytest.approx(measured)
     assert printed["tiny_mlp"]["measured_on_device"] is None
     assert f"kernel table {TABLE}:" in err and "predicted from each graph, none run" in err
+    assert "no model measured end to end" not in err  # its probed models correct the sum
     assert list_sessions(probed) == sessions  # nothing was run
 
     predictor = harness.load_predictor(TABLE, results_dir=probed)
@@ -63,6 +65,26 @@ def test_predict_on_a_kernel_table_answers_from_the_graph(probed: Path, capsys: 
     assert predictor.heldout()[0]["fit"] == "kernels"
     with pytest.raises(harness.ConfigError, match="no session and no fit to choose"):
         harness.load_predictor(TABLE, results_dir=probed, fit="ols")
+
+
+def test_a_table_of_designed_kernels_alone_says_its_sum_goes_uncorrected(probed: Path, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """What a phone's exported and imported table holds: the probe's designed kernels, no model run end to end."""
+    table = find_kernel_table(TABLE, probed)
+    assert table is not None
+    folder = tmp_path / "kernels" / "phone-onnxruntime-1t-fp32"
+    shutil.copytree(table.path, folder)
+    rows = table.rows()
+    rows[rows["source"].eq("designed")].to_csv(folder / table.rows_path.name, index=False)
+    (folder / "kernel_table.json").write_text(json.dumps({**table.meta, "name": folder.name}))
+    capsys.readouterr()
+    assert main(["predict", "kws_dscnn", "--device", folder.name, "--results-dir", str(tmp_path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    (row,) = json.loads(out)["predictions"]
+    assert row["fit"] == "kernels" and row["pi_low"] == pytest.approx(row["predicted"] / 2)
+    assert row["pi_high"] == pytest.approx(row["predicted"] * 2)
+    assert f"kernel table {folder.name} holds no model measured end to end" in err
+    assert "as device phone-onnxruntime-1t (harness import-device)" in err
 
 
 def test_a_device_with_a_kernel_table_has_the_kernels_fit_in_its_nested_choice(

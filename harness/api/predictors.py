@@ -30,7 +30,8 @@ from harness.core.config import resolve_results_dir
 from harness.core.errors import ConfigError, DataError
 from harness.device.data import list_devices, load_device
 from harness.device.library import METRIC, NB201_PREFIX, all_tables, catalog_path, find_table, shipped_tables
-from harness.kernels.predictor import fitted_model, predict_graph
+from harness.kernels.evidence import PRECISION_SUFFIX
+from harness.kernels.predictor import UNMEASURED_FACTORS, fitted_model, predict_graph
 from harness.kernels.table import KernelTable, find_kernel_table
 from harness.models.resolve import resolve_model
 from harness.report.carried import carried_note
@@ -228,6 +229,18 @@ class DevicePredictor(Predictor):
         return self.cset.predict(self.measured, names)
 
 
+def uncorrected_note(table: str) -> str:
+    """Why a table of designed kernels alone (an exported and imported phone's) predicts without a measured interval:
+    no model of it ran end to end, so nothing corrects its kernels' sum, and kernels timed apart from any model ran
+    slow (docs/kernels.md)."""
+    low, high = UNMEASURED_FACTORS
+    return (f"kernel table {table} holds no model measured end to end: its kernels, each timed alone, sum with nothing "
+            f"to correct them, and its ×{low:g}–×{high:g} interval is a bound, not a measurement (such a table put 25 "
+            "zoo models 35% slow, median, in docs/kernels.md); time a few models end to end and import them as device "
+            f"{table.removesuffix(PRECISION_SUFFIX)} (harness import-device), whose calibration weighs this table "
+            "against the model-level fits, or probe zoo models too (--models)")
+
+
 @dataclass
 class KernelPredictor(Predictor):
     """A probed device's kernel table (harness probe): a model's latency from its ONNX graph alone, no run: its kernels
@@ -254,9 +267,12 @@ class KernelPredictor(Predictor):
         if table is None:
             raise DataError(f"device={device!r}: no kernel table of that name (harness devices)")
         meta = table.meta
-        return cls(table.name, table, [f"kernel table {table.name}: {meta.get('engine')} at {meta.get('threads')} "
-                                       f"thread(s) on {meta.get('device')}, probed {meta.get('created')}; predicted "
-                                       "from each graph, none run"])
+        predictor = cls(table.name, table, [f"kernel table {table.name}: {meta.get('engine')} at "
+                                            f"{meta.get('threads')} thread(s) on {meta.get('device')}, probed "
+                                            f"{meta.get('created')}; predicted from each graph, none run"])
+        if predictor.measured.empty:
+            predictor.notes.append(uncorrected_note(table.name))
+        return predictor
 
     @property
     def calibrations(self) -> CalibrationSet:

@@ -71,6 +71,9 @@ Squeeze and Unsqueeze with Alias(0, 0)): they move no bytes and take the same ti
 predicted by the median time of the table's rows of them, not by a regressor of time per unit of work."""
 ALIAS = "alias"
 HELD_OUT_FOLDS = 3
+UNMEASURED_FACTORS = (0.5, 2.0)
+"""The interval's factors where fewer than 3 of the table's models have a held-out residual: a bound, not a
+measurement."""
 COVERAGE = 0.95
 POOLED = "pooled"
 GraphFor = Callable[[str], Path]
@@ -202,7 +205,7 @@ def interval_factors(residuals: np.ndarray) -> tuple[float, float]:
     88% in the benchmark. Widened to hold the prediction, where a few residuals all fell to one side of it; (×0.5,
     ×2) with under 3 residuals."""
     if len(residuals) < 3:
-        return 0.5, 2.0
+        return UNMEASURED_FACTORS
     ranked = np.sort(residuals)
     n = len(ranked)
     low = ranked[max(math.floor((n + 1) * (1 - COVERAGE) / 2), 1) - 1]
@@ -249,7 +252,7 @@ class KernelModel:
         samples, zoo = without_profiler(samples, cost), without_profiler(zoo, cost)
         regressors = KernelRegressors.fit(samples, ALIAS_KINDS.get(rules.engine, frozenset()))
         if models.empty:
-            return cls(rules, regressors, np.array([1.0, 0.0]), (0.5, 2.0), 0, cost)
+            return cls(rules, regressors, np.array([1.0, 0.0]), UNMEASURED_FACTORS, 0, cost)
         term = model_term(op_sums - cost * counts, measured)
         if not interval:
             return cls(rules, regressors, term, (math.nan, math.nan), len(models), cost)
