@@ -3,6 +3,7 @@ zoo family held out.
 
     .venv/bin/python benchmarks/kernels.py [--cpus N] [--loopback | --arm64] [--models a b ...] [--repeats N]
                                            [--iterations N] [--sessions PER_OP_SESSION [SECOND_SESSION]]
+                                           [--table KERNEL_TABLE_DIR]
 
 `--loopback` runs both sessions through TARGET on this host's own sshd (benchmarks/_sshd.py), the loopback board.
 `--arm64` runs them on the emulated arm64 board of the tests (tests/boards: a Cortex-A72 under QEMU's user-mode
@@ -19,6 +20,9 @@ share within ±10% and ±5%, the median error, the 95% interval's coverage, pred
 1.0/224 already loaded, and the probing time (the per-op session's wall time); beside them, a MACs-only log-log line
 fitted on the same other families, an oracle (each model's own measured per-op sum through the same per-model term,
 fitted on the other families' measured sums: what perfect kernel regressors would give), and the noise floor.
+`--table` also scores a kernel table probed apart (say `harness probe --models --cpus 1`: designed kernels alone, as
+a phone's exported and imported table holds) on the same models as it stands, its 95% interval's coverage beside,
+and times the one scale that fits them best.
 Every figure is of this host at the hour it ran.
 """
 
@@ -43,8 +47,9 @@ from _sshd import loopback_board
 
 from harness.core import metric_registry
 from harness.kernels.learn import Example, learn
-from harness.kernels.predictor import KernelModel, predictions_per_second, samples_of
+from harness.kernels.predictor import KernelModel, predict_graph, predictions_per_second, samples_of
 from harness.kernels.rules import load_rules
+from harness.kernels.table import KernelTable
 from harness.kernels.training import TIME_COLUMN, ModelTable, as_table_rows, session_tables
 from harness.store.results import list_sessions, load_runs
 
@@ -164,6 +169,24 @@ def arm64_board(folder: Path) -> Iterator[tuple[str, Path]]:
         board.remove()
 
 
+def table_rows(table: KernelTable, tables: list[ModelTable]) -> list[dict[str, str]]:
+    """The summary rows of a kernel table probed apart, scored as it stands on the session's models, and times the
+    one scale that fits those models best (their median ratio, in sample: the most a `kernels` fit could make of it)."""
+    found = [(predict_graph(table, t.model_path), t.latency_ms) for t in tables]
+    ratios = np.array([measured / p.ms for p, measured in found])
+    inside = np.mean([p.low <= measured <= p.high for p, measured in found])
+    name = f"kernel table {table.name} ({table_models(table)} models in it)"
+    return [{"predictor": f"{name} as it stands", **_pct(shares(1 / ratios - 1)),
+             "95% interval coverage": f"{inside:.0%}"},
+            {"predictor": f"{name} times its best scale, in sample", **_pct(shares(np.median(ratios) / ratios - 1)),
+             "95% interval coverage": "-"}]
+
+
+def table_models(table: KernelTable) -> int:
+    rows = table.rows()
+    return int(rows.loc[rows["source"].eq("zoo"), "model"].nunique())
+
+
 def shares(errors: np.ndarray) -> dict[str, float]:
     magnitude = np.abs(errors)
     return {"within ±10%": float((magnitude <= 0.10).mean()), "within ±5%": float((magnitude <= 0.05).mean()),
@@ -178,6 +201,7 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--sessions", nargs="+", type=Path, help="a per-op session and, optionally, a second one")
     parser.add_argument("--cpus", type=int, default=1)
+    parser.add_argument("--table", type=Path, help="a kernel table's folder, scored as it stands on the same models")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--loopback", action="store_true",
                        help="both sessions through TARGET on this host's sshd on loopback (the loopback board)")
@@ -232,7 +256,7 @@ def main() -> int:
          **_pct(shares(oracle_errors)), "95% interval coverage": "-"},
         {"predictor": f"noise floor: a second session against the first ({floor.pop('models', 0)} models)",
          **(_pct(floor) if floor else {}), "95% interval coverage": "-"},
-    ]
+    ] + (table_rows(KernelTable.load(args.table), tables) if args.table else [])
     print_table(f"{len(scored)} models of {scored['family'].nunique()} families, onnxruntime, CPUS={args.cpus}, "
                 f"{'the loopback board' if args.loopback else 'the arm64 board' if args.arm64 else 'this host'}",
                 summary)
