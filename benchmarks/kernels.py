@@ -47,7 +47,7 @@ from _sshd import loopback_board
 
 from harness.core import metric_registry
 from harness.kernels.learn import Example, learn
-from harness.kernels.predictor import KernelModel, predict_graph, predictions_per_second, samples_of
+from harness.kernels.predictor import KernelModel, fitted_model, predict_graph, predictions_per_second, samples_of
 from harness.kernels.rules import load_rules
 from harness.kernels.table import KernelTable
 from harness.kernels.training import TIME_COLUMN, ModelTable, as_table_rows, session_tables
@@ -175,16 +175,11 @@ def table_rows(table: KernelTable, tables: list[ModelTable]) -> list[dict[str, s
     found = [(predict_graph(table, t.model_path), t.latency_ms) for t in tables]
     ratios = np.array([measured / p.ms for p, measured in found])
     inside = np.mean([p.low <= measured <= p.high for p, measured in found])
-    name = f"kernel table {table.name} ({table_models(table)} models in it)"
+    name = f"kernel table {table.name} ({fitted_model(table).models} models in it measured end to end)"
     return [{"predictor": f"{name} as it stands", **_pct(shares(1 / ratios - 1)),
              "95% interval coverage": f"{inside:.0%}"},
             {"predictor": f"{name} times its best scale, in sample", **_pct(shares(np.median(ratios) / ratios - 1)),
              "95% interval coverage": "-"}]
-
-
-def table_models(table: KernelTable) -> int:
-    rows = table.rows()
-    return int(rows.loc[rows["source"].eq("zoo"), "model"].nunique())
 
 
 def shares(errors: np.ndarray) -> dict[str, float]:

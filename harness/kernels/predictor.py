@@ -202,8 +202,8 @@ def interval_factors(residuals: np.ndarray) -> tuple[float, float]:
     the ⌈(n+1)·0.975⌉-th, so that a new model's residual falls between them at least 95% of the time where the
     residuals are exchangeable. Below 39 residuals those ranks are past the extremes, and the extremes are taken:
     they cover (n−1)/(n+1) (92% of 24). Plain quantiles of 20-odd residuals, interpolated inside the extremes, covered
-    88% in the benchmark. Widened to hold the prediction, where a few residuals all fell to one side of it; (×0.5,
-    ×2) with under 3 residuals."""
+    88% in the benchmark. Widened to hold the prediction, where a few residuals all fell to one side of it;
+    UNMEASURED_FACTORS with under 3 residuals."""
     if len(residuals) < 3:
         return UNMEASURED_FACTORS
     ranked = np.sort(residuals)
