@@ -55,6 +55,9 @@ def test_predict_on_a_kernel_table_answers_from_the_graph(probed: Path, capsys: 
     assert printed["tiny_mlp"]["measured_on_device"] is None
     assert f"kernel table {TABLE}:" in err and "predicted from each graph, none run" in err
     assert "no model measured end to end" not in err  # its probed models correct the sum
+    # but two models give no held-out residuals to measure the interval on: it is the bound, and says so
+    assert printed["kws_dscnn"]["pi_high"] == pytest.approx(2 * printed["kws_dscnn"]["predicted"])
+    assert f"kernel table {TABLE} holds 2 model(s) measured end to end" in err and "is a bound" in err
     assert list_sessions(probed) == sessions  # nothing was run
 
     predictor = harness.load_predictor(TABLE, results_dir=probed)

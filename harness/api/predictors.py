@@ -229,16 +229,21 @@ class DevicePredictor(Predictor):
         return self.cset.predict(self.measured, names)
 
 
-def uncorrected_note(table: str) -> str:
-    """Why a table of designed kernels alone (an exported and imported phone's) predicts without a measured interval:
-    no model of it ran end to end, so nothing corrects its kernels' sum, and kernels timed apart from any model ran
-    slow (docs/kernels.md)."""
+def uncorrected_note(table: str, models: int) -> str:
+    """Why a table predicts with the UNMEASURED_FACTORS bound rather than a measured interval: no model of it ran end
+    to end (a phone's exported and imported designed kernels, which ran slow timed apart from any model:
+    docs/kernels.md), or too few of them, or of one family, for held-out residuals (interval_factors)."""
     low, high = UNMEASURED_FACTORS
-    return (f"kernel table {table} holds no model measured end to end: its kernels, each timed alone, sum with nothing "
-            f"to correct them, and its ×{low:g}–×{high:g} interval is a bound, not a measurement (such a table put 25 "
-            "zoo models 35% slow, median, in docs/kernels.md); time a few models end to end and import them as device "
-            f"{table.removesuffix(PRECISION_SUFFIX)} (harness import-device), whose calibration weighs this table "
-            "against the model-level fits, or probe zoo models too (--models)")
+    bound = f"its ×{low:g}–×{high:g} interval is a bound, not a measurement"
+    fix = (f"time a few models end to end and import them as device {table.removesuffix(PRECISION_SUFFIX)} "
+           "(harness import-device), whose calibration weighs this table against the model-level fits, or probe "
+           "zoo models too (--models)")
+    if not models:
+        return (f"kernel table {table} holds no model measured end to end: its kernels, each timed alone, sum with "
+                f"nothing to correct them, and {bound} (such a table put 25 zoo models 35% slow, median, in "
+                f"docs/kernels.md); {fix}")
+    return (f"kernel table {table} holds {models} model(s) measured end to end; measuring its interval takes 3 "
+            f"or more, of 2 families or more, each predicted with its family held out: {bound}; {fix}")
 
 
 @dataclass
@@ -271,7 +276,9 @@ class KernelPredictor(Predictor):
                                             f"{meta.get('threads')} thread(s) on {meta.get('device')}, probed "
                                             f"{meta.get('created')}; predicted from each graph, none run"])
         if predictor.measured.empty:
-            predictor.notes.append(uncorrected_note(table.name))
+            predictor.notes.append(uncorrected_note(table.name, 0))
+        elif fitted_model(table).factors == UNMEASURED_FACTORS:
+            predictor.notes.append(uncorrected_note(table.name, len(predictor.measured)))
         return predictor
 
     @property
