@@ -42,16 +42,18 @@ def test_packed_trees_give_sklearns_numbers() -> None:
     assert np.allclose(PackedTrees.of(model).predict(probe), model.predict(probe), rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize(("n", "expected"), [(79, 0.95), (24, 23 / 25)])
-def test_the_interval_covers_a_new_residual_as_its_conformal_ranks_promise(n: int, expected: float) -> None:
+@pytest.mark.parametrize("n", [3, 12, 24, 79])
+def test_the_interval_covers_a_new_residual_at_any_table_size(n: int) -> None:
+    """95% of a new model's residual, near enough, from a table of 3 models (where the extremes alone cover half) to
+    79 (where the conformal ranks are inside them), on heavy-tailed draws as kernel sums' residuals have."""
     rng = np.random.default_rng(1)
     trials = 4000
-    draws = rng.standard_t(4, size=(trials, n + 1)) * 0.1  # heavy tails, as kernel sums' residuals have
+    draws = rng.standard_t(4, size=(trials, n + 1)) * 0.1 + 0.03  # a bias too: held-out sums run to one side
     inside = 0
     for row in draws:
         low, high = interval_factors(row[:n])
         inside += int(np.log(low) <= row[n] <= np.log(high))
-    assert abs(inside / trials - expected) < 0.015  # binomial sd ≈ 0.004
+    assert 0.92 <= inside / trials <= 0.975  # binomial sd ≈ 0.004
 
 
 @pytest.mark.usefixtures("zoo_cache")

@@ -292,7 +292,8 @@ class KernelPredictor(Predictor):
                 f"pooled one), trained on rows less the profiler's {model.profiler_ms:.3g} ms a row, then latency = "
                 f"{model.term[0]:.3g}·Σkernels + {model.term[1]:.3g} ms, fitted on {model.models} probed models; "
                 f"the 95% interval is ×"
-                f"{model.factors[0]:.2f}–×{model.factors[1]:.2f}, split-conformal ranks of their held-out residuals")
+                f"{model.factors[0]:.2f}–×{model.factors[1]:.2f}, from their held-out residuals (the wider of their "
+                "split-conformal ranks and a t prediction interval)")
 
     def heldout(self) -> list[dict[str, Any]]:
         model = fitted_model(self.table)
