@@ -275,10 +275,9 @@ class KernelPredictor(Predictor):
         predictor = cls(table.name, table, [f"kernel table {table.name}: {meta.get('engine')} at "
                                             f"{meta.get('threads')} thread(s) on {meta.get('device')}, probed "
                                             f"{meta.get('created')}; predicted from each graph, none run"])
-        if predictor.measured.empty:
-            predictor.notes.append(uncorrected_note(table.name, 0))
-        elif fitted_model(table).factors == UNMEASURED_FACTORS:
-            predictor.notes.append(uncorrected_note(table.name, len(predictor.measured)))
+        model = fitted_model(table)
+        if model.factors == UNMEASURED_FACTORS:
+            predictor.notes.append(uncorrected_note(table.name, model.models))
         return predictor
 
     @property
