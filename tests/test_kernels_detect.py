@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from harness.cli import main
 from harness.kernels.detect import absorbs, detect, kernels_of
@@ -16,6 +18,7 @@ from harness.kernels.graph import Graph
 from harness.kernels.learn import Example, learn
 from harness.kernels.training import ModelTable, row_kind, session_tables
 from harness.store.results import list_sessions
+from tests.conftest import save_checked
 from tests.zoo_support import zoo_cache  # noqa: F401 - fixture
 
 MODELS = ("shufflenet_v2_x0_5", "squeezenet1_1", "resnet8_cifar10")
@@ -46,7 +49,39 @@ def check_learning(tables: list[ModelTable]) -> None:
     rules = learn([Example(t.model, Graph.load(t.model_path), t.rows) for t in tables], "onnxruntime")
     assert rules.block == 8 and rules.meta["inserted_count_error"] == 0
     assert absorbs(rules, "Relu", "Conv", True, True) and absorbs(rules, "Add", "Conv", True, False)
+    # an activation these profiles never ran follows the element-wise nodes they did, and only an element-wise one
+    assert absorbs(rules, "LeakyRelu", "Conv", True, True, elementwise=True)
+    assert not absorbs(rules, "LeakyRelu", "Conv", True, True)
     for table in tables:
         graph = Graph.load(table.model_path)
         engine = Counter(row_kind(graph, row) for row in table.rows.itertuples())
         assert Counter(kernel.kind for kernel in detect(graph, rules)) == engine, table.model
+
+
+def unseen_activations(path: Path) -> Path:
+    """Convolutions followed by LeakyRelu and Tanh, activations no zoo model runs, so the stored rules hold no
+    count of their own for them; 16 channels, a multiple of the 8-channel block."""
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32) / 16, name)
+               for name, shape in (("w0", (16, 16, 3, 3)), ("w1", (16, 16, 1, 1)))]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("LeakyRelu", ["c0"], ["a0"], alpha=0.1),
+             helper.make_node("Conv", ["a0", "w1"], ["c1"]),
+             helper.make_node("Tanh", ["c1"], ["y"])]
+    graph = helper.make_graph(nodes, "unseen", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 32, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 32, 32])], weights)
+    return save_checked(graph, path)
+
+
+def test_an_activation_no_profile_ran_is_detected_as_the_engine_fuses_it(tmp_path: Path) -> None:
+    """The stored rules pool every element-wise node after a convolution: onnxruntime runs a LeakyRelu and a Tanh
+    inside their convolutions, as detection from those pools says, with no row of their own."""
+    model = unseen_activations(tmp_path / "unseen.onnx")
+    assert main(["profile", str(model), "--per-op", "--repeats", "1", "--iterations", "10", "--warmup", "2",
+                 "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path / "results"), "--no-report"]) == 0
+    [table] = session_tables(list_sessions(tmp_path / "results")[-1:], "onnxruntime")
+    graph = Graph.load(table.model_path)
+    engine = Counter(row_kind(graph, row) for row in table.rows.itertuples())
+    detected = Counter(kernel.kind for kernel in kernels_of(model, "onnxruntime"))
+    assert detected == engine, f"detected {dict(detected)}, engine ran {dict(engine)}"
+    assert engine["Conv"] == 2 and not {"LeakyRelu", "Tanh"} & set(engine)

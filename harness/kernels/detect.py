@@ -17,14 +17,18 @@ from typing import Any
 from harness.core.errors import ConfigError
 from harness.kernels.features import with_features
 from harness.kernels.graph import Graph, Kernel, conv_config, node_kind
-from harness.kernels.rules import IDENTICAL, Rules, conv_key, load_rules
+from harness.kernels.rules import ELEMENTWISE, IDENTICAL, Rules, conv_key, load_rules
 
 MIN_RATE = 0.5
 """A rule applies where the profiles showed it at least this often among the times it could have."""
 
 
-def absorbs(rules: Rules, op_type: str, anchor_type: str, sole: bool, inside: bool) -> bool:
+def absorbs(rules: Rules, op_type: str, anchor_type: str, sole: bool, inside: bool, elementwise: bool = False) -> bool:
+    """Whether the rules absorb the node into the kernel; an element-wise node whose op type they never saw in this
+    context goes by every element-wise node's count there (ELEMENTWISE)."""
     entry = rules.absorb.get((op_type, anchor_type, sole, inside))
+    if entry is None and elementwise:
+        entry = rules.absorb.get((ELEMENTWISE, anchor_type, sole, inside))
     return entry is not None and entry["absorbed"] / (entry["absorbed"] + entry["kept"]) >= MIN_RATE
 
 
@@ -50,7 +54,7 @@ def group_nodes(graph: Graph, rules: Rules) -> tuple[list[Kernel], dict[int, int
             sole = all(len(graph.consumers.get(out, [])) == 1 for out in graph.nodes[producer]["outputs"] if out)
             anchor_type = graph.nodes[kernels[kernel].nodes[0]]["op_type"]
             inside = all(owner.get(p) == kernel for p in producers)
-            if absorbs(rules, node["op_type"], anchor_type, sole, inside):
+            if absorbs(rules, node["op_type"], anchor_type, sole, inside, graph.elementwise(index)):
                 kernels[kernel].nodes.append(index)
                 owner[index], ends[kernel] = kernel, index
                 break

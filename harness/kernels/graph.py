@@ -18,6 +18,8 @@ from harness.models.facts import node_facts
 GROUPED = "GroupedConv"
 """A convolution with 1 < groups < its input channels (RegNet, ShuffleNet V1): neither dense nor depthwise."""
 CONV_TYPES = frozenset({"Conv", "ConvInteger", "QLinearConv", "FusedConv"})
+SCALAR_BYTES = 16
+"""The weights an element-wise node may hold: Clip's min and max, a Mul's constant (four float32 scalars)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,15 @@ class Graph:
         names = [name for name in node["inputs"] if name]
         return [shape for position, (name, shape) in enumerate(zip(names, node["input_shapes"], strict=False))
                 if shape is not None and (name in self.producer or position == 0)]
+
+    def elementwise(self, index: int) -> bool:
+        """Whether the node maps one activation to one of the same shape with no weights beyond a few scalars (an
+        activation: Relu, Clip, HardSwish, Sigmoid, a Mul by a constant): what lets a fusion seen for some such ops
+        stand for one never profiled (harness.kernels.rules.ELEMENTWISE)."""
+        node = self.nodes[index]
+        ins = self.activation_inputs(index)
+        return (len(ins) == 1 and len(node["output_shapes"]) == 1 and node["output_shapes"][0] == ins[0]
+                and int(node["param_bytes"] or 0) <= SCALAR_BYTES)
 
 
 @lru_cache(maxsize=256)

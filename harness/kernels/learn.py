@@ -21,7 +21,7 @@ import pandas as pd
 from harness.kernels.detect import blocked_layouts, group_nodes, layout_kernels
 from harness.kernels.features import shape_of
 from harness.kernels.graph import Graph, Kernel, conv_config
-from harness.kernels.rules import BLOCKED_MARK, IDENTICAL, ConvKey, Key, Rules, conv_key, rules_path
+from harness.kernels.rules import BLOCKED_MARK, ELEMENTWISE, IDENTICAL, ConvKey, Key, Rules, conv_key, rules_path
 from harness.kernels.training import session_tables
 
 
@@ -73,8 +73,10 @@ def learn_absorption(examples: Iterable[Example]) -> tuple[dict[Key, dict[str, i
                 continue
             sole = all(len(graph.consumers.get(out, [])) == 1 for out in graph.nodes[producer]["outputs"] if out)
             inside = all(anchor.get(p) == anchor[producer] for p in producers)
-            key = (node["op_type"], graph.nodes[anchor[producer]]["op_type"], sole, inside)
-            _count(absorb, key, "kept" if own else "absorbed", example.model, models)
+            context = (graph.nodes[anchor[producer]]["op_type"], sole, inside)
+            _count(absorb, (node["op_type"], *context), "kept" if own else "absorbed", example.model, models)
+            if graph.elementwise(index):
+                _count(absorb, (ELEMENTWISE, *context), "kept" if own else "absorbed", example.model, models)
             anchor[index] = index if own else anchor[producer]
     for key, entry in absorb.items():
         entry["models"] = len(models[key])

@@ -5,7 +5,7 @@ A graph node that no row names was run inside a neighbouring row: the kernel of 
 Counted over profiled models, per (absorbed op type, the kernel's anchor op type, whether the producer's output
 had that node as its only reader, whether all the node's inputs come from inside that kernel: SiLU's Mul of a
 convolution and its Sigmoid), and per op type for a node that repeats an earlier node's op on the same inputs
-(anchor IDENTICAL):
+(anchor IDENTICAL), and pooled over every element-wise node in each context (op ELEMENTWISE):
 - `absorbed`: times the node ran inside the producer's kernel; `kept`: times it had a row of its own;
 a rule applies where absorbed ≥ kept (harness.kernels.detect.MIN_RATE). A node with no producer and no row was
 dropped (constant-folded): `dropped` per op type against `kept_sourceless`.
@@ -38,6 +38,10 @@ Key = tuple[str, str, bool, bool]
 IDENTICAL = "(identical node)"
 """The anchor of a node that repeats an earlier node's op on the same inputs: an engine that merges common
 subexpressions runs it inside that node's kernel."""
+ELEMENTWISE = "(element-wise)"
+"""The op of a pooled count over every element-wise node (harness.kernels.graph.Graph.elementwise) in one context:
+an element-wise op type the profiles never showed there (a LeakyRelu, a HardSwish of a family never profiled)
+follows what the others did."""
 ConvKey = tuple[str, int, int, bool]
 """(dense | depthwise | grouped, input channels' alignment, output channels', fewer input channels than a block)."""
 
