@@ -24,14 +24,26 @@ from tests.zoo_support import zoo_cache  # noqa: F401 - fixture
 MODELS = ("shufflenet_v2_x0_5", "squeezenet1_1", "resnet8_cifar10")
 """Layout conversions around channel shuffles (ShuffleNetV2: Split, Transpose, Reshape), concat of aligned channels
 that stays in the blocked layout (SqueezeNet), residual Add and Relu fused into the convolution (ResNet-8)."""
+SQUEEZE_EXCITE = "mobilenet_v3_small_0.75_224"
+"""A ReduceMean and a Mul broadcasting its 1×C×1×1 scale, both run in the plain layout with conversions around them,
+where a Mul of two same-shaped maps (EfficientNet's SiLU) follows its inputs into the blocked one. Its conversions
+must match; its last HardSigmoid and Mul after a Gemm run as two kernels the rules fuse (docs/kernels.md)."""
 
 
 @pytest.mark.usefixtures("zoo_cache")
 def test_detected_kernels_match_the_engine_rows(tmp_path: Path) -> None:
-    assert main(["profile", *MODELS, "--per-op", "--repeats", "1", "--iterations", "10", "--warmup", "2",
-                 "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path), "--no-report"]) == 0
+    assert main(["profile", *MODELS, SQUEEZE_EXCITE, "--per-op", "--repeats", "1", "--iterations", "10", "--warmup",
+                 "2", "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path), "--no-report"]) == 0
     tables = session_tables(list_sessions(tmp_path)[-1:], "onnxruntime")
-    assert sorted(table.model for table in tables) == sorted(MODELS)
+    assert sorted(table.model for table in tables) == sorted([*MODELS, SQUEEZE_EXCITE])
+    [squeeze_excite] = [table for table in tables if table.model == SQUEEZE_EXCITE]
+    tables.remove(squeeze_excite)
+    graph = Graph.load(squeeze_excite.model_path)
+    engine = Counter(row_kind(graph, row) for row in squeeze_excite.rows.itertuples())
+    detected = Counter(kernel.kind for kernel in kernels_of(squeeze_excite.model_path, "onnxruntime"))
+    conversions = ("ReorderInput", "ReorderOutput")
+    assert [detected[kind] for kind in conversions] == [engine[kind] for kind in conversions], dict(engine)
+    assert engine["ReorderInput"] > 10
     for table in tables:
         graph = Graph.load(table.model_path)
         engine = Counter(row_kind(graph, row) for row in table.rows.itertuples())

@@ -74,8 +74,9 @@ def _channels(shape: list[int] | None) -> int | None:
 def blocked_layouts(graph: Graph, rules: Rules, kernels: list[Kernel], owner: dict[int, int]) -> list[bool]:
     """Whether each kernel runs in the engine's blocked layout: a convolution whose configuration (grouping, channel
     alignments) ran blocked at least as often as plain in the profiles, another anchor of a blocked type whose
-    channels fit the block, or an op of a layout-following type whose inputs all come blocked with fitting
-    channels."""
+    channels fit the block, or an op of a layout-following type (its Graph.layout_key) whose inputs all come blocked,
+    with the output's channels (each already padded to the block, as an element-wise op keeps them) or with channels
+    that fit the block (a Concat joins blocks)."""
     block = rules.block
     blocked: list[bool] = []
     for kernel in kernels:
@@ -91,11 +92,12 @@ def blocked_layouts(graph: Graph, rules: Rules, kernels: list[Kernel], owner: di
         elif op in rules.blocked_types and out % block == 0:
             ins = [_channels(shape) for shape in graph.activation_inputs(anchor["index"])]
             blocked.append(all(c is not None and c % block == 0 for c in ins))
-        elif op in rules.following and out % block == 0:
+        elif graph.layout_key(anchor["index"]) in rules.following:
             sources = [owner.get(p) for p in graph.producers(anchor["index"])]
             ins = [_channels(shape) for shape in graph.activation_inputs(anchor["index"])]
             blocked.append(bool(sources) and all(s is not None and s < len(blocked) and blocked[s] for s in sources)
-                           and all(c is not None and c % block == 0 for c in ins))
+                           and (all(c == out for c in ins) or all(c is not None and c % block == 0
+                                                                   for c in [out, *ins])))
         else:
             blocked.append(False)
     return blocked

@@ -19,6 +19,7 @@ GROUPED = "GroupedConv"
 """A convolution with 1 < groups < its input channels (RegNet, ShuffleNet V1): neither dense nor depthwise."""
 CONV_TYPES = frozenset({"Conv", "ConvInteger", "QLinearConv", "FusedConv"})
 SCALAR_BYTES = 16
+BROADCAST = " (broadcast)"
 """The weights an element-wise node may hold: Clip's min and max, a Mul's constant (four float32 scalars)."""
 
 
@@ -61,6 +62,17 @@ class Graph:
         names = [name for name in node["inputs"] if name]
         return [shape for position, (name, shape) in enumerate(zip(names, node["input_shapes"], strict=False))
                 if shape is not None and (name in self.producer or position == 0)]
+
+    def layout_key(self, index: int) -> str:
+        """The node's op type, marked `(broadcast)` where an activation input is broadcast over the output's spatial
+        axes (a squeeze-excite's 1×C×1×1 scale): an engine's blocked layout may take a Mul of two same-shaped maps
+        (EfficientNet's SiLU) and not that one (harness.kernels.rules.Rules.following)."""
+        node = self.nodes[index]
+        out = node["output_shapes"][0] if node["output_shapes"] else None
+        broadcast = bool(out) and any(len(shape) != len(out) or any(a == 1 < b for a, b in zip(shape[2:], out[2:],
+                                                                                                 strict=False))
+                                      for shape in self.activation_inputs(index))
+        return f"{node['op_type']}{BROADCAST}" if broadcast else str(node["op_type"])
 
     def elementwise(self, index: int) -> bool:
         """Whether the node maps one activation to one of the same shape with no weights beyond a few scalars (an

@@ -144,7 +144,8 @@ def learn(examples: list[Example], engine: str) -> Rules:
     block, blocked_types, conv_layout = learn_layout(examples)
     rules = Rules(engine, absorb, dropped, block, blocked_types, conv_layout=conv_layout)
     grouped = [group_nodes(example.graph, rules) for example in examples]  # the layout never changes the grouping
-    candidates = sorted({node["op_type"] for example in examples for node in example.graph.nodes} - blocked_types)
+    candidates = sorted({example.graph.layout_key(node["index"]) for example in examples
+                         for node in example.graph.nodes} - blocked_types)
     best = layout_error(examples, rules, grouped)
     while block:
         trials = {op: layout_error(examples, replace(rules, following=rules.following | {op}), grouped)

@@ -13,8 +13,10 @@ dropped (constant-folded): `dropped` per op type against `kept_sourceless`.
 Rows that name no graph node are kernels the engine inserted; for onnxruntime, its NCHWc layout conversions
 (ReorderInput, ReorderOutput). Learned for them: the block (the largest power of two dividing the output channels of
 every blocked convolution: rows whose node name ends `_nchwc`), the op types that run blocked (`blocked_types`:
-rows with that suffix), and the op types that follow their inputs into the blocked layout (`following`), chosen one
-at a time while they bring the predicted count of conversions closer to the counted one over the profiled models.
+rows with that suffix), and the op types that follow their inputs into the blocked layout (`following`: an op
+type, marked `(broadcast)` where an input is broadcast over the spatial axes: harness.kernels.graph.Graph.layout_key),
+chosen one at a time while they bring the predicted count of conversions closer to the counted one over the profiled
+models.
 
 The rules are stored as JSON in this package (fusion_rules_<engine>.json), each with its evidence (rows, models),
 and the command that regenerates them (harness.kernels.learn: `python -m harness.kernels.learn SESSION_DIR...
