@@ -68,7 +68,7 @@ class Graph:
         axes (a squeeze-excite's 1×C×1×1 scale): an engine's blocked layout may take a Mul of two same-shaped maps
         (EfficientNet's SiLU) and not that one (harness.kernels.rules.Rules.following)."""
         node = self.nodes[index]
-        out = node["output_shapes"][0] if node["output_shapes"] else None
+        out: list[int] = (node["output_shapes"][0] if node["output_shapes"] else None) or []
         broadcast = bool(out) and any(len(shape) != len(out) or any(a == 1 < b for a, b in zip(shape[2:], out[2:],
                                                                                                  strict=False))
                                       for shape in self.activation_inputs(index))
