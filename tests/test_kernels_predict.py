@@ -19,6 +19,7 @@ from harness.kernels.predictor import (
     interval_factors,
     predict_graph,
     predictions_per_second,
+    profiler_cost,
     samples_of,
     without_profiler,
 )
@@ -54,6 +55,17 @@ def test_the_interval_covers_a_new_residual_at_any_table_size(n: int) -> None:
         low, high = interval_factors(row[:n])
         inside += int(np.log(low) <= row[n] <= np.log(high))
     assert 0.92 <= inside / trials <= 0.975  # binomial sd ≈ 0.004
+
+
+@pytest.mark.parametrize("cost_ms", [0.004, 0.3, 2.0])
+def test_the_profilers_cost_is_found_at_the_devices_scale(cost_ms: float) -> None:
+    """The cost a row that the profiler adds, from models' per-op sums against their latency: this host's few
+    microseconds, and an emulated board's hundreds (a fixed grid that stopped at 0.05 ms left most of it in)."""
+    rng = np.random.default_rng(2)
+    latency = np.exp(rng.uniform(np.log(0.3), np.log(40.0), 12)) * (1 if cost_ms < 0.1 else 300)
+    counts = rng.integers(20, 300, 12).astype(float)
+    sums = latency * rng.normal(1.0, 0.02, 12) + cost_ms * counts
+    assert profiler_cost(sums, counts, latency, pd.Series(dtype=float)) == pytest.approx(cost_ms, rel=0.1)
 
 
 @pytest.mark.usefixtures("zoo_cache")

@@ -59,7 +59,10 @@ from harness.kernels.trees import PackedTrees
 PROFILER_FLOOR = 0.2
 """A row's time less the profiler's cost is kept at no less than this share of itself: a row the cost would take
 below zero did some work."""
-PROFILER_GRID_MS = np.arange(0.0, 0.05, 0.0005)
+PROFILER_GRID_STEPS = 200
+"""Candidates for the profiler's cost a row, evenly from 0 up to the least mean row time of any model (a cost at or
+above it would leave that model nothing): scaled to the device, since an emulated or slow board's profiler costs many
+times this host's 0.003–0.005 ms a row."""
 COST_MODELS = 4
 """Models a table needs for the profiler's cost to be fitted on their sums."""
 MODEL_FAMILIES = 3
@@ -165,18 +168,15 @@ def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.Data
 
 
 def profiler_cost(sums: np.ndarray, counts: np.ndarray, measured: np.ndarray, overhead_ms: pd.Series) -> float:
-    """The profiler's cost a row (ms): the value on PROFILER_GRID_MS that leaves the models' per-op sums, less it a
-    row, with the least spread of log(sum / latency); with under COST_MODELS models, the median time of the designed
-    packs' overhead nodes (`overhead_ms`: nodes that do no work), else 0."""
+    """The profiler's cost a row (ms): of PROFILER_GRID_STEPS candidates, the one that leaves the models' per-op sums,
+    less it a row, with the least spread of log(sum / latency); with under COST_MODELS models, the median time of the
+    designed packs' overhead nodes (`overhead_ms`: nodes that do no work), else 0."""
     if len(measured) < COST_MODELS:
         overhead_ms = overhead_ms.dropna()
         return float(overhead_ms.median()) if len(overhead_ms) else 0.0
     best, cost = math.inf, 0.0
-    for candidate in PROFILER_GRID_MS:
-        left = sums - candidate * counts
-        if (left <= 0).any():
-            break
-        spread = float(np.std(np.log(left / measured)))
+    for candidate in np.linspace(0.0, float(np.min(sums / counts)), PROFILER_GRID_STEPS, endpoint=False):
+        spread = float(np.std(np.log((sums - candidate * counts) / measured)))
         if spread < best:
             best, cost = spread, float(candidate)
     return cost
