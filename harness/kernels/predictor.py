@@ -50,7 +50,7 @@ from harness.core.errors import ConfigError, DataError
 from harness.kernels.designed import OVERHEAD
 from harness.kernels.detect import detect
 from harness.kernels.features import vector
-from harness.kernels.graph import Graph, Kernel
+from harness.kernels.graph import Graph
 from harness.kernels.rules import Rules, load_rules
 from harness.kernels.table import GRAPHS_DIR, KernelTable
 from harness.kernels.training import GAP_ROWS, TIME_COLUMN, join_kernels
@@ -94,10 +94,21 @@ def work_units(x: np.ndarray) -> np.ndarray:
     return np.log1p(np.expm1(x[:, 0]) + np.expm1(x[:, 1]))
 
 
+def footprint(graph: Graph) -> float:
+    """log(1 + the graph's weight bytes): whether a kernel's weights are still in the cache from the last inference,
+    which a kernel's own features cannot say. A classifier's Gemm of a 2 MB matrix ran at 30 µs a MB in models whose
+    weights fit this host's 32 MB last-level cache many times over, 55–63 µs a MB in the largest."""
+    return math.log1p(sum(int(node["param_bytes"] or 0) for node in graph.nodes))
+
+
 @dataclass
 class KernelRegressors:
     """Per-kind regressors of log time per unit of work on log features, and the pooled one over every kind (the
-    kind one-hot: a kind never seen is none of them), each packed for fast prediction (harness.kernels.trees)."""
+    kind one-hot: a kind never seen is none of them) that also reads the kernel's graph's footprint, each packed for
+    fast prediction (harness.kernels.trees). The pooled regressor carries kinds of few rows, each from a handful of
+    models (a Gemm a model), where the footprint told warm weights from cold: held-out families within ±5% went from
+    48% to 56% and 40% to 52% on two CPUS=1 sessions, 36% to 40% at CPUS=2, 16% to 20% on the loopback board. Given
+    to every regressor, it lets the kinds of many rows tell models apart, and did worse (docs/kernels.md)."""
 
     per_kind: dict[str, PackedTrees] = field(default_factory=dict)
     pooled: PackedTrees | None = None
@@ -114,7 +125,7 @@ class KernelRegressors:
         x = np.vstack(list(samples["x"]))
         y = np.log(samples["ms"].to_numpy(dtype=float)) - work_units(x)
         onehot = (samples["kind"].to_numpy()[:, None] == np.array(kinds)[None, :]).astype(float)
-        pooled = PackedTrees.of(_regressor().fit(np.column_stack([x, onehot]), y))
+        pooled = PackedTrees.of(_regressor().fit(np.column_stack([x, samples["footprint"], onehot]), y))
         per_kind = {}
         for kind in kinds:
             mask = (samples["kind"] == kind).to_numpy()
@@ -122,9 +133,9 @@ class KernelRegressors:
                 per_kind[kind] = PackedTrees.of(_regressor().fit(x[mask], y[mask]))
         return cls(per_kind, pooled, kinds, alias_ms)
 
-    def predict(self, kind: str, x: np.ndarray) -> tuple[np.ndarray, str]:
-        """Predicted ms of kernels of one kind, and which regressor carried them (the kind's own, pooled, or the
-        alias kind's median)."""
+    def predict(self, kind: str, x: np.ndarray, graph_footprint: float) -> tuple[np.ndarray, str]:
+        """Predicted ms of kernels of one kind in a graph of this footprint, and which regressor carried them (the
+        kind's own, pooled, or the alias kind's median)."""
         if kind in self.aliases:
             return np.full(len(x), self.aliases[kind]), ALIAS
         if kind in self.per_kind:
@@ -133,7 +144,8 @@ class KernelRegressors:
         onehot = np.zeros((len(x), len(self.kinds)))
         if kind in self.kinds:
             onehot[:, self.kinds.index(kind)] = 1.0
-        return np.exp(self.pooled.predict(np.column_stack([x, onehot])) + work_units(x)), POOLED
+        footprints = np.full((len(x), 1), graph_footprint)
+        return np.exp(self.pooled.predict(np.column_stack([x, footprints, onehot])) + work_units(x)), POOLED
 
 
 @dataclass
@@ -142,28 +154,32 @@ class LoadedGraph:
 
     kernels: int
     by_kind: dict[str, np.ndarray]
+    footprint: float
 
     @classmethod
-    def of(cls, kernels: list[Kernel]) -> LoadedGraph:
+    def of(cls, graph: Graph, rules: Rules) -> LoadedGraph:
+        kernels = detect(graph, rules)
         grouped: dict[str, list[list[float]]] = {}
         for kernel in kernels:
             grouped.setdefault(kernel.kind, []).append(vector(kernel.features))
-        return cls(len(kernels), {kind: np.array(rows) for kind, rows in grouped.items()})
+        return cls(len(kernels), {kind: np.array(rows) for kind, rows in grouped.items()}, footprint(graph))
 
 
 def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.DataFrame:
     """One training sample per engine row (kind, feature vector, ms, model, family, alone: a designed kernel timed
-    on its own), each row joined to its kernel."""
+    on its own, and the footprint of the graph it ran in), each row joined to its kernel."""
     out: list[dict[str, Any]] = []
     rows = rows[~rows["op_type"].isin(GAP_ROWS)]  # a table keeps the between-ops and outside-the-run rows
     for (model, graph_name), group in rows.groupby(["model", "graph"], sort=False):
         graph = Graph.load(graph_for(str(graph_name)))
         family = str(group["family"].iloc[0])
         alone = bool(group["source"].eq("designed").any())
+        ran = Graph.load(graph_for(f"{GRAPHS_DIR}/{model}")) if alone else graph  # a designed kernel ran in its pack
+        weights = footprint(ran)
         for kernel, ms in join_kernels(graph, group, rules):
             if ms > 0:
                 out.append({"kind": kernel.kind, "x": np.array(vector(kernel.features)), "ms": ms, "model": model,
-                            "family": family, "alone": alone})
+                            "family": family, "alone": alone, "footprint": weights})
     return pd.DataFrame(out)
 
 
@@ -271,8 +287,8 @@ class KernelModel:
                 continue  # one family and nothing else: no held-out sum
             inner = KernelRegressors.fit(samples[~samples["family"].isin(held)], frozenset(regressors.aliases))
             for model, group in zoo[zoo["family"].isin(held)].groupby("model"):
-                sums[model] = sum(float(inner.predict(kind, np.vstack(list(g["x"])))[0].sum())
-                                  for kind, g in group.groupby("kind"))
+                sums[model] = sum(float(inner.predict(kind, np.vstack(list(g["x"])), float(g["footprint"].iloc[0]))[0]
+                                        .sum()) for kind, g in group.groupby("kind"))
         known = sums.to_numpy() > 0
         residuals = np.log(measured[known] / np.maximum(term[0] * sums.to_numpy()[known] + term[1], 1e-6))
         return cls(rules, regressors, term, interval_factors(residuals), len(models), cost)
@@ -283,7 +299,7 @@ class KernelModel:
         if key not in self.loaded:
             if not Path(key).is_file():
                 raise ConfigError(f"model {model_path} does not exist; give the path of an .onnx file")
-            self.loaded[key] = LoadedGraph.of(detect(Graph.load(key), self.rules))
+            self.loaded[key] = LoadedGraph.of(Graph.load(key), self.rules)
         return self.loaded[key]
 
     def predict(self, model_path: str | Path) -> tuple[float, float, float, dict[str, Any]]:
@@ -292,7 +308,7 @@ class KernelModel:
         graph = self.load(model_path)
         total, by_kind = 0.0, {}
         for kind, x in graph.by_kind.items():
-            times, carried = self.regressors.predict(kind, x)
+            times, carried = self.regressors.predict(kind, x, graph.footprint)
             total += float(times.sum())
             by_kind[kind] = {"kernels": len(x), "ms": float(times.sum()), "regressor": carried}
         ms = max(float(self.term[0] * total + self.term[1]), 1e-6)
