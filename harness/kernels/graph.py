@@ -86,7 +86,25 @@ class Graph:
 
 @lru_cache(maxsize=256)
 def _load(path: str, mtime: float, dims: tuple[tuple[str, int], ...]) -> Graph:
-    return Graph.of(node_facts(path, dict(dims)))
+    return Graph.of(folded(node_facts(path, dict(dims))))
+
+
+def folded(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The nodes less those that read only weights (an Identity of an initializer, which the TorchScript exporter
+    writes for every folded batch norm), folded into the weights of the nodes that read them, as an engine folds
+    constants before it runs a kernel: otherwise each would be a kernel, and a layout conversion of a weight."""
+    constant: dict[str, int] = {}  # a folded node's output -> its bytes
+    kept: list[dict[str, Any]] = []
+    for node in nodes:
+        names = [name for name in node["inputs"] if name]
+        if names and all(name in constant or name in node["weights"] for name in names):
+            size = node["param_bytes"] + sum(constant.get(name, 0) for name in names)
+            constant.update((out, size) for out in node["outputs"] if out)
+            continue
+        extra = sum(constant.get(name, 0) for name in names)
+        kept.append({**node, "index": len(kept), "param_bytes": node["param_bytes"] + extra,
+                     "weights": [*node["weights"], *(name for name in names if name in constant)]})
+    return kept
 
 
 def conv_config(node: dict[str, Any]) -> dict[str, float]:

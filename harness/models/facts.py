@@ -233,7 +233,8 @@ def onnx_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> dict[
 def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """One entry per graph node: index, name, op type, input/output names and shapes, MACs (as onnx_facts
     counts them, 0 for unweighted ops), the bytes of the initializers it reads (its parameters) and whether it
-    is a depthwise convolution, with the named dimensions of `dims` at their sizes."""
+    is a depthwise convolution, with the named dimensions of `dims` at their sizes; `weights` lists its inputs that
+    are initializers."""
     model, _ = _load(Path(path), dims)
     graph = model.graph
     shapes = _shapes(graph)
@@ -246,5 +247,6 @@ def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[
         "output_shapes": [shapes.get(name) for name in node.output if name],
         "macs": _MACS[node.op_type](node, shapes) if node.op_type in _MACS else 0,
         "param_bytes": sum(weight_bytes.get(name, 0) for name in node.input),
+        "weights": [name for name in node.input if name in weight_bytes],
         "depthwise": _is_depthwise(node, shapes),
     } for index, node in enumerate(graph.node)]
