@@ -19,8 +19,9 @@ GROUPED = "GroupedConv"
 """A convolution with 1 < groups < its input channels (RegNet, ShuffleNet V1): neither dense nor depthwise."""
 CONV_TYPES = frozenset({"Conv", "ConvInteger", "QLinearConv", "FusedConv"})
 SCALAR_BYTES = 16
-BROADCAST = " (broadcast)"
 """The weights an element-wise node may hold: Clip's min and max, a Mul's constant (four float32 scalars)."""
+BROADCAST = " (broadcast)"
+"""The mark Graph.layout_key adds to the op type of a node that broadcasts an input over the spatial axes."""
 
 
 @dataclass(frozen=True)
