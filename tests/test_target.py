@@ -80,13 +80,22 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return [make_matmul_model(folder / f"mlp_{size}.onnx", size=size, layers=4) for size in (128, 192, 256, 384)]
 
 
-def test_a_board_profile_names_the_board_and_becomes_a_device(board: Board, models: list[Path],
+@pytest.fixture(scope="module")
+def calibration_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Five MLPs from 0.04 to 0.5 ms an inference on this host: the smallest of `models` take 15-30 µs, where the
+    host's jitter alone moves a calibration point by tens of percent."""
+    folder = tmp_path_factory.mktemp("calibration-models")
+    return [make_matmul_model(folder / f"mlp_{size}.onnx", size=size, layers=4) for size in (256, 384, 512, 768, 1024)]
+
+
+def test_a_board_profile_names_the_board_and_becomes_a_device(board: Board, calibration_models: list[Path],
                                                               tmp_path: Path) -> None:
-    on_board = [str(m) for m in models[:3]]
+    models = calibration_models
+    on_board, off_board = [str(m) for m in models if m != models[2]], models[2]
     harness(board.config, tmp_path, "profile", *on_board, "--target", board.url, "--repeats", "2", "--iterations",
             "30", "--warmup", "3", "--memory", "512m")
     runs = session_runs(tmp_path / "results")
-    assert len(runs) == 6 and all(run["status"] == "ok" for run in runs)
+    assert len(runs) == 8 and all(run["status"] == "ok" for run in runs)
     run = runs[0]
     facts = run["provenance"]["board"]
     assert run["backend"] == "ssh" and run["provenance"]["target"] == board.url
@@ -103,15 +112,15 @@ def test_a_board_profile_names_the_board_and_becomes_a_device(board: Board, mode
     listed = json.loads(harness(board.config, tmp_path, "devices", "--json").stdout)
     assert device in json.dumps(listed)
     assert (tmp_path / "results" / "devices" / device / "library-member").is_file()  # joined, and said so
-    # the same models and one more on this host: the board predicts the fourth with no import step
+    # the same models and one more on this host: the board predicts the one it has not run with no import step
     harness(board.config, tmp_path, "profile", *map(str, models), "--backend", "local", "--repeats", "2",
             "--iterations", "30", "--warmup", "3", "--memory", "512m")
-    predicted = json.loads(harness(board.config, tmp_path, "predict", models[3].stem, "--device", device,
+    predicted = json.loads(harness(board.config, tmp_path, "predict", off_board.stem, "--device", device,
                                    "--metric", "latency_ms", "--json").stdout)
-    assert "mlp_384" in json.dumps(predicted)
+    assert off_board.stem in json.dumps(predicted)
     measured = json.loads(harness(board.config, tmp_path, "suggest", "--device", device, "-n", "1", "--measure",
                                   "--metric", "latency_ms", "--json").stdout)
-    assert measured["measured"] == ["mlp_384"]
+    assert measured["measured"] == [off_board.stem]
     table = (tmp_path / "results" / "devices" / device / "measurements.csv").read_text()
     assert all(model.stem in table for model in models)
     harness(board.config, tmp_path, "report")  # the newest session's: the one --measure ran on the board
@@ -224,14 +233,6 @@ def test_a_farm_spreads_runs_and_survives_a_board_dropping_out(board_factory: Bo
     assert len(runs) == 8 and all(run["status"] == "ok" for run in runs)
     assert runs[-1]["board"]["hostname"] == boards[0].name
     assert left_on(boards[0]) == ([], [])
-
-
-@pytest.fixture(scope="module")
-def calibration_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Five MLPs from 0.04 to 0.5 ms an inference on this host: the smallest of `models` take 15-30 µs, where the
-    host's jitter alone moves a calibration point by tens of percent."""
-    folder = tmp_path_factory.mktemp("calibration-models")
-    return [make_matmul_model(folder / f"mlp_{size}.onnx", size=size, layers=4) for size in (256, 384, 512, 768, 1024)]
 
 
 @pytest.mark.parametrize("runtime", ["onnxruntime", "ncnn"])
