@@ -83,10 +83,6 @@ def learn_absorption(examples: Iterable[Example]) -> tuple[dict[Key, dict[str, i
     return absorb, dropped
 
 
-
-
-
-
 def learn_layout(examples: list[Example]) -> tuple[int, frozenset[str], dict[ConvKey, dict[str, int]]]:
     """The block size, the op types that ran blocked (rows whose node name carries the blocked mark), and per
     convolution configuration how often it ran blocked or plain."""
