@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,20 +81,34 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return [make_matmul_model(folder / f"mlp_{size}.onnx", size=size, layers=4) for size in (128, 192, 256, 384)]
 
 
+@dataclass(frozen=True)
+class CalibrationModels:
+    """Models a board is calibrated on, and one inside their range that it is asked to predict."""
+
+    calibrated: list[Path]
+    predicted: Path
+
+    @property
+    def every(self) -> list[Path]:
+        return [*self.calibrated, self.predicted]
+
+
 @pytest.fixture(scope="module")
-def calibration_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Five MLPs from 0.04 to 0.5 ms an inference on this host: the smallest of `models` take 15-30 µs, where the
-    host's jitter alone moves a calibration point by tens of percent."""
+def calibration_models(tmp_path_factory: pytest.TempPathFactory) -> CalibrationModels:
+    """Five MLPs from 0.04 to 0.5 ms an inference on this host (the smallest of `models` take 15-30 µs, where the
+    host's jitter alone moves a calibration point by tens of percent): the middle one to predict, inside the range of
+    the other four. Three noisy points leave a relative fit one degree of freedom (t = 12.7), and its interval can
+    pass ×100 even inside their range, where predict rightly gives no number; four leave it two (t = 4.3)."""
     folder = tmp_path_factory.mktemp("calibration-models")
-    return [make_matmul_model(folder / f"mlp_{size}.onnx", size=size, layers=4) for size in (256, 384, 512, 768, 1024)]
+    mlps = [make_matmul_model(folder / f"mlp_{size}.onnx", size=size, layers=4) for size in (256, 384, 512, 768, 1024)]
+    return CalibrationModels([*mlps[:2], *mlps[3:]], mlps[2])
 
 
-def test_a_board_profile_names_the_board_and_becomes_a_device(board: Board, calibration_models: list[Path],
+def test_a_board_profile_names_the_board_and_becomes_a_device(board: Board, calibration_models: CalibrationModels,
                                                               tmp_path: Path) -> None:
-    models = calibration_models
-    on_board, off_board = [str(m) for m in models if m != models[2]], models[2]
-    harness(board.config, tmp_path, "profile", *on_board, "--target", board.url, "--repeats", "2", "--iterations",
-            "30", "--warmup", "3", "--memory", "512m")
+    models, off_board = calibration_models.every, calibration_models.predicted
+    harness(board.config, tmp_path, "profile", *map(str, calibration_models.calibrated), "--target", board.url,
+            "--repeats", "2", "--iterations", "30", "--warmup", "3", "--memory", "512m")
     runs = session_runs(tmp_path / "results")
     assert len(runs) == 8 and all(run["status"] == "ok" for run in runs)
     run = runs[0]
@@ -237,23 +252,19 @@ def test_a_farm_spreads_runs_and_survives_a_board_dropping_out(board_factory: Bo
 
 @pytest.mark.parametrize("runtime", ["onnxruntime", "ncnn"])
 def test_the_arm64_board_runs_its_own_engines_and_calibrates(board_factory: BoardFactory,
-                                                             calibration_models: list[Path], tmp_path: Path,
+                                                             calibration_models: CalibrationModels, tmp_path: Path,
                                                              runtime: str) -> None:
     arm = board_factory.shared("arm64")
     set_up(arm, tmp_path, runtime)
     common = ["--repeats", "2", "--iterations", "100", "--warmup", "1", "--runtime", runtime]
-    # The model to predict lies inside the range of four calibration models. Three noisy emulated points of
-    # sub-0.03 ms host models left a line one degree of freedom (t = 12.7), and its interval once passed ×100
-    # inside their range, where predict rightly gives no number; four leave it two (t = 4.3).
-    models = calibration_models
-    calibrated, predicted_model = [*models[:2], *models[3:]], models[2]
+    calibrated, predicted_model = calibration_models.calibrated, calibration_models.predicted
     harness(arm.config, tmp_path, "profile", *map(str, calibrated), "--target", arm.url, *common, timeout=1200)
     runs = session_runs(tmp_path / "results")
     assert all(run["status"] == "ok" for run in runs), [run.get("stderr_tail") for run in runs]
     assert runs[0]["provenance"]["board"]["machine"] == "aarch64"
     assert runs[0]["provenance"]["board"]["cpu_model"] == "Cortex-A72"
     assert runs[0]["conditions"]["runtime"].startswith(runtime)
-    harness(arm.config, tmp_path, "profile", *map(str, models), *common, "--backend", "local")
+    harness(arm.config, tmp_path, "profile", *map(str, calibration_models.every), *common, "--backend", "local")
     device = f"{arm.name}-{runtime}-1t"
     predicted = json.loads(harness(arm.config, tmp_path, "predict", predicted_model.stem, "--device", device,
                                    "--metric", "latency_ms", "--runtime", runtime, "--json").stdout)
