@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from harness.analysis.stats import summarize_runs
+from harness.backends.base import killed_at_the_limit
 from harness.backends.local import cgroup_applied
 from harness.core.config import load_profile
 from harness.core.errors import BackendError
@@ -172,3 +173,15 @@ def test_assemble_result(returncode: int, timed_out: bool, oom_kills: int, statu
     assert result.latency_stats_ms["p50"] == 2.5 and result.latency_stats_ms["headline"] == 2.5
     assert result.throughput_ips == pytest.approx(2 * 1000 / 2.5)
     assert result.stderr_tail == ("" if status == "ok" else "tail")
+
+
+@pytest.mark.parametrize(("status", "signal", "exit_code", "seen_later", "settled"), [
+    ("error", 9, None, True, "oom"),  # SIGKILLed, and the later look saw the kill the runner's read missed
+    ("error", 9, None, False, "error"),  # SIGKILLed by something else
+    ("error", None, 1, True, "error"),  # the script's own failure: the runner's read decides, as it always does
+    ("ok", None, 0, True, "ok"),
+])
+def test_a_kill_seen_only_by_a_later_look_is_oom(status: str, signal: int | None, exit_code: int | None,
+                                                 seen_later: bool, settled: str) -> None:
+    result = RunResult(status=status, runtime_s=1.0, signal=signal, exit_code=exit_code)
+    assert killed_at_the_limit(result, seen_later).status == settled

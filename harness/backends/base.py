@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from harness.core.records import RunOutcome
+from harness.core.records import RunOutcome, RunResult
 from harness.measure.spec import RunSpec
 
 if TYPE_CHECKING:  # type-only: the local backend also runs on a bare board Python (harness.backends.target.agent)
@@ -18,6 +18,15 @@ if TYPE_CHECKING:  # type-only: the local backend also runs on a bare board Pyth
 # such a run is an `error`, never the model's `oom`.
 RUNNER_KILLED = ("the harness's runner was killed at the memory limit (its own memory, not the model's: the script "
                  "is always the OOM killer's first choice); raise MEMORY (an idle script peaks near 10 MiB)")
+
+
+def killed_at_the_limit(result: RunResult, oom_killed: bool) -> RunResult:
+    """The runner reads its cgroup's oom_kill count as the script ends; on cgroup v1 that read can miss a kill that a
+    later look (the backend's own read of the run cgroup, or the engine's OOMKilled flag) sees. A script that died of
+    SIGKILL counts as `oom` when either says so."""
+    if result.status == "error" and oom_killed and result.signal == 9:
+        result.status = "oom"
+    return result
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.backends.base import RUNNER_KILLED
+from harness.backends.base import RUNNER_KILLED, killed_at_the_limit
 from harness.core.errors import BackendError
 from harness.core.records import Limits, RunResult
 from harness.measure.spec import CPU_PERIOD_US, parse_cpu_list
@@ -62,8 +62,7 @@ def applied_limits(host_config: dict[str, Any], swap_capped: bool) -> Limits:
 
 
 def outcome(result: RunResult | None, state: dict[str, Any], stderr: str, elapsed_s: float) -> RunResult:
-    """Merge the runner's view with the engine's. On cgroup v1 the runner's oom_kill count and the engine's
-    OOMKilled flag can each miss a kill the other saw, so a SIGKILLed script counts as OOM when either says so."""
+    """Merge the runner's view with the engine's (killed_at_the_limit: on cgroup v1 either can miss a kill)."""
     oom_killed = bool(state.get("OOMKilled"))
     if result is None:
         code = state.get("ExitCode")
@@ -71,6 +70,4 @@ def outcome(result: RunResult | None, state: dict[str, Any], stderr: str, elapse
             RUNNER_KILLED if oom_killed else "the runner ended without a result")
         return RunResult.failure("error", elapsed_s, detail, exit_code=code,
                                  signal=code - 128 if isinstance(code, int) and code > 128 else None)
-    if result.status == "error" and oom_killed and result.signal == 9:
-        result.status = "oom"
-    return result
+    return killed_at_the_limit(result, oom_killed)

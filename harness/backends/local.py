@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.backends import warm
-from harness.backends.base import RUNNER_KILLED, Elsewhere, cache_model_file
+from harness.backends.base import RUNNER_KILLED, Elsewhere, cache_model_file, killed_at_the_limit
 from harness.core import RESULT_NOT_STORED_EXIT
 from harness.core.errors import BackendError, StorageError, free_bytes
 from harness.core.records import Limits, RunnerInput, RunOutcome, RunResult
@@ -273,7 +273,8 @@ class LocalBackend:
             if process.stdout is not None:
                 process.stdout.close()
         if out_path.exists():
-            return RunResult.from_dict(json.loads(out_path.read_text()))
+            result = RunResult.from_dict(json.loads(out_path.read_text()))
+            return killed_at_the_limit(result, run_cgroup is not None and run_cgroup.oom_kills() > 0)
         if process.returncode == RESULT_NOT_STORED_EXIT:
             raise StorageError(out_path, "the disk refused the run's result (full or failing)", None,
                                free_bytes(out_path))
