@@ -83,6 +83,7 @@ def test_three_models_give_an_interval_above_zero_or_say_the_fit_cannot_bound_it
 POSITIVE = st.floats(0.05, 500.0, allow_nan=False, allow_infinity=False)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # numpy's overflow warnings reach a user's terminal
 @settings(max_examples=200, deadline=None)
 @given(models=st.lists(st.tuples(POSITIVE, POSITIVE, POSITIVE, POSITIVE), min_size=2, max_size=6,
                        unique_by=lambda m: round(m[0], 6)),
@@ -92,7 +93,7 @@ def test_no_interval_of_a_small_random_device_reaches_zero_or_beyond_reason(
         models: list[tuple[float, float, float, float]], new: list[tuple[float, float, float]], fit: str) -> None:
     """2 to 6 models with random positive harness values, device values and static facts, every fit: each prediction
     is either refused with a note, or above zero with a finite interval within ×MAX_SPREAD of it; a device that
-    cannot be fitted at all says so in one line."""
+    cannot be fitted at all says so in one line, and no numpy warning is printed on the way."""
     harness_ms, device_ms, macs, params = (list(column) for column in zip(*models, strict=True))
     points = pd.DataFrame({"model": [f"m{i}" for i in range(len(models))], "harness": harness_ms,
                            "device": device_ms, "macs": macs, "params": params})
