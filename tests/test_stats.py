@@ -91,6 +91,13 @@ def test_larger_samples_keep_scipys_p_values() -> None:
     assert result["spearman_p"] == stats.spearmanr(x, y).pvalue and result["kendall_p"] == stats.kendalltau(x, y).pvalue
 
 
+@pytest.mark.filterwarnings("error")
+def test_a_constant_series_has_no_rank_agreement_and_prints_no_warning() -> None:
+    """A device whose models all measured the same (one energy figure for each): nan, not scipy's warning."""
+    result = rank_correlations([1.0, 2.0, 3.0], [5.0, 5.0, 5.0])
+    assert math.isnan(result["spearman_rho"]) and math.isnan(result["kendall_tau"])
+
+
 def test_nine_points_get_a_seeded_permutation_p_value_close_to_the_exact_one() -> None:
     rng = np.random.default_rng(4)
     x = rng.normal(size=9)

@@ -8,6 +8,7 @@ themselves, exactly or by a seeded permutation sample.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +28,9 @@ def rank_correlations(x_values: Sequence[float] | np.ndarray, y_values: Sequence
     (every pairing of x with y), `permutation` (PERMUTATION_RESAMPLES random pairings, seeded) or `asymptotic`
     (scipy's approximations, good above PERMUTATION_MAX_N points). Permutation p-values keep ties in place."""
     x, y = np.asarray(x_values, dtype=float), np.asarray(y_values, dtype=float)
-    spearman, kendall = sps.spearmanr(x, y), sps.kendalltau(x, y)
+    with warnings.catch_warnings():  # a constant series has no ranks to agree: nan, which the result carries
+        warnings.simplefilter("ignore", sps.ConstantInputWarning)
+        spearman, kendall = sps.spearmanr(x, y), sps.kendalltau(x, y)
     rho, tau = float(spearman.statistic), float(kendall.statistic)
     result: dict[str, Any] = {"spearman_rho": rho, "spearman_p": float(spearman.pvalue), "kendall_tau": tau,
                               "kendall_p": float(kendall.pvalue), "rank_p_method": "asymptotic"}
