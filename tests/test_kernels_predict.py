@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from sklearn.ensemble import GradientBoostingRegressor
 
-from harness.analysis.per_op import BETWEEN_OPS
+from harness.analysis.per_op import BETWEEN_OPS, TABLE_CSV, run_dir
 from harness.cli import main
 from harness.kernels.predictor import (
     ALIAS,
@@ -23,11 +23,12 @@ from harness.kernels.predictor import (
     samples_of,
     without_profiler,
 )
-from harness.kernels.rules import load_rules
+from harness.kernels.rules import host_block, load_rules
 from harness.kernels.table import write_table
-from harness.kernels.training import as_table_rows, session_tables
+from harness.kernels.training import ModelTable, as_table_rows, least_of_runs, session_tables
 from harness.kernels.trees import PackedTrees
-from harness.store.results import list_sessions
+from harness.store.results import list_sessions, load_runs
+from tests.test_kernels_detect import MISSED_CONVERSIONS
 from tests.zoo_support import zoo_cache  # noqa: F401 - fixture
 
 MODELS = ("mobilenet_v1_0.25_128", "mobilenet_v1_0.5_128", "squeezenet1_1", "resnet8_cifar10", "kws_dscnn")
@@ -70,9 +71,11 @@ def test_the_profilers_cost_is_found_at_the_devices_scale(cost_ms: float) -> Non
 
 @pytest.mark.usefixtures("zoo_cache")
 def test_held_out_family_is_predicted_from_its_graph(tmp_path: Path) -> None:
-    assert main(["profile", *MODELS, "--per-op", "--repeats", "1", "--iterations", "10", "--warmup", "2",
+    assert main(["profile", *MODELS, "--per-op", "--repeats", "2", "--iterations", "10", "--warmup", "2",
                  "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path), "--no-report"]) == 0
-    tables = session_tables(list_sessions(tmp_path)[-1:], "onnxruntime")
+    session = list_sessions(tmp_path)[-1]
+    tables = session_tables([session], "onnxruntime")
+    check_least_of_runs(session, tables)
     rows = as_table_rows(tables)
     rules = load_rules("onnxruntime")
     train = rows[rows["family"] != HELD_OUT]
@@ -84,7 +87,8 @@ def test_held_out_family_is_predicted_from_its_graph(tmp_path: Path) -> None:
     for table in held:
         ms, low, high, detail = model.predict(table.model_path)
         assert 0 < low <= ms <= high
-        assert detail["kernels"] == len(table.rows)  # the detected kernels are the engine's rows
+        missed = MISSED_CONVERSIONS.get(host_block("onnxruntime"), 0)
+        assert abs(detail["kernels"] - len(table.rows)) <= missed  # the detected kernels are the engine's rows
         assert 0.25 < ms / table.latency_ms < 4  # within a factor of four of the measured latency
         assert set(detail["by_kind"]) >= {"Conv", "DepthwiseConv"}
         reshape = detail["by_kind"]["Reshape"]  # onnxruntime runs it as an alias: the table's median, at any size
@@ -95,6 +99,34 @@ def test_held_out_family_is_predicted_from_its_graph(tmp_path: Path) -> None:
     assert min(model.term) >= 0 and 0 <= model.profiler_ms < 0.05
     assert predictions_per_second(model, held[0].model_path, seconds=0.3) >= 100
     check_table_face(tmp_path, train, model, held[0].model_path)
+
+
+def check_least_of_runs(session: Path, tables: list[ModelTable]) -> None:
+    """Each node of a model's table is at the least of its two runs' times: a busy spell only adds time."""
+    below_first = 0
+    for table in tables:
+        runs = [run for run in load_runs(session) if run.ok and run.model_name == table.model]
+        assert len(runs) == 2
+        per_run = [pd.read_csv(run_dir(session, run.run_id) / TABLE_CSV).set_index("node") for run in runs]
+        rows = table.rows.set_index("node")
+        first, second = (t.loc[rows.index, "median_ms"].to_numpy() for t in per_run)
+        assert rows["median_ms"].to_numpy() == pytest.approx(np.minimum(first, second))
+        below_first += int((rows["median_ms"].to_numpy() < first).sum())
+    assert below_first > 0  # the runs did differ, and the second's times were taken where they were less
+
+
+def test_a_nodes_time_is_the_least_of_its_runs_whatever_their_order() -> None:
+    """A run's nodes in another order (onnxruntime runs independent nodes so) are matched by name; runs whose nodes
+    differ keep the first run's table."""
+    first = pd.DataFrame({"node": ["a", "b", "b", "c"], "op_type": ["Conv", "Relu", "Relu", "Add"],
+                          "mean_ms": [1.0, 2.0, 3.0, 4.0], "median_ms": [1.0, 2.0, 3.0, 4.0]})
+    second = first.iloc[[3, 1, 2, 0]].assign(mean_ms=[3.0, 1.0, 5.0, 0.5], median_ms=[3.5, 1.5, 2.5, 0.4])
+    least = least_of_runs([first, second])
+    assert least["node"].tolist() == ["a", "b", "b", "c"]
+    assert least["median_ms"].tolist() == [0.4, 1.5, 2.5, 3.5]
+    assert least["mean_ms"].tolist() == [0.5, 1.0, 3.0, 3.0]
+    other = second.assign(node=["c", "b", "d", "a"])
+    assert least_of_runs([first, other]).equals(first)
 
 
 def check_table_face(tmp_path: Path, train: pd.DataFrame, model: KernelModel, graph: str) -> None:

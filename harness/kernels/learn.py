@@ -4,7 +4,8 @@ bring the predicted count of inserted conversions closer to the counted one.
 
     python -m harness.kernels.learn SESSION_DIR [SESSION_DIR ...] --engine onnxruntime
 
-writes harness/kernels/fusion_rules_<engine>.json from every model those sessions profiled with PER_OP=1."""
+writes harness/kernels/fusion_rules_<engine>_block<N>.json (N: the block the profiles show) from every model those
+sessions profiled with PER_OP=1."""
 
 from __future__ import annotations
 
@@ -170,8 +171,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--engine", default="onnxruntime")
     args = parser.parse_args(argv)
     rules = learn(examples_from_sessions(args.sessions, args.engine), args.engine)
-    rules_path(args.engine).write_text(json.dumps(rules.to_json(), indent=1) + "\n", encoding="utf-8")
-    print(f"{rules_path(args.engine)}: {len(rules.absorb)} absorption counts over {len(rules.meta['models'])} models, "
+    path = rules_path(args.engine, rules.block)
+    path.write_text(json.dumps(rules.to_json(), indent=1) + "\n", encoding="utf-8")
+    print(f"{path}: {len(rules.absorb)} absorption counts over {len(rules.meta['models'])} models, "
           f"block {rules.block}, following {sorted(rules.following)}; inserted conversions off by "
           f"{rules.meta['inserted_count_error']} of {rules.meta['inserted_rows']}")
     return 0

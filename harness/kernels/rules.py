@@ -18,9 +18,10 @@ type, marked `(broadcast)` where an input is broadcast over the spatial axes: ha
 chosen one at a time while they bring the predicted count of conversions closer to the counted one over the profiled
 models.
 
-The rules are stored as JSON in this package (fusion_rules_<engine>.json), each with its evidence (rows, models),
-and the command that regenerates them (harness.kernels.learn: `python -m harness.kernels.learn SESSION_DIR...
---engine E`).
+The rules are stored as JSON in this package, one file per engine and layout block (fusion_rules_<engine>_block<N>.json:
+onnxruntime blocks by 8 channels on an AVX2 host and by 16 on an AVX-512 one; load_rules takes this host's), each with
+its evidence (rows, models) and the command that regenerates them (harness.kernels.learn: `python -m
+harness.kernels.learn SESSION_DIR... --engine E`).
 """
 
 from __future__ import annotations
@@ -94,19 +95,38 @@ class Rules:
                    layout.get("inserted_out", "ReorderOutput"), meta)
 
 
-def rules_path(engine: str) -> Path:
-    return RULES_DIR / f"fusion_rules_{engine}.json"
+def rules_path(engine: str, block: int) -> Path:
+    """Where an engine's rules learned at a layout block are stored (block 0: an engine with no blocked layout)."""
+    return RULES_DIR / f"fusion_rules_{engine}_block{block}.json"
+
+
+def host_block(engine: str) -> int:
+    """The channel block `engine` lays kernels out in on this host: onnxruntime's MLAS blocks its NCHWc layout by 16
+    channels where the CPU has AVX-512F and by 8 where it has AVX2 (0 where the flags cannot be read). Which layout
+    conversions the engine inserts follows from the block, so rules learned at one block misplace them at the
+    other: on an AVX-512 host, the block-8 rules put MobileNetV1 0.25's conversions one short."""
+    if engine != "onnxruntime":
+        return 0
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines() if line.startswith("flags")), [])
+    return 16 if "avx512f" in flags else 8 if "avx2" in flags else 0
 
 
 @cache
 def load_rules(engine: str) -> Rules:
-    """The stored rules of an engine; one clear line where none were learned for it."""
-    path = rules_path(engine)
-    if not path.is_file():
-        learned = sorted(p.stem.removeprefix("fusion_rules_") for p in RULES_DIR.glob("fusion_rules_*.json"))
+    """The stored rules of an engine, learned at this host's layout block (host_block) where they are stored,
+    else at the nearest block stored; one clear line where none were learned for the engine."""
+    stored = {int(p.stem.rsplit("_block", 1)[1]): p for p in RULES_DIR.glob(f"fusion_rules_{engine}_block*.json")}
+    if not stored:
+        learned = sorted({p.stem.removeprefix("fusion_rules_").rsplit("_block", 1)[0]
+                          for p in RULES_DIR.glob("fusion_rules_*.json")})
         raise ConfigError(f"no fusion rules for engine {engine!r}; rules are learned for: {', '.join(learned)} "
                           f"(learn them with `{REGENERATE}`)")
-    return Rules.from_json(json.loads(path.read_text(encoding="utf-8")))
+    block = min(stored, key=lambda b: (abs(b - host_block(engine)), b))
+    return Rules.from_json(json.loads(stored[block].read_text(encoding="utf-8")))
 
 
 def alignment(channels: int, block: int) -> int:
