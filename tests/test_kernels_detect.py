@@ -15,10 +15,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 from harness.cli import main
 from harness.kernels.detect import absorbs, detect, kernels_of
-from harness.kernels.graph import Graph
+from harness.kernels.features import ACTIVATION_BYTES, shape_of
+from harness.kernels.graph import Graph, elements
 from harness.kernels.learn import Example, learn
-from harness.kernels.rules import host_block
-from harness.kernels.training import ModelTable, row_kind, session_tables
+from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules
+from harness.kernels.training import ModelTable, join_kernels, row_kind, session_tables
 from harness.store.results import list_sessions
 from tests.conftest import save_checked
 from tests.zoo_support import zoo_cache  # noqa: F401 - fixture
@@ -60,6 +61,22 @@ def test_detected_kernels_match_the_engine_rows(tmp_path: Path) -> None:
     inserted = sum(Counter(k.kind for k in kernels_of(t.model_path, "onnxruntime"))["ReorderInput"] for t in tables)
     assert inserted > 0  # the layout conversions are among what was matched
     check_learning(tables)
+    check_padded_outputs(tables)
+
+
+def check_padded_outputs(tables: list[ModelTable]) -> None:
+    """A blocked convolution's output bytes, as its features count them, are the engine's own output shape: its
+    channels padded up to the block (ShuffleNetV2 0.5's 24 channels computed as 32 at block 16; none padded at 8)."""
+    rules = load_rules("onnxruntime")
+    checked = 0
+    for table in tables:
+        graph = Graph.load(table.model_path)
+        for row, (kernel, _) in zip(table.rows.itertuples(), join_kernels(graph, table.rows, rules), strict=True):
+            if str(row.node).endswith(BLOCKED_MARK) and kernel.kind in ("Conv", "DepthwiseConv"):
+                assert kernel.features["blocked"] == 1.0, (table.model, row.node)
+                assert kernel.features["out_bytes"] == elements(shape_of(str(row.output_shapes))) * ACTIVATION_BYTES
+                checked += 1
+    assert checked > 30
 
 
 def check_learning(tables: list[ModelTable]) -> None:

@@ -13,9 +13,11 @@ from sklearn.ensemble import GradientBoostingRegressor
 
 from harness.analysis.per_op import BETWEEN_OPS, TABLE_CSV, run_dir
 from harness.cli import main
+from harness.kernels.features import vector
 from harness.kernels.predictor import (
     ALIAS,
     KernelModel,
+    KernelRegressors,
     interval_factors,
     predict_graph,
     predictions_per_second,
@@ -127,6 +129,31 @@ def test_a_nodes_time_is_the_least_of_its_runs_whatever_their_order() -> None:
     assert least["mean_ms"].tolist() == [0.5, 1.0, 3.0, 3.0]
     other = second.assign(node=["c", "b", "d", "a"])
     assert least_of_runs([first, other]).equals(first)
+
+
+def test_a_grouped_convolution_without_rows_of_its_own_is_its_groups_dense_convolutions() -> None:
+    """No other family runs RegNet's grouped convolutions: they are predicted as `groups` dense convolutions of one
+    group's channels, by the dense convolutions' regressor, not by the pooled one (which put them at a quarter of
+    their time)."""
+    rng = np.random.default_rng(3)
+    def conv(cin: int, cout: int, groups: int, size: int) -> list[float]:
+        macs = cout * (cin // groups) * 9 * size * size
+        acts = (cin + cout) * size * size * 4
+        weights = cout * (cin // groups) * 9 * 4
+        return vector({"macs": macs, "bytes": acts + weights, "in_bytes": cin * size * size * 4,
+                       "out_bytes": cout * size * size * 4, "weight_bytes": weights,
+                       "intensity": macs / (acts + weights), "cin": cin, "cout": cout, "kernel": 3, "stride": 1,
+                       "groups": groups, "resolution": size, "inputs": 1, "blocked": 1})
+    dense = [conv(int(c), int(c), 1, int(s)) for c, s in zip(rng.choice([8, 16, 32, 64, 128], 60),
+                                                               rng.choice([7, 14, 28, 56], 60), strict=True)]
+    ms = [float(np.expm1(x[0])) * 1e-7 + 0.002 for x in dense]
+    samples = pd.DataFrame({"kind": "Conv", "x": [np.array(x) for x in dense], "ms": ms, "footprint": 10.0})
+    regressors = KernelRegressors.fit(samples)
+    grouped = np.array([conv(104, 104, 13, 28), conv(208, 208, 26, 14)])
+    times, carried = regressors.predict("GroupedConv", grouped, 10.0)
+    assert carried == "Conv per group"
+    one_group = np.array([conv(8, 8, 1, 28), conv(8, 8, 1, 14)])
+    assert times == pytest.approx([13, 26] * regressors.predict("Conv", one_group, 10.0)[0], rel=1e-6)
 
 
 def check_table_face(tmp_path: Path, train: pd.DataFrame, model: KernelModel, graph: str) -> None:

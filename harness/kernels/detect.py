@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ConfigError
-from harness.kernels.features import with_features
+from harness.kernels.features import set_layout, with_features
 from harness.kernels.graph import Graph, Kernel, conv_config, node_kind
 from harness.kernels.rules import ELEMENTWISE, IDENTICAL, Rules, conv_key, load_rules
 
@@ -143,7 +143,7 @@ def detect(graph: Graph, rules: Rules) -> list[Kernel]:
     kernels, owner = group_nodes(graph, rules)
     blocked = blocked_layouts(graph, rules, kernels, owner)
     for kernel, runs_blocked in zip(kernels, blocked, strict=True):
-        with_features(graph, kernel).features["blocked"] = float(runs_blocked)
+        set_layout(with_features(graph, kernel).features, runs_blocked, rules.block)
     return kernels + [with_features(graph, kernel) for kernel in layout_kernels(graph, rules, kernels, owner, blocked)]
 
 

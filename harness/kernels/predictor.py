@@ -49,7 +49,7 @@ from sklearn.ensemble import GradientBoostingRegressor
 from harness.core.errors import ConfigError, DataError
 from harness.kernels.designed import OVERHEAD
 from harness.kernels.detect import detect
-from harness.kernels.features import vector
+from harness.kernels.features import FEATURES, vector
 from harness.kernels.graph import Graph
 from harness.kernels.rules import Rules, load_rules
 from harness.kernels.table import GRAPHS_DIR, KernelTable
@@ -74,6 +74,8 @@ ALIAS_KINDS: dict[str, frozenset[str]] = {"onnxruntime": frozenset({"Reshape"})}
 Squeeze and Unsqueeze with Alias(0, 0)): they move no bytes and take the same time at any size, so they are
 predicted by the median time of the table's rows of them, not by a regressor of time per unit of work."""
 ALIAS = "alias"
+PER_GROUP = "GroupedConv"
+"""The kind predicted, where it has no regressor of its own, as its groups' dense convolutions (per_group)."""
 HELD_OUT_FOLDS = 3
 UNMEASURED_FACTORS = (0.5, 2.0)
 """The interval's factors where fewer than 3 of the table's models have a held-out residual: a bound, not a
@@ -92,6 +94,18 @@ def work_units(x: np.ndarray) -> np.ndarray:
     """log(1 + MACs + bytes moved) of each row of feature vectors (harness.kernels.features.vector: log1p values,
     MACs and bytes first): the kernel's work, which the regressors' target divides out."""
     return np.log1p(np.expm1(x[:, 0]) + np.expm1(x[:, 1]))
+
+
+def per_group(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Grouped convolutions' feature rows as one group's dense convolution (MACs, bytes, channels divided by the
+    groups, one group), and each row's group count: an engine runs a grouped convolution as that many dense ones."""
+    raw = np.expm1(x)
+    groups = np.maximum(raw[:, FEATURES.index("groups")], 1.0)
+    one = raw.copy()
+    for name in ("macs", "bytes", "in_bytes", "out_bytes", "weight_bytes", "cin", "cout"):
+        one[:, FEATURES.index(name)] /= groups
+    one[:, FEATURES.index("groups")] = 1.0
+    return np.log1p(one), groups
 
 
 def footprint(graph: Graph) -> float:
@@ -140,6 +154,9 @@ class KernelRegressors:
             return np.full(len(x), self.aliases[kind]), ALIAS
         if kind in self.per_kind:
             return np.exp(self.per_kind[kind].predict(x) + work_units(x)), kind
+        if kind == PER_GROUP and "Conv" in self.per_kind:
+            one, groups = per_group(x)
+            return groups * np.exp(self.per_kind["Conv"].predict(one) + work_units(one)), "Conv per group"
         assert self.pooled is not None
         onehot = np.zeros((len(x), len(self.kinds)))
         if kind in self.kinds:

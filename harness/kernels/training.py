@@ -19,7 +19,7 @@ from harness.analysis.per_op import BETWEEN_OPS, OUTSIDE_RUN, TABLE_CSV, run_dir
 from harness.core import metric_registry
 from harness.core.config import dim_sizes
 from harness.kernels.detect import blocked_layouts, group_nodes
-from harness.kernels.features import inserted_features, shape_of, with_features
+from harness.kernels.features import inserted_features, set_layout, shape_of, with_features
 from harness.kernels.graph import Graph, Kernel, node_kind
 from harness.kernels.rules import Rules
 from harness.models.families import model_family
@@ -112,7 +112,7 @@ def join_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules) -> list[tuple[K
             found = kernels[by_anchor[node]] if node in by_anchor else None
             kernel = with_features(graph, Kernel(found.kind, list(found.nodes)) if found else
                                    Kernel(node_kind(graph.nodes[node]), [node]))
-            kernel.features["blocked"] = float(blocked[owner[node]]) if node in owner else 0.0
+            set_layout(kernel.features, node in owner and blocked[owner[node]], rules.block)
         joined.append((kernel, float(str(getattr(row, TIME_COLUMN)))))
     return joined
 
