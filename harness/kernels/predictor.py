@@ -16,7 +16,10 @@ misses, and an interval from held-out errors.
   (docs/kernels.md). So designed kernels train the regressors only in a table with models of fewer than
   MODEL_FAMILIES families (a phone's exported and imported probe holds none).
 - A kind with fewer than MIN_KIND_ROWS rows, or never seen, is predicted by one pooled regressor over every row, with
-  the kind one-hot; the prediction's detail names the kinds the pooled regressor carried.
+  the kind one-hot; the prediction's detail names the kinds the pooled regressor carried. A grouped convolution
+  with no regressor of its own is predicted instead as its groups' dense convolutions (per_group), as an engine
+  runs it: the pooled regressor, which no family of the training rows had shown one, put RegNet's at a quarter of
+  their time.
 - A kind the engine runs as an alias of its input (ALIAS_KINDS: onnxruntime's Reshape, Flatten, Squeeze, Unsqueeze)
   moves nothing: the median time of the table's rows of it, at any size.
 - The profiler's own cost: every profiled row carries a fixed cost the unprofiled run does not (per-op sums run

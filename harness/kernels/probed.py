@@ -1,4 +1,4 @@
-"""A probe session's runs as kernel-table rows: each model's per-op table (each node's least of its runs' times),
+"""A probe session's runs as kernel-table rows: each model's per-op table (each node's median of its runs' times),
 with the model's headline latency from the same session's timed phase, and each designed row mapped back to the
 designed kernel it times."""
 
@@ -18,7 +18,7 @@ from harness.core.errors import DataError
 from harness.core.records import RunRecord
 from harness.kernels.designed import OVERHEAD, tensor_shapes
 from harness.kernels.table import DESIGNED_FAMILY, GRAPHS_DIR
-from harness.kernels.training import least_of_runs
+from harness.kernels.training import median_of_runs
 from harness.measure.ncnn_param import param_layers
 from harness.models.families import model_family
 from harness.store.results import load_runs
@@ -98,8 +98,8 @@ def merged(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def session_rows(session_dir: Path, designed: Mapping[str, Path]) -> pd.DataFrame:
-    """Every model's per-op rows in the session `session_dir` (ok runs with a per-op profile, each node at the least
-    of its runs' times: harness.kernels.training.least_of_runs), with model, source, family, model_latency_ms and
+    """Every model's per-op rows in the session `session_dir` (ok runs with a per-op profile, each node at the median
+    of its runs' times: harness.kernels.training.median_of_runs), with model, source, family, model_latency_ms and
     graph; a designed probe graph's rows (`designed`: the model's name -> its graph) also with kernel and
     kernel_kind, and graph naming the kernel's own graph under the table's graphs/; a zoo model's graph names its
     file there too (the probe copies it in), so a table predicts where the zoo is not. A model with no per-op
@@ -118,7 +118,7 @@ def session_rows(session_dir: Path, designed: Mapping[str, Path]) -> pd.DataFram
                 continue
         if not tables:
             continue
-        table = least_of_runs(tables)
+        table = median_of_runs(tables)
         latency = model_latency_ms(runs)
         if model in designed:
             graph = designed[model]

@@ -1,8 +1,8 @@
 """Kernel rows for the predictor: from a kernel table (harness.kernels.table's rows.csv), or straight from sessions
 profiled with PER_OP=1, in the same columns, and each row joined to the kernel detection finds in its graph.
 
-A session's models give one table each, pooled over its runs (each node's least of the runs' figures:
-least_of_runs), and their end-to-end latency as the session measured it without the profiler (the median of the
+A session's models give one table each, pooled over its runs (each node's median of the runs' figures:
+median_of_runs), and their end-to-end latency as the session measured it without the profiler (the median of the
 runs' headline latency)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ TIME_COLUMN = "median_ms"
 """A kernel's time: the median over the profiled inferences, which a busy spell of the machine moves less than the
 mean."""
 RUN_TIMES = ("mean_ms", TIME_COLUMN)
-"""The columns least_of_runs takes the least of."""
+"""The columns median_of_runs takes the median of."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def session_tables(session_dirs: Iterable[Path], engine: str) -> list[ModelTable
         for model, runs in per_model.items():
             tables = [pd.read_csv(run_dir(session, run.run_id) / TABLE_CSV) for run in runs]
             tables = [t[~t["op_type"].isin(GAP_ROWS)] for t in tables]
-            first = least_of_runs(tables)
+            first = median_of_runs(tables)
             latencies = [v for v in (value(run.line) for run in runs) if v is not None]
             line = runs[0].line
             found.append(ModelTable(model, line["model_path"], dim_sizes(line.get("model_dims") or ""),
@@ -65,20 +65,21 @@ def session_tables(session_dirs: Iterable[Path], engine: str) -> list[ModelTable
     return found
 
 
-def least_of_runs(tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """One per-op table of a model's runs (each with one row per node): each node's times the least of its runs'.
-    A busy spell of the machine only adds time, and it takes a whole run: in two CPUS=1 sessions of 25 zoo models
-    on this host (2 runs each), one run's per-op sum stood up to 1.56 times the other's while the two runs' latencies
-    agreed within 8%, and with the median of the runs each model's own per-op sum tracked its latency within ±10%
-    for 80% of them; with the least, 92–96% (docs/kernels.md). Runs whose nodes differ keep the first run's table."""
+def median_of_runs(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """One per-op table of a model's runs (each with one row per node): each node's times the median of its runs',
+    the runs' nodes matched by name (onnxruntime runs independent nodes in another order from one run to the next,
+    so a node's position is no key). The least of the runs was tried: it made the models' own per-op sums track
+    their latency better at CPUS=1 and worse at CPUS=2, and predicted held-out families no better (docs/kernels.md).
+    Runs whose nodes differ keep the first run's table."""
     first = tables[0].reset_index(drop=True)
     keys = ["node", "op_type"]
     keyed = [t.assign(seen=t.groupby(keys, dropna=False, sort=False).cumcount()).set_index([*keys, "seen"])
              for t in tables]
     if any(len(k) != len(keyed[0]) or not k.index.isin(keyed[0].index).all() for k in keyed[1:]):
         return first
-    least = pd.concat([k[list(RUN_TIMES)] for k in keyed]).groupby(level=[0, 1, 2], dropna=False, sort=False).min()
-    return first.assign(**{column: least[column].reindex(keyed[0].index).to_numpy() for column in RUN_TIMES})
+    middle = pd.concat([k[list(RUN_TIMES)] for k in keyed]).groupby(level=[0, 1, 2], dropna=False, sort=False)
+    median = middle.median()
+    return first.assign(**{column: median[column].reindex(keyed[0].index).to_numpy() for column in RUN_TIMES})
 
 
 def as_table_rows(tables: Iterable[ModelTable]) -> pd.DataFrame:
