@@ -125,7 +125,8 @@ def load_rules(engine: str) -> Rules:
                           for p in RULES_DIR.glob("fusion_rules_*.json")})
         raise ConfigError(f"no fusion rules for engine {engine!r}; rules are learned for: {', '.join(learned)} "
                           f"(learn them with `{REGENERATE}`)")
-    block = min(stored, key=lambda b: (abs(b - host_block(engine)), b))
+    host = host_block(engine)
+    block = min(stored, key=lambda b: (abs(b - host), b))
     return Rules.from_json(json.loads(stored[block].read_text(encoding="utf-8")))
 
 
