@@ -19,7 +19,8 @@ predicted from their graphs alone and compared with their measured latency in th
 share within ±10% and ±5%, the median error, the 95% interval's coverage, predictions a second for MobileNetV2
 1.0/224 already loaded, and the probing time (the per-op session's wall time); beside them, a MACs-only log-log line
 fitted on the same other families, an oracle (each model's own measured per-op sum through the same per-model term,
-fitted on the other families' measured sums: what perfect kernel regressors would give), and the noise floor.
+fitted on the other families' measured sums, without the footprint's factor, which corrects the regressors: what
+perfect kernel regressors would give), and the noise floor.
 `--table` also scores a kernel table probed apart (say `harness probe --models --cpus 1`: designed kernels alone, as
 a phone's exported and imported table holds) on the same models as it stands, its 95% interval's coverage beside,
 and times the one scale that fits them best.
@@ -244,7 +245,8 @@ def main() -> int:
          "MACs line error": f"{r.macs_line_ms / r.measured_ms - 1:+.1%}", "pooled kinds": r.pooled}
         for r in scored.itertuples()])
     summary = [
-        {"predictor": "kernels (per-kind regressors, rows less the profiler's cost; a·Σ + b)", **_pct(shares(errors)),
+        {"predictor": "kernels (per-kind regressors, rows less the profiler's cost; (a·Σ + b)·the footprint's factor)",
+         **_pct(shares(errors)),
          "95% interval coverage": f"{coverage:.0%}"},
         {"predictor": "MACs-only log-log line", **_pct(shares(macs_errors)), "95% interval coverage": "-"},
         {"predictor": "oracle: the model's own measured per-op sum less the profiler's cost, same a·Σ + b",

@@ -16,8 +16,10 @@ from harness.cli import main
 from harness.kernels.features import vector
 from harness.kernels.predictor import (
     ALIAS,
+    FOOTPRINT_MODELS,
     KernelModel,
     KernelRegressors,
+    footprint_line,
     interval_factors,
     predict_graph,
     predictions_per_second,
@@ -60,6 +62,22 @@ def test_the_interval_covers_a_new_residual_at_any_table_size(n: int) -> None:
     assert 0.92 <= inside / trials <= 0.975  # binomial sd ≈ 0.004
 
 
+@pytest.mark.parametrize("slope", [-0.08, 0.0, 0.05])
+def test_the_footprints_slope_is_the_held_out_residuals_line(slope: float) -> None:
+    """The slope of held-out log residuals on the graphs' footprints (log weight bytes of zoo models: 10 to 20), found
+    within its standard error from 25 models with 5% of noise; none from fewer than FOOTPRINT_MODELS models or from
+    footprints that do not vary."""
+    rng = np.random.default_rng(3)
+    footprints = rng.uniform(10.0, 20.0, 25)
+    residuals = 0.02 + slope * (footprints - 15.0) + rng.normal(0.0, 0.05, 25)
+    found, centre = footprint_line(residuals, footprints)
+    standard_error = 0.05 / np.sqrt(np.sum((footprints - footprints.mean()) ** 2))
+    assert abs(found - slope) < 3 * standard_error and centre == pytest.approx(footprints.mean())
+    few = FOOTPRINT_MODELS - 1
+    assert footprint_line(residuals[:few], footprints[:few]) == (0.0, 0.0)
+    assert footprint_line(residuals, np.full(25, 15.0)) == (0.0, 0.0)
+
+
 @pytest.mark.parametrize("cost_ms", [0.004, 0.3, 2.0])
 def test_the_profilers_cost_is_found_at_the_devices_scale(cost_ms: float) -> None:
     """The cost a row that the profiler adds, from models' per-op sums against their latency: this host's few
@@ -92,6 +110,8 @@ def test_held_out_family_is_predicted_from_its_graph(tmp_path: Path) -> None:
         missed = MISSED_CONVERSIONS.get(host_block("onnxruntime"), 0)
         assert abs(detail["kernels"] - len(table.rows)) <= missed  # the detected kernels are the engine's rows
         assert 0.25 < ms / table.latency_ms < 4  # within a factor of four of the measured latency
+        term = detail["term"]  # (a·Σ + b)·the footprint's factor
+        assert ms == pytest.approx((term["a"] * detail["kernel_sum_ms"] + term["b_ms"]) * term["footprint_factor"])
         assert set(detail["by_kind"]) >= {"Conv", "DepthwiseConv"}
         reshape = detail["by_kind"]["Reshape"]  # onnxruntime runs it as an alias: the table's median, at any size
         assert reshape["regressor"] == ALIAS

@@ -289,8 +289,9 @@ class KernelPredictor(Predictor):
         regressors = ", ".join(sorted(model.regressors.per_kind)) or "none"
         return (f"kernel table {self.table.name}: a regressor per kernel kind ({regressors}; any other kind by the "
                 f"pooled one), trained on rows less the profiler's {model.profiler_ms:.3g} ms a row, then latency = "
-                f"{model.term[0]:.3g}·Σkernels + {model.term[1]:.3g} ms, fitted on {model.models} probed models; "
-                f"the 95% interval is ×"
+                f"({model.term[0]:.3g}·Σkernels + {model.term[1]:.3g} ms)·exp({model.footprint_line[0]:.3g}·"
+                f"(footprint − {model.footprint_line[1]:.3g})), fitted on {model.models} probed models (the footprint: "
+                "log(1 + the graph's weight bytes)); the 95% interval is ×"
                 f"{model.factors[0]:.2f}–×{model.factors[1]:.2f}, from their held-out residuals (the wider of their "
                 "split-conformal ranks and a t prediction interval)")
 

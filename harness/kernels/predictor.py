@@ -30,6 +30,12 @@ misses, and an interval from held-out errors.
 - Per model: latency = a·Σ + b (neither negative), fitted by relative least squares on the training models'
   end-to-end latency against their measured per-op sums less the profiler's cost: what the sum misses (the
   executor's work between kernels, the call itself), calibrated on the device's model-level measurements.
+- The footprint's factor: latency = (a·Σ + b)·exp(γ·(footprint − μ)), γ the least-squares slope of the training
+  models' held-out log residuals on their graphs' footprint (μ their mean footprint), with FOOTPRINT_MODELS of them
+  or more. The same kernel runs faster in a model whose weights leave more of the cache to it (a 3×3 first
+  convolution of 10.8 M MACs took 0.10 ms in ShuffleNetV2 0.5× and 0.25 ms in MobileNetV2 1.0, CPUS=1), so
+  regressors trained on other families put a small model's kernels above their time and a large model's below
+  (held-out error against log latency: correlation −0.47 to −0.63 on four of five sessions, docs/kernels.md).
 - Interval: split-conformal ranks of the training models' held-out log residuals (their family out of the kernel
   regressors; interval_factors), applied as factors, widened to hold the prediction itself: never negative.
 """
@@ -80,6 +86,8 @@ ALIAS = "alias"
 PER_GROUP = "GroupedConv"
 """The kind predicted, where it has no regressor of its own, as its groups' dense convolutions (per_group)."""
 HELD_OUT_FOLDS = 3
+FOOTPRINT_MODELS = 8
+"""Training models with a held-out sum that the footprint's slope needs; with fewer, the slope is 0."""
 UNMEASURED_FACTORS = (0.5, 2.0)
 """The interval's factors where fewer than 3 of the table's models have a held-out residual: a bound, not a
 measurement."""
@@ -234,6 +242,18 @@ def without_profiler(samples: pd.DataFrame, cost_ms: float) -> pd.DataFrame:
     return samples.assign(ms=np.maximum(ms - cost_ms, PROFILER_FLOOR * ms))
 
 
+def footprint_line(residuals: np.ndarray, footprints: np.ndarray) -> tuple[float, float]:
+    """(γ, μ): the least-squares slope of the models' held-out log residuals on their footprints, and the footprints'
+    mean; (0, 0) with under FOOTPRINT_MODELS models or footprints that do not vary."""
+    if len(residuals) < FOOTPRINT_MODELS:
+        return 0.0, 0.0
+    centred = footprints - footprints.mean()
+    spread = float(centred @ centred)
+    if spread <= 0:
+        return 0.0, 0.0
+    return float(centred @ (residuals - residuals.mean()) / spread), float(footprints.mean())
+
+
 def interval_factors(residuals: np.ndarray) -> tuple[float, float]:
     """The interval's factors from n held-out log residuals, each side the wider of two intervals:
     - split-conformal ranks, the ⌊(n+1)·0.025⌋-th smallest and the ⌈(n+1)·0.975⌉-th, so that a new model's residual
@@ -266,6 +286,8 @@ class KernelModel:
     factors: tuple[float, float]
     models: int
     profiler_ms: float = 0.0
+    footprint_line: tuple[float, float] = (0.0, 0.0)
+    """(γ, μ) of the footprint's factor exp(γ·(footprint − μ)); (0, 0) where no held-out sums fitted it."""
     loaded: dict[str, LoadedGraph] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -311,7 +333,10 @@ class KernelModel:
                                         .sum()) for kind, g in group.groupby("kind"))
         known = sums.to_numpy() > 0
         residuals = np.log(measured[known] / np.maximum(term[0] * sums.to_numpy()[known] + term[1], 1e-6))
-        return cls(rules, regressors, term, interval_factors(residuals), len(models), cost)
+        footprints = zoo.groupby("model")["footprint"].first().reindex(models.index).to_numpy(dtype=float)[known]
+        line = footprint_line(residuals, footprints)
+        residuals = residuals - line[0] * (footprints - line[1])
+        return cls(rules, regressors, term, interval_factors(residuals), len(models), cost, line)
 
     def load(self, model_path: str | Path) -> LoadedGraph:
         """The graph's kernels as feature matrices, read once per path."""
@@ -331,10 +356,12 @@ class KernelModel:
             times, carried = self.regressors.predict(kind, x, graph.footprint)
             total += float(times.sum())
             by_kind[kind] = {"kernels": len(x), "ms": float(times.sum()), "regressor": carried}
-        ms = max(float(self.term[0] * total + self.term[1]), 1e-6)
+        slope, centre = self.footprint_line
+        factor = math.exp(slope * (graph.footprint - centre))
+        ms = max(float(self.term[0] * total + self.term[1]), 1e-6) * factor
         detail = {"carried_by": "kernel table", "kernels": graph.kernels, "kernel_sum_ms": total,
                   "term": {"a": float(self.term[0]), "b_ms": float(self.term[1]),
-                           "profiler_ms_per_row": self.profiler_ms},
+                           "profiler_ms_per_row": self.profiler_ms, "footprint_factor": factor},
                   "pooled_kinds": sorted(k for k, v in by_kind.items() if v["regressor"] == POOLED),
                   "by_kind": by_kind, "calibration_models": self.models}
         return ms, ms * self.factors[0], ms * self.factors[1], detail
