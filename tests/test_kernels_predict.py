@@ -17,6 +17,7 @@ from harness.kernels.features import vector
 from harness.kernels.predictor import (
     ALIAS,
     FOOTPRINT_MODELS,
+    NO_FOOTPRINT_LINE,
     KernelModel,
     KernelRegressors,
     footprint_line,
@@ -65,17 +66,18 @@ def test_the_interval_covers_a_new_residual_at_any_table_size(n: int) -> None:
 @pytest.mark.parametrize("slope", [-0.08, 0.0, 0.05])
 def test_the_footprints_slope_is_the_held_out_residuals_line(slope: float) -> None:
     """The slope of held-out log residuals on the graphs' footprints (log weight bytes of zoo models: 10 to 20), found
-    within its standard error from 25 models with 5% of noise; none from fewer than FOOTPRINT_MODELS models or from
-    footprints that do not vary."""
+    within three standard errors from 25 models with 5% of noise, with their footprints' mean and range; none from
+    fewer than FOOTPRINT_MODELS models or from footprints that do not vary."""
     rng = np.random.default_rng(3)
     footprints = rng.uniform(10.0, 20.0, 25)
     residuals = 0.02 + slope * (footprints - 15.0) + rng.normal(0.0, 0.05, 25)
-    found, centre = footprint_line(residuals, footprints)
+    found, centre, least, most = footprint_line(residuals, footprints)
     standard_error = 0.05 / np.sqrt(np.sum((footprints - footprints.mean()) ** 2))
     assert abs(found - slope) < 3 * standard_error and centre == pytest.approx(footprints.mean())
+    assert (least, most) == (footprints.min(), footprints.max())  # a footprint beyond them is read at the nearest
     few = FOOTPRINT_MODELS - 1
-    assert footprint_line(residuals[:few], footprints[:few]) == (0.0, 0.0)
-    assert footprint_line(residuals, np.full(25, 15.0)) == (0.0, 0.0)
+    assert footprint_line(residuals[:few], footprints[:few]) == NO_FOOTPRINT_LINE
+    assert footprint_line(residuals, np.full(25, 15.0)) == NO_FOOTPRINT_LINE
 
 
 @pytest.mark.parametrize("cost_ms", [0.004, 0.3, 2.0])

@@ -291,7 +291,7 @@ class KernelPredictor(Predictor):
                 f"pooled one), trained on rows less the profiler's {model.profiler_ms:.3g} ms a row, then latency = "
                 f"({model.term[0]:.3g}·Σkernels + {model.term[1]:.3g} ms)·exp({model.footprint_line[0]:.3g}·"
                 f"(footprint − {model.footprint_line[1]:.3g})), fitted on {model.models} probed models (the footprint: "
-                "log(1 + the graph's weight bytes)); the 95% interval is ×"
+                "log(1 + the graph's weight bytes), held inside theirs); the 95% interval is ×"
                 f"{model.factors[0]:.2f}–×{model.factors[1]:.2f}, from their held-out residuals (the wider of their "
                 "split-conformal ranks and a t prediction interval)")
 

@@ -32,10 +32,11 @@ misses, and an interval from held-out errors.
   executor's work between kernels, the call itself), calibrated on the device's model-level measurements.
 - The footprint's factor: latency = (a·Σ + b)·exp(γ·(footprint − μ)), γ the least-squares slope of the training
   models' held-out log residuals on their graphs' footprint (μ their mean footprint), with FOOTPRINT_MODELS of them
-  or more. The same kernel runs faster in a model whose weights leave more of the cache to it (a 3×3 first
-  convolution of 10.8 M MACs took 0.10 ms in ShuffleNetV2 0.5× and 0.25 ms in MobileNetV2 1.0, CPUS=1), so
-  regressors trained on other families put a small model's kernels above their time and a large model's below
-  (held-out error against log latency: correlation −0.47 to −0.63 on four of five sessions, docs/kernels.md).
+  or more; a graph's footprint beyond theirs is read at the nearest of them, not extrapolated. The same kernel runs
+  faster in a model whose weights leave more of the cache to it (a 3×3 first convolution of 10.8 M MACs took
+  0.10 ms in ShuffleNetV2 0.5× and 0.25 ms in MobileNetV2 1.0, CPUS=1), so regressors trained on other families put
+  a small model's kernels above their time and a large model's below (held-out error against log latency:
+  correlation −0.47 to −0.63 on four of five sessions, docs/kernels.md).
 - Interval: split-conformal ranks of the training models' held-out log residuals (their family out of the kernel
   regressors; interval_factors), applied as factors, widened to hold the prediction itself: never negative.
 """
@@ -242,16 +243,21 @@ def without_profiler(samples: pd.DataFrame, cost_ms: float) -> pd.DataFrame:
     return samples.assign(ms=np.maximum(ms - cost_ms, PROFILER_FLOOR * ms))
 
 
-def footprint_line(residuals: np.ndarray, footprints: np.ndarray) -> tuple[float, float]:
-    """(γ, μ): the least-squares slope of the models' held-out log residuals on their footprints, and the footprints'
-    mean; (0, 0) with under FOOTPRINT_MODELS models or footprints that do not vary."""
+NO_FOOTPRINT_LINE = (0.0, 0.0, -math.inf, math.inf)
+
+
+def footprint_line(residuals: np.ndarray, footprints: np.ndarray) -> tuple[float, float, float, float]:
+    """(γ, μ, least, most): the least-squares slope of the models' held-out log residuals on their footprints, the
+    footprints' mean and range; NO_FOOTPRINT_LINE (no factor) with under FOOTPRINT_MODELS models or footprints that do
+    not vary."""
     if len(residuals) < FOOTPRINT_MODELS:
-        return 0.0, 0.0
+        return NO_FOOTPRINT_LINE
     centred = footprints - footprints.mean()
     spread = float(centred @ centred)
     if spread <= 0:
-        return 0.0, 0.0
-    return float(centred @ (residuals - residuals.mean()) / spread), float(footprints.mean())
+        return NO_FOOTPRINT_LINE
+    return (float(centred @ (residuals - residuals.mean()) / spread), float(footprints.mean()),
+            float(footprints.min()), float(footprints.max()))
 
 
 def interval_factors(residuals: np.ndarray) -> tuple[float, float]:
@@ -286,8 +292,9 @@ class KernelModel:
     factors: tuple[float, float]
     models: int
     profiler_ms: float = 0.0
-    footprint_line: tuple[float, float] = (0.0, 0.0)
-    """(γ, μ) of the footprint's factor exp(γ·(footprint − μ)); (0, 0) where no held-out sums fitted it."""
+    footprint_line: tuple[float, float, float, float] = NO_FOOTPRINT_LINE
+    """(γ, μ, least, most) of the footprint's factor exp(γ·(footprint − μ)), the footprint held inside [least, most]
+    (footprint_line); no factor where no held-out sums fitted it."""
     loaded: dict[str, LoadedGraph] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -356,8 +363,8 @@ class KernelModel:
             times, carried = self.regressors.predict(kind, x, graph.footprint)
             total += float(times.sum())
             by_kind[kind] = {"kernels": len(x), "ms": float(times.sum()), "regressor": carried}
-        slope, centre = self.footprint_line
-        factor = math.exp(slope * (graph.footprint - centre))
+        slope, centre, least, most = self.footprint_line
+        factor = math.exp(slope * (min(max(graph.footprint, least), most) - centre))
         ms = max(float(self.term[0] * total + self.term[1]), 1e-6) * factor
         detail = {"carried_by": "kernel table", "kernels": graph.kernels, "kernel_sum_ms": total,
                   "term": {"a": float(self.term[0]), "b_ms": float(self.term[1]),
