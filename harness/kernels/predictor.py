@@ -305,7 +305,8 @@ class KernelModel:
         trains the regressors; zoo models with an end-to-end latency also give the profiler's cost and the per-model
         term (from their measured per-op sums), and the interval (from kernel sums predicted with their family held
         out). `samples`: samples_of(rows, ...) when the caller already has them. `interval=False` skips the held-out
-        fits the interval needs (its factors are then NaN): for a caller that reads the predicted ms alone."""
+        fits the interval and the footprint's factor need (its factors are then NaN, and it has no footprint factor):
+        for a caller that reads the predicted ms alone."""
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
