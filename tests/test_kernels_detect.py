@@ -62,6 +62,19 @@ def test_detected_kernels_match_the_engine_rows(tmp_path: Path) -> None:
     assert inserted > 0  # the layout conversions are among what was matched
     check_learning(tables)
     check_padded_outputs(tables)
+    check_activation_passes(squeeze_excite.model_path, [t.model_path for t in tables if t.model == "resnet8_cifar10"])
+
+
+def check_activation_passes(hard_swish: Path, relu_only: list[Path]) -> None:
+    """A convolution whose fused activation is a Relu (ResNet-8's, after a residual Add or not) runs it inside the
+    kernel; one with a fused HardSwish (MobileNetV3's) runs it as a pass of its own over the output."""
+    [resnet] = relu_only
+    convolutions = ("Conv", "DepthwiseConv")
+    relu = [k for k in kernels_of(resnet, "onnxruntime") if k.kind in convolutions]
+    assert relu and all(k.features["activation_pass"] == 0.0 for k in relu)
+    passes = Counter(k.features["activation_pass"] for k in kernels_of(hard_swish, "onnxruntime")
+                     if k.kind in convolutions)
+    assert passes[1.0] >= 10 and passes[0.0] >= 10, dict(passes)
 
 
 def check_padded_outputs(tables: list[ModelTable]) -> None:
@@ -126,3 +139,4 @@ def test_an_activation_no_profile_ran_is_detected_as_the_engine_fuses_it(tmp_pat
     detected = Counter(kernel.kind for kernel in kernels_of(model, "onnxruntime"))
     assert detected == engine, f"detected {dict(detected)}, engine ran {dict(engine)}"
     assert engine["Conv"] == 2 and not {"LeakyRelu", "Tanh"} & set(engine)
+    assert [k.features["activation_pass"] for k in kernels_of(model, "onnxruntime") if k.kind == "Conv"] == [1.0, 1.0]

@@ -15,10 +15,18 @@ from harness.kernels.graph import CONV_TYPES, Graph, Kernel, conv_config, elemen
 
 ACTIVATION_BYTES = 4
 FEATURES = ("macs", "bytes", "in_bytes", "out_bytes", "weight_bytes", "intensity", "cin", "cout", "kernel", "stride",
-            "groups", "resolution", "inputs", "fused", "blocked")
+            "groups", "resolution", "inputs", "fused", "blocked", "activation_pass")
 """Every kernel has every feature (0 where it does not apply), so one regressor can pool kinds. `blocked`: a
 depthwise convolution whose channels are not a multiple of 4 runs in the plain layout, about 3.5 times slower a MAC
-than a blocked one of the same size (CPUS=1 on this host), which no size feature tells apart."""
+than a blocked one of the same size (CPUS=1 on this host), which no size feature tells apart. `activation_pass`:
+whether the kernel's fused activation runs as a pass of its own over the output (any fused node not in INLINE_FUSED)."""
+INLINE_FUSED = frozenset({"Relu", "Add", "Sum"})
+"""Fused nodes an engine applies inside the kernel's own loop: onnxruntime's MLAS kernels take a Relu and a residual
+sum as flags (RELU_ACTIVATION, ACCUMULATE_OUTPUT); any other fused activation (Clip, HardSigmoid, HardSwish, Sigmoid,
+LeakyRelu) goes through MLAS_CONV_KERNEL_FLAG_OTHER_ACTIVATION, a second pass over each output block. On an AVX-512
+host at CPUS=1 the same depthwise configuration ran 1.46 times slower with a fused Clip than with a fused Relu (10
+configurations met with both), a dense convolution 1.11 times (Clip) and 1.27 times (HardSwish); no other feature
+tells them apart (docs/kernels.md)."""
 
 
 def _shape_bytes(shapes: list[list[int]]) -> int:
@@ -59,6 +67,7 @@ def with_features(graph: Graph, kernel: Kernel) -> Kernel:
         "kernel": conv.get("kernel", 0), "stride": conv.get("stride", 0), "groups": conv.get("groups", 0),
         "resolution": conv.get("resolution", out_shape[2] if out_shape and len(out_shape) > 2 else 0),
         "inputs": len(ins), "fused": len(kernel.nodes) - 1,
+        "activation_pass": float(any(graph.nodes[index]["op_type"] not in INLINE_FUSED for index in kernel.nodes[1:])),
     }
     return kernel
 
