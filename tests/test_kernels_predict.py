@@ -103,6 +103,7 @@ def test_held_out_family_is_predicted_from_its_graph(tmp_path: Path) -> None:
     train = rows[rows["family"] != HELD_OUT]
     samples = samples_of(train, Path, rules)
     assert len(samples) == len(train)  # every engine row became one kernel sample
+    check_input_footprint(samples)
     model = KernelModel.fit(train, Path, rules, samples=samples)
     held = [table for table in tables if table.model.startswith(HELD_OUT)]
     assert len(held) == 2
@@ -123,6 +124,15 @@ def test_held_out_family_is_predicted_from_its_graph(tmp_path: Path) -> None:
     assert min(model.term) >= 0 and 0 <= model.profiler_ms < 0.05
     assert predictions_per_second(model, held[0].model_path, seconds=0.3) >= 100
     check_table_face(tmp_path, train, model, held[0].model_path)
+
+
+def check_input_footprint(samples: pd.DataFrame) -> None:
+    """The kernel that reads a model's input, and no other, carries the graph's footprint as its last feature."""
+    carried = np.array([x[-1] for x in samples["x"]])
+    first = samples[carried > 0]
+    assert sorted(first["model"]) == sorted(samples["model"].unique())  # one kernel a model
+    assert carried[carried > 0] == pytest.approx(first["footprint"].to_numpy())
+    assert set(first["kind"]) == {"Conv"}  # each of these models begins with a convolution
 
 
 def check_median_of_runs(session: Path, tables: list[ModelTable]) -> None:

@@ -72,6 +72,16 @@ def with_features(graph: Graph, kernel: Kernel) -> Kernel:
     return kernel
 
 
+def reads_graph_input(graph: Graph, kernel: Kernel) -> bool:
+    """Whether the kernel's anchor reads a tensor no node writes: the graph's input, which (with the buffer the first
+    kernel writes) was last touched an inference ago, so it is still in the cache only in a model that touches
+    little in between."""
+    if not kernel.nodes:
+        return False
+    inputs = [name for name in graph.nodes[kernel.nodes[0]]["inputs"] if name]
+    return bool(inputs) and inputs[0] not in graph.producer
+
+
 def set_layout(features: dict[str, float], blocked: bool, block: int) -> None:
     """The kernel's layout as the feature `blocked`, and a blocked kernel's MACs and activation bytes at its channels
     padded up to the block, as the engine computes and moves them (a convolution reading fewer input channels than a

@@ -8,8 +8,10 @@ misses, and an interval from held-out errors.
   raised the predicted time of other families' small blocked depthwise kernels 1.8–2.1 times.
 - Per kind: a gradient-boosted regressor (scikit-learn's GradientBoostingRegressor, evaluated as packed arrays:
   harness.kernels.trees) of the kernel's log time per unit of work, log ms − log(1 + MACs + bytes moved), on its
-  log features (harness.kernels.features). Trees predict a constant beyond the sizes they were trained on: as a
-  time per unit of work, that constant scales with a kernel smaller or larger than any seen, where a time would not.
+  log features (harness.kernels.features), and its input footprint: the graph's footprint for the kernel that reads
+  the graph's input (kernel_vector), whose buffers were last touched an inference ago. Trees predict a constant
+  beyond the sizes they were trained on: as a time per unit of work, that constant scales with a kernel smaller or
+  larger than any seen, where a time would not.
 - Evidence: the rows of models (zoo models profiled per-op: each kernel in context, its input just written by the
   kernel before it). A designed kernel is timed alone, and on this host alone ran slower than in a model: with a
   probe's 1,517 designed kernels beside the models' rows, held-out families fell from 88% to 72–80% within ±10%
@@ -59,8 +61,8 @@ from sklearn.ensemble import GradientBoostingRegressor
 from harness.core.errors import ConfigError, DataError
 from harness.kernels.designed import OVERHEAD
 from harness.kernels.detect import detect
-from harness.kernels.features import FEATURES, vector
-from harness.kernels.graph import Graph
+from harness.kernels.features import FEATURES, reads_graph_input, vector
+from harness.kernels.graph import Graph, Kernel
 from harness.kernels.rules import Rules, load_rules
 from harness.kernels.table import GRAPHS_DIR, KernelTable
 from harness.kernels.training import GAP_ROWS, TIME_COLUMN, join_kernels
@@ -177,6 +179,16 @@ class KernelRegressors:
         return np.exp(self.pooled.predict(np.column_stack([x, footprints, onehot])) + work_units(x)), POOLED
 
 
+def kernel_vector(graph: Graph, kernel: Kernel, graph_footprint: float) -> list[float]:
+    """The kernel's features (harness.kernels.features.vector) and its input footprint: the graph's footprint where
+    the kernel reads the graph's input, else 0 (designed kernels, each timed alone in its pack, get 0). The first
+    convolution of ten models, one configuration, took 0.10 ms in ShuffleNetV2 0.5× and 0.25 ms in MobileNetV2 1.0
+    (CPUS=1): its input and output buffers were last touched an inference ago, so how much the model touches in
+    between decides whether they are still in the cache. A flag alone (1 for such a kernel) did not tell them apart
+    (docs/kernels.md)."""
+    return [*vector(kernel.features), graph_footprint if reads_graph_input(graph, kernel) else 0.0]
+
+
 @dataclass
 class LoadedGraph:
     """A graph's kernels grouped by kind as feature matrices: what a prediction needs, computed once per graph."""
@@ -187,11 +199,11 @@ class LoadedGraph:
 
     @classmethod
     def of(cls, graph: Graph, rules: Rules) -> LoadedGraph:
-        kernels = detect(graph, rules)
+        kernels, weights = detect(graph, rules), footprint(graph)
         grouped: dict[str, list[list[float]]] = {}
         for kernel in kernels:
-            grouped.setdefault(kernel.kind, []).append(vector(kernel.features))
-        return cls(len(kernels), {kind: np.array(rows) for kind, rows in grouped.items()}, footprint(graph))
+            grouped.setdefault(kernel.kind, []).append(kernel_vector(graph, kernel, weights))
+        return cls(len(kernels), {kind: np.array(rows) for kind, rows in grouped.items()}, weights)
 
 
 def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.DataFrame:
@@ -207,7 +219,8 @@ def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.Data
         weights = footprint(ran)
         for kernel, ms in join_kernels(graph, group, rules):
             if ms > 0:
-                out.append({"kind": kernel.kind, "x": np.array(vector(kernel.features)), "ms": ms, "model": model,
+                x = kernel_vector(graph, kernel, 0.0 if alone else weights)
+                out.append({"kind": kernel.kind, "x": np.array(x), "ms": ms, "model": model,
                             "family": family, "alone": alone, "footprint": weights})
     return pd.DataFrame(out)
 
