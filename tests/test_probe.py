@@ -29,7 +29,9 @@ from harness.kernels.designed import (
     sample,
     write_probe,
 )
+from harness.kernels.predictor import graph_resolver, samples_of
 from harness.kernels.probed import kernel_times
+from harness.kernels.rules import load_rules
 from harness.kernels.table import find_kernel_table
 from tests.boards import BoardFactory
 from tests.test_target import harness, set_up
@@ -138,6 +140,10 @@ def test_designed_rows_map_back_to_their_kernels(probed: Path) -> None:
     overhead = designed[designed["kernel_kind"] == OVERHEAD]["mean_ms"]
     assert len(overhead) == 3 * rows.loc[rows["source"] == "designed", "model"].nunique()
     assert overhead.median() < kernels.groupby("kernel")["mean_ms"].sum().median()
+    samples = samples_of(rows, graph_resolver(table), load_rules("onnxruntime"))
+    carried = np.array([x[-1] for x in samples["x"]])  # the input footprint
+    assert samples["alone"].any() and (carried[samples["alone"].to_numpy()] == 0).all()  # timed alone: none
+    assert samples.loc[carried > 0, "model"].value_counts().to_dict() == {"resnet8_cifar10": 1, "kws_dscnn": 1}
 
 
 def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> None:
