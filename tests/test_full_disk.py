@@ -23,7 +23,15 @@ import pytest
 from harness.backends.local import LocalBackend
 from harness.cli import main
 from harness.core.errors import StorageError
-from harness.store.results import RESERVE_FILE, SessionStore, list_sessions, load_runs, load_session_info
+from harness.core.storage import hold_space, write_bytes_atomically, write_through_held
+from harness.store.results import (
+    RESERVE_FILE,
+    SESSION_FILE,
+    SessionStore,
+    list_sessions,
+    load_runs,
+    load_session_info,
+)
 from tests.analysis_fixtures import write_session
 from tests.helpers import run_spec
 from tests.test_calibrate_cli import FASTEST, HARNESS, write_device_csv
@@ -143,6 +151,23 @@ def test_a_session_that_fills_the_disk_stops_in_one_line_and_resumes(disk: Path,
     assert runs[:len(kept)] == kept
     assert load_session_info(session)["state"] == "complete"
     assert not temp_files(disk)
+
+
+def test_a_write_through_held_space_asks_the_full_disk_for_nothing(disk: Path) -> None:
+    """session.json's next state is written into the space held for it and renamed into place: a disk that filled
+    after the space was held cannot refuse it (releasing the space first let the writer that filled it take it)."""
+    target, held = disk / SESSION_FILE, disk / RESERVE_FILE
+    hold_space(held, 64 * 1024)
+    fill(disk)
+    data = b'{"state": "interrupted"}\n'
+    with pytest.raises(StorageError):  # a plain write needs a block the full disk has not
+        write_bytes_atomically(disk / "other.json", data)
+    write_through_held(target, data, held)
+    assert target.read_bytes() == data and not held.exists()
+    fill(disk)
+    with pytest.raises(StorageError):  # nothing held any more, and the disk is full
+        write_through_held(target, data * 4000, held)
+    assert target.read_bytes() == data and not temp_files(disk)
 
 
 def test_an_append_the_disk_refuses_is_cut_back_to_the_last_whole_line(disk: Path) -> None:

@@ -70,6 +70,35 @@ def write_bytes_atomically(path: Path, data: bytes, durable: bool = True) -> Pat
     return write_atomically(path, lambda tmp: _fill(tmp, data, durable), len(data))
 
 
+def write_through_held(path: Path, data: bytes, held: Path) -> Path:
+    """`data` as the whole of `path`, written into `held` (space allocated for it: hold_space) and renamed into place,
+    fsynced first: it asks the disk for no block, so a writer that filled the disk since cannot refuse it, as it
+    could take the space that releasing `held` first would free. Without a held file that large, a plain atomic
+    write; a write that fails leaves `path` as it was and no `held`."""
+    try:
+        held_bytes = held.stat().st_size
+    except OSError:
+        held_bytes = -1
+    if held_bytes < len(data):
+        held.unlink(missing_ok=True)
+        return write_bytes_atomically(path, data)
+    with writing(path, len(data)):
+        try:
+            fd = os.open(held, os.O_WRONLY)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.ftruncate(fd, len(data))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(held, path)
+        finally:
+            held.unlink(missing_ok=True)
+    return path
+
+
 def write_dir_atomically(target: Path, files: dict[str, bytes]) -> Path:
     """`files` (name -> content, fsynced) as the whole of the folder `target`: written into a temporary sibling
     folder that then takes `target`'s place, so a write the disk cuts short leaves `target` as it was (or absent)

@@ -33,7 +33,7 @@ from typing import Any
 from harness.core.bounds import byte_bound
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord, SessionInfo
-from harness.core.storage import append_bytes, hold_space, write_bytes_atomically
+from harness.core.storage import append_bytes, hold_space, write_bytes_atomically, write_through_held
 from harness.store.migrations import RUN_MIGRATIONS, SESSION_MIGRATIONS, Migration
 
 SCHEMA_VERSION = 4
@@ -63,8 +63,13 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     write_bytes_atomically(path, text.encode("utf-8"), durable)
 
 
+def json_text(obj: Any) -> str:
+    """The JSON files' text: indented, keys in their order."""
+    return json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n"
+
+
 def atomic_write_json(path: Path, obj: Any, durable: bool = True) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n", durable)
+    atomic_write_text(path, json_text(obj), durable)
 
 
 def atomic_write_csv(path: Path, rows: Sequence[Mapping[str, object]], durable: bool = True) -> None:
@@ -137,13 +142,15 @@ class SessionStore:
             self._provenance = _first_provenance(self.runs_path)
 
     def write_session(self, info: dict[str, Any]) -> None:
-        """session.json, written with the space held for it; while the state is `running` the space for the next
-        one is held again (RESERVE_FILE), so a full disk cannot keep the session from being marked interrupted."""
+        """session.json, written through the space held for it (RESERVE_FILE, renamed into its place); while the state
+        is `running` the space for the next one is held again, so a full disk cannot keep the session from being
+        marked interrupted. Releasing the held space before the write let a writer that filled the disk take it
+        first, and the session stayed `running`."""
         reserve = self.path / RESERVE_FILE
-        reserve.unlink(missing_ok=True)
-        atomic_write_json(self.path / SESSION_FILE, {"schema_version": SCHEMA_VERSION, **info})
+        data = json_text({"schema_version": SCHEMA_VERSION, **info}).encode("utf-8")
+        write_through_held(self.path / SESSION_FILE, data, reserve)
         if info.get("state") == "running":
-            hold_space(reserve, (self.path / SESSION_FILE).stat().st_size + RESERVE_MARGIN)
+            hold_space(reserve, len(data) + RESERVE_MARGIN)
 
     def write_summary(self, summary: dict[str, Any], rows: list[dict[str, Any]]) -> None:
         """Derived from runs.jsonl, so not fsynced (see the module docstring)."""
