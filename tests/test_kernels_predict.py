@@ -13,7 +13,7 @@ from sklearn.ensemble import GradientBoostingRegressor
 
 from harness.analysis.per_op import BETWEEN_OPS, TABLE_CSV, run_dir
 from harness.cli import main
-from harness.kernels.features import vector
+from harness.kernels.features import FEATURES, vector
 from harness.kernels.predictor import (
     ALIAS,
     FOOTPRINT_MODELS,
@@ -187,6 +187,29 @@ def test_a_grouped_convolution_without_rows_of_its_own_is_its_groups_dense_convo
     assert carried == "Conv per group"
     one_group = np.array([conv(8, 8, 1, 28), conv(8, 8, 1, 14)])
     assert times == pytest.approx([13, 26] * regressors.predict("Conv", one_group, 10.0)[0], rel=1e-6)
+
+
+def test_only_a_table_of_enough_families_reads_the_input_footprint() -> None:
+    """A few models' first kernels among a probe's designed ones cannot teach the input footprint: with models of
+    fewer than MODEL_FAMILIES families the regressors read none, and a graph's first kernel is predicted as any other
+    kernel of its configuration; with more, the footprint carries what those kernels ran."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(1, 12, size=(90, len(FEATURES) + 1))
+    x[:, -1] = 0.0
+    x[:6, -1] = 15.0  # the first kernels of models
+    ms = np.exp(rng.normal(-3, 0.2, 90))
+    ms[:6] *= 50
+    samples = pd.DataFrame({"kind": "Conv", "x": list(x), "ms": ms, "footprint": 10.0,
+                            "alone": [False] * 6 + [True] * 84, "family": ["a", "b"] * 3 + ["designed"] * 84})
+    first = x[:6]
+    elsewhere = first.copy()
+    elsewhere[:, -1] = 0.0
+    few = KernelRegressors.fit(samples)
+    assert not few.input_footprint
+    assert few.predict("Conv", first, 10.0)[0] == pytest.approx(few.predict("Conv", elsewhere, 10.0)[0])
+    many = KernelRegressors.fit(samples.assign(alone=False, family=[f"f{i % 5}" for i in range(90)]))
+    assert many.input_footprint
+    assert np.all(many.predict("Conv", first, 10.0)[0] > 2 * many.predict("Conv", elsewhere, 10.0)[0])
 
 
 def check_table_face(tmp_path: Path, train: pd.DataFrame, model: KernelModel, graph: str) -> None:

@@ -143,6 +143,10 @@ class KernelRegressors:
     kinds: list[str] = field(default_factory=list)
     aliases: dict[str, float] = field(default_factory=dict)
     """Per alias kind (ALIAS_KINDS) the table holds rows of, their median ms."""
+    input_footprint: bool = True
+    """Whether the regressors read the input footprint (kernel_vector's last column): only where models of
+    MODEL_FAMILIES families or more train them, each giving one first kernel; two or three such rows among a probe's
+    designed kernels would let a tree set any graph's first kernel apart on them."""
 
     @classmethod
     def fit(cls, samples: pd.DataFrame, aliases: frozenset[str] = frozenset()) -> KernelRegressors:
@@ -150,7 +154,9 @@ class KernelRegressors:
         alias_ms = {str(kind): float(group["ms"].median())
                     for kind, group in samples.groupby("kind") if kind in aliases}
         kinds = sorted(samples["kind"].unique())
-        x = np.vstack(list(samples["x"]))
+        in_models = ~samples["alone"] if "alone" in samples else pd.Series(True, index=samples.index)
+        input_footprint = samples.loc[in_models, "family"].nunique() >= MODEL_FAMILIES if "family" in samples else False
+        x = without_input_footprint(np.vstack(list(samples["x"])), input_footprint)
         y = np.log(samples["ms"].to_numpy(dtype=float)) - work_units(x)
         onehot = (samples["kind"].to_numpy()[:, None] == np.array(kinds)[None, :]).astype(float)
         pooled = PackedTrees.of(_regressor().fit(np.column_stack([x, samples["footprint"], onehot]), y))
@@ -159,11 +165,12 @@ class KernelRegressors:
             mask = (samples["kind"] == kind).to_numpy()
             if mask.sum() >= MIN_KIND_ROWS and kind not in alias_ms:
                 per_kind[kind] = PackedTrees.of(_regressor().fit(x[mask], y[mask]))
-        return cls(per_kind, pooled, kinds, alias_ms)
+        return cls(per_kind, pooled, kinds, alias_ms, input_footprint)
 
     def predict(self, kind: str, x: np.ndarray, graph_footprint: float) -> tuple[np.ndarray, str]:
         """Predicted ms of kernels of one kind in a graph of this footprint, and which regressor carried them (the
         kind's own, pooled, or the alias kind's median)."""
+        x = without_input_footprint(x, self.input_footprint)
         if kind in self.aliases:
             return np.full(len(x), self.aliases[kind]), ALIAS
         if kind in self.per_kind:
@@ -177,6 +184,15 @@ class KernelRegressors:
             onehot[:, self.kinds.index(kind)] = 1.0
         footprints = np.full((len(x), 1), graph_footprint)
         return np.exp(self.pooled.predict(np.column_stack([x, footprints, onehot])) + work_units(x)), POOLED
+
+
+def without_input_footprint(x: np.ndarray, keep: bool) -> np.ndarray:
+    """Feature rows as they are, or with the input footprint (the last column) at 0 where it is not read."""
+    if keep or not len(x):
+        return x
+    cleared = x.copy()
+    cleared[:, -1] = 0.0
+    return cleared
 
 
 def kernel_vector(graph: Graph, kernel: Kernel, graph_footprint: float) -> list[float]:
