@@ -180,7 +180,8 @@ def test_a_grouped_convolution_without_rows_of_its_own_is_its_groups_dense_convo
     dense = [conv(int(c), int(c), 1, int(s)) for c, s in zip(rng.choice([8, 16, 32, 64, 128], 60),
                                                                rng.choice([7, 14, 28, 56], 60), strict=True)]
     ms = [float(np.expm1(x[0])) * 1e-7 + 0.002 for x in dense]
-    samples = pd.DataFrame({"kind": "Conv", "x": [np.array(x) for x in dense], "ms": ms, "footprint": 10.0})
+    samples = pd.DataFrame({"kind": "Conv", "x": [np.array(x) for x in dense], "ms": ms, "footprint": 10.0,
+                            "alone": False, "family": "dense"})
     regressors = KernelRegressors.fit(samples)
     grouped = np.array([conv(104, 104, 13, 28), conv(208, 208, 26, 14)])
     times, carried = regressors.predict("GroupedConv", grouped, 10.0)

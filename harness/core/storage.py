@@ -70,6 +70,13 @@ def write_bytes_atomically(path: Path, data: bytes, durable: bool = True) -> Pat
     return write_atomically(path, lambda tmp: _fill(tmp, data, durable), len(data))
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """All of `data` to `fd`, however many writes the kernel takes for it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_through_held(path: Path, data: bytes, held: Path) -> Path:
     """`data` as the whole of `path`, written into `held` (space allocated for it: hold_space) and renamed into place,
     fsynced first: it asks the disk for no block, so a writer that filled the disk since cannot refuse it, as it
@@ -86,9 +93,7 @@ def write_through_held(path: Path, data: bytes, held: Path) -> Path:
         try:
             fd = os.open(held, os.O_WRONLY)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                _write_all(fd, data)
                 os.ftruncate(fd, len(data))
                 os.fsync(fd)
             finally:
@@ -142,9 +147,7 @@ def append_bytes(path: Path, data: bytes) -> None:
         try:
             size = os.fstat(fd).st_size
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                _write_all(fd, data)
                 os.fsync(fd)
             except BaseException:
                 os.ftruncate(fd, size)

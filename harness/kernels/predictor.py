@@ -154,8 +154,7 @@ class KernelRegressors:
         alias_ms = {str(kind): float(group["ms"].median())
                     for kind, group in samples.groupby("kind") if kind in aliases}
         kinds = sorted(samples["kind"].unique())
-        in_models = ~samples["alone"] if "alone" in samples else pd.Series(True, index=samples.index)
-        input_footprint = samples.loc[in_models, "family"].nunique() >= MODEL_FAMILIES if "family" in samples else False
+        input_footprint = enough_families(samples)
         x = without_input_footprint(np.vstack(list(samples["x"])), input_footprint)
         y = np.log(samples["ms"].to_numpy(dtype=float)) - work_units(x)
         onehot = (samples["kind"].to_numpy()[:, None] == np.array(kinds)[None, :]).astype(float)
@@ -184,6 +183,12 @@ class KernelRegressors:
             onehot[:, self.kinds.index(kind)] = 1.0
         footprints = np.full((len(x), 1), graph_footprint)
         return np.exp(self.pooled.predict(np.column_stack([x, footprints, onehot])) + work_units(x)), POOLED
+
+
+def enough_families(samples: pd.DataFrame) -> bool:
+    """Whether models (rows not timed alone) of MODEL_FAMILIES families or more are among the samples: then their rows
+    alone train the regressors, and the regressors read the input footprint."""
+    return bool(samples.loc[~samples["alone"], "family"].nunique() >= MODEL_FAMILIES)
 
 
 def without_input_footprint(x: np.ndarray, keep: bool) -> np.ndarray:
@@ -339,7 +344,7 @@ class KernelModel:
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
-        if samples.loc[~samples["alone"], "family"].nunique() >= MODEL_FAMILIES:
+        if enough_families(samples):
             samples = samples[~samples["alone"]]  # rows of models, where the table has enough of them
         models = (rows[rows["source"].eq("zoo") & rows["model_latency_ms"].gt(0)]
                   .groupby("model").agg(latency=("model_latency_ms", "first"), family=("family", "first")))
