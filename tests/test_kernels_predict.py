@@ -16,8 +16,10 @@ from harness.cli import main
 from harness.kernels.features import FEATURES, vector
 from harness.kernels.predictor import (
     ALIAS,
+    DESIGNED,
     FOOTPRINT_MODELS,
     NO_FOOTPRINT_LINE,
+    POOLED,
     KernelModel,
     KernelRegressors,
     footprint_line,
@@ -164,19 +166,22 @@ def test_a_nodes_time_is_the_median_of_its_runs_whatever_their_order() -> None:
     assert median_of_runs([first, other]).equals(first)
 
 
+def conv(cin: int, cout: int, groups: int, size: int) -> list[float]:
+    """A 3×3 convolution's feature vector (harness.kernels.features.vector), without the input footprint."""
+    macs = cout * (cin // groups) * 9 * size * size
+    acts = (cin + cout) * size * size * 4
+    weights = cout * (cin // groups) * 9 * 4
+    return vector({"macs": macs, "bytes": acts + weights, "in_bytes": cin * size * size * 4,
+                   "out_bytes": cout * size * size * 4, "weight_bytes": weights,
+                   "intensity": macs / (acts + weights), "cin": cin, "cout": cout, "kernel": 3, "stride": 1,
+                   "groups": groups, "resolution": size, "inputs": 1, "blocked": 1})
+
+
 def test_a_grouped_convolution_without_rows_of_its_own_is_its_groups_dense_convolutions() -> None:
     """No other family runs RegNet's grouped convolutions: they are predicted as `groups` dense convolutions of one
     group's channels, by the dense convolutions' regressor, not by the pooled one (which put them at a quarter of
     their time)."""
     rng = np.random.default_rng(3)
-    def conv(cin: int, cout: int, groups: int, size: int) -> list[float]:
-        macs = cout * (cin // groups) * 9 * size * size
-        acts = (cin + cout) * size * size * 4
-        weights = cout * (cin // groups) * 9 * 4
-        return vector({"macs": macs, "bytes": acts + weights, "in_bytes": cin * size * size * 4,
-                       "out_bytes": cout * size * size * 4, "weight_bytes": weights,
-                       "intensity": macs / (acts + weights), "cin": cin, "cout": cout, "kernel": 3, "stride": 1,
-                       "groups": groups, "resolution": size, "inputs": 1, "blocked": 1})
     dense = [conv(int(c), int(c), 1, int(s)) for c, s in zip(rng.choice([8, 16, 32, 64, 128], 60),
                                                                rng.choice([7, 14, 28, 56], 60), strict=True)]
     ms = [float(np.expm1(x[0])) * 1e-7 + 0.002 for x in dense]
@@ -188,6 +193,34 @@ def test_a_grouped_convolution_without_rows_of_its_own_is_its_groups_dense_convo
     assert carried == "Conv per group"
     one_group = np.array([conv(8, 8, 1, 28), conv(8, 8, 1, 14)])
     assert times == pytest.approx([13, 26] * regressors.predict("Conv", one_group, 10.0)[0], rel=1e-6)
+
+
+def test_a_compute_kind_no_model_runs_is_its_designed_kernels_in_context() -> None:
+    """Models of three families run dense convolutions at 0.8 of the time their designed twins took alone; grouped
+    convolutions, 5 times slower a MAC, and an Add were designed only. The grouped ones are predicted by their
+    designed kernels' regressor at 0.8 of their time alone, not as dense convolutions; the Add, a memory-bound kind
+    whose time alone says little of its time in a model, is left to the pooled regressor; the dense ones keep their
+    models' own regressor. A table of designed kernels alone trains on them directly."""
+    rng = np.random.default_rng(11)
+    def rows(kind: str, groups: int, count: int, scale: float, alone: bool, family: str) -> pd.DataFrame:
+        channels, sizes = rng.choice([32, 64, 96, 128, 256], count), rng.choice([7, 14, 28, 56], count)
+        x = [np.array([*conv(int(c), int(c), groups, int(s)), 0.0]) for c, s in zip(channels, sizes, strict=True)]
+        ms = [scale * (float(np.expm1(v[0])) * 2e-7 + 0.002) for v in x]
+        return pd.DataFrame({"kind": kind, "x": x, "ms": ms, "footprint": 10.0, "alone": alone, "family": family})
+    models = pd.concat([rows("Conv", 1, 40, 0.8, False, family) for family in ("a", "b", "c")])
+    designed = pd.concat([rows("Conv", 1, 80, 1.0, True, "designed"),
+                          rows("GroupedConv", 8, 80, 5.0, True, "designed")])
+    adds = designed.iloc[:40].assign(kind="Add", x=[np.array([0.0, *v[1:]]) for v in designed["x"].iloc[:40]])
+    regressors = KernelRegressors.fit(pd.concat([models, designed, adds], ignore_index=True))
+    assert set(regressors.alone) == {"GroupedConv"} and regressors.in_context == pytest.approx(np.log(0.8), abs=0.05)
+    grouped = np.array([[*conv(128, 128, 16, 28), 0.0], [*conv(64, 64, 8, 14), 0.0]])
+    times, carried = regressors.predict("GroupedConv", grouped, 10.0)
+    truth = [0.8 * 5.0 * (float(np.expm1(v[0])) * 2e-7 + 0.002) for v in grouped]
+    assert carried == DESIGNED and times == pytest.approx(truth, rel=0.15)
+    assert regressors.predict("Add", adds["x"].iloc[0][None, :], 10.0)[1] == POOLED
+    assert regressors.predict("Conv", grouped, 10.0)[1] == "Conv"
+    alone = KernelRegressors.fit(designed.reset_index(drop=True))
+    assert not alone.alone and alone.predict("GroupedConv", grouped, 10.0)[1] == "GroupedConv"
 
 
 def test_only_a_table_of_enough_families_reads_the_input_footprint() -> None:

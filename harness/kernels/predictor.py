@@ -16,12 +16,14 @@ misses, and an interval from held-out errors.
   kernel before it). A designed kernel is timed alone, and on this host alone ran slower than in a model: with a
   probe's 1,517 designed kernels beside the models' rows, held-out families fell from 88% to 72–80% within ±10%
   (docs/kernels.md). So designed kernels train the regressors only in a table with models of fewer than
-  MODEL_FAMILIES families (a phone's exported and imported probe holds none).
-- A kind with fewer than MIN_KIND_ROWS rows, or never seen, is predicted by one pooled regressor over every row, with
-  the kind one-hot; the prediction's detail names the kinds the pooled regressor carried. A grouped convolution
-  with no regressor of its own is predicted instead as its groups' dense convolutions (per_group), as an engine
-  runs it: the pooled regressor, which no family of the training rows had shown one, put RegNet's at a quarter of
-  their time.
+  MODEL_FAMILIES families (a phone's exported and imported probe holds none). In a table with more, they carry
+  only the compute kinds (convolutions, Gemm) no model of the table runs, at their time alone times what running in
+  a model took off the compute kinds both have (designed_regressors).
+- A kind with fewer than MIN_KIND_ROWS rows, or never seen (and not carried by designed kernels), is predicted by
+  one pooled regressor over every row, with the kind one-hot; the prediction's detail names the kinds the pooled
+  regressor carried. A grouped convolution with no regressor of its own, nor designed kernels of its kind, is
+  predicted instead as its groups' dense convolutions (per_group), as an engine runs it: the pooled regressor, which
+  no family of the training rows had shown one, put RegNet's at a quarter of their time.
 - A kind the engine runs as an alias of its input (ALIAS_KINDS: onnxruntime's Reshape, Flatten, Squeeze, Unsqueeze)
   moves nothing: the median time of the table's rows of it, at any size.
 - The profiler's own cost: every profiled row carries a fixed cost the unprofiled run does not (per-op sums run
@@ -86,6 +88,7 @@ ALIAS_KINDS: dict[str, frozenset[str]] = {"onnxruntime": frozenset({"Reshape"})}
 Squeeze and Unsqueeze with Alias(0, 0)): they move no bytes and take the same time at any size, so they are
 predicted by the median time of the table's rows of them, not by a regressor of time per unit of work."""
 ALIAS = "alias"
+DESIGNED = "designed kernels"
 PER_GROUP = "GroupedConv"
 """The kind predicted, where it has no regressor of its own, as its groups' dense convolutions (per_group)."""
 HELD_OUT_FOLDS = 3
@@ -147,16 +150,22 @@ class KernelRegressors:
     """Whether the regressors read the input footprint (kernel_vector's last column): only where models of
     MODEL_FAMILIES families or more train them, each giving one first kernel; two or three such rows among a probe's
     designed kernels would let a tree set any graph's first kernel apart on them."""
+    alone: dict[str, PackedTrees] = field(default_factory=dict)
+    """Per kind no model of the table runs, a regressor of designed kernels timed alone (designed_regressors)."""
+    in_context: float = 0.0
+    """What running in a model adds to a designed kernel's log time (designed_regressors): below 0 on this host."""
 
     @classmethod
     def fit(cls, samples: pd.DataFrame, aliases: frozenset[str] = frozenset()) -> KernelRegressors:
-        """`aliases`: the engine's ALIAS_KINDS."""
+        """`aliases`: the engine's ALIAS_KINDS. With models of enough families (enough_families), their rows train
+        the regressors, and designed rows only the kinds no model runs."""
+        input_footprint = enough_families(samples)
+        designed = samples[samples["alone"]] if input_footprint else samples.iloc[:0]
+        samples = samples[~samples["alone"]] if input_footprint else samples
         alias_ms = {str(kind): float(group["ms"].median())
                     for kind, group in samples.groupby("kind") if kind in aliases}
         kinds = sorted(samples["kind"].unique())
-        input_footprint = enough_families(samples)
-        x = without_input_footprint(np.vstack(list(samples["x"])), input_footprint)
-        y = np.log(samples["ms"].to_numpy(dtype=float)) - work_units(x)
+        x, y = targets(samples, input_footprint)
         onehot = (samples["kind"].to_numpy()[:, None] == np.array(kinds)[None, :]).astype(float)
         pooled = PackedTrees.of(_regressor().fit(np.column_stack([x, samples["footprint"], onehot]), y))
         per_kind = {}
@@ -164,16 +173,19 @@ class KernelRegressors:
             mask = (samples["kind"] == kind).to_numpy()
             if mask.sum() >= MIN_KIND_ROWS and kind not in alias_ms:
                 per_kind[kind] = PackedTrees.of(_regressor().fit(x[mask], y[mask]))
-        return cls(per_kind, pooled, kinds, alias_ms, input_footprint)
+        alone, in_context = designed_regressors(designed, samples, set(kinds) | set(aliases))
+        return cls(per_kind, pooled, kinds, alias_ms, input_footprint, alone, in_context)
 
     def predict(self, kind: str, x: np.ndarray, graph_footprint: float) -> tuple[np.ndarray, str]:
         """Predicted ms of kernels of one kind in a graph of this footprint, and which regressor carried them (the
-        kind's own, pooled, or the alias kind's median)."""
+        kind's own, designed kernels', pooled, or the alias kind's median)."""
         x = without_input_footprint(x, self.input_footprint)
         if kind in self.aliases:
             return np.full(len(x), self.aliases[kind]), ALIAS
         if kind in self.per_kind:
             return np.exp(self.per_kind[kind].predict(x) + work_units(x)), kind
+        if kind in self.alone:
+            return np.exp(self.alone[kind].predict(x) + work_units(x) + self.in_context), DESIGNED
         if kind == PER_GROUP and "Conv" in self.per_kind:
             one, groups = per_group(x)
             return groups * np.exp(self.per_kind["Conv"].predict(one) + work_units(one)), "Conv per group"
@@ -183,6 +195,45 @@ class KernelRegressors:
             onehot[:, self.kinds.index(kind)] = 1.0
         footprints = np.full((len(x), 1), graph_footprint)
         return np.exp(self.pooled.predict(np.column_stack([x, footprints, onehot])) + work_units(x)), POOLED
+
+
+def targets(samples: pd.DataFrame, input_footprint: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The samples' feature rows (the input footprint at 0 where it is not read) and log time per unit of work."""
+    x = without_input_footprint(np.vstack(list(samples["x"])), input_footprint)
+    return x, np.log(samples["ms"].to_numpy(dtype=float)) - work_units(x)
+
+
+def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame,
+                        seen: set[str]) -> tuple[dict[str, PackedTrees], float]:
+    """Regressors of designed kernels for the compute kinds (compute_kinds) of MIN_KIND_ROWS designed rows or more that
+    no row of `models` (kinds `seen`) has, and what running in a model adds to a designed kernel's log time: the
+    median, over the models' rows of compute kinds both have enough of, of their log time less the designed
+    regressor's. A compute kind no model of the table runs (grouped convolutions in a default probe's table, whose
+    twelve models have none) is then predicted from kernels of its kind timed on the device, not by the pooled
+    regressor over other kinds. Alone, a kernel ran slower than in a model, by a factor that held across compute
+    kinds (CPUS=1: 0.79 in context for dense convolutions, 0.67 depthwise, 0.85 grouped) and not across memory-bound
+    ones (0.13 for an Add, 1.27 for a MaxPool), which are left to the pooled regressor (docs/kernels.md)."""
+    kinds = compute_kinds(designed)
+    if not kinds:
+        return {}, 0.0
+    x, y = targets(designed, False)
+    own = {kind: PackedTrees.of(_regressor().fit(x[mask], y[mask]))
+           for kind in kinds if (mask := (designed["kind"] == kind).to_numpy()).sum() >= MIN_KIND_ROWS}
+    shared = models[models["kind"].isin(own) & models.groupby("kind")["kind"].transform("size").ge(MIN_KIND_ROWS)]
+    residuals = [targets(group, False)[1] - own[str(kind)].predict(targets(group, False)[0])
+                 for kind, group in shared.groupby("kind")]
+    in_context = float(np.median(np.concatenate(residuals))) if residuals else 0.0
+    return {kind: trees for kind, trees in own.items() if kind not in seen}, in_context
+
+
+def compute_kinds(samples: pd.DataFrame) -> list[str]:
+    """The kinds that multiply-accumulate: convolutions and Gemm, MatMul's kind (their median row's MACs above 0;
+    pooling, element-wise and layout kinds count none)."""
+    if samples.empty:
+        return []
+    macs = np.vstack(list(samples["x"]))[:, FEATURES.index("macs")]
+    medians = pd.Series(macs, index=samples.index).groupby(samples["kind"]).median()
+    return sorted(str(kind) for kind, value in medians.items() if value > 0)
 
 
 def enough_families(samples: pd.DataFrame) -> bool:
@@ -344,8 +395,6 @@ class KernelModel:
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
-        if enough_families(samples):
-            samples = samples[~samples["alone"]]  # rows of models, where the table has enough of them
         models = (rows[rows["source"].eq("zoo") & rows["model_latency_ms"].gt(0)]
                   .groupby("model").agg(latency=("model_latency_ms", "first"), family=("family", "first")))
         zoo = samples[samples["model"].isin(models.index)]
