@@ -18,6 +18,7 @@ from harness.cli import main
 from harness.kernels.adaptive import next_round, spreads
 from harness.kernels.designed import (
     CONV_STRATA,
+    GROUP_WIDTHS,
     KINDS,
     MAX_MACS,
     OVERHEAD,
@@ -50,6 +51,8 @@ def test_sampling_is_deterministic_and_covers_every_kind_and_convolution_stratum
     assert all(macs(k) <= MAX_MACS for k in first)
     channels = {k.settings["cin"] for k in convs}
     assert channels & {12, 20, 40, 72, 120} and channels & {16, 32, 64}  # off and on the 8/16 blocking
+    widths = [k.settings["cin"] // k.settings["groups"] for k in convs if _stratum(k)[2] == "grouped"]  # type: ignore[index]
+    assert set(widths) <= set(GROUP_WIDTHS) and len(set(widths)) >= 3  # groups of 4-64 channels, blocked or plain
 
 
 def test_packs_keep_every_kernel_apart() -> None:

@@ -40,6 +40,10 @@ GEMM_ROWS = (1, 8, 49, 196)
 """Rows of a MatMul's input (tokens, or a feature map's positions); a Gemm is a classifier's head: one row, as at
 batch 1 (its 2-D input's first dim is the batch to an engine such as ncnn)."""
 GEMM_SIZES = (64, 128, 256, 512, 1000, 1024, 1280)
+GROUP_WIDTHS = (4, 8, 16, 24, 32, 48, 64)
+"""Input channels a group of a grouped convolution (RegNet's 8–64, ResNeXt's 4): the width decides how an engine runs
+it (onnxruntime blocks a group only where its channels fill the block; a RegNet's groups of 8 run plain at block 16,
+about 7 times slower a MAC), so it is drawn first and the groups follow from the channels."""
 MAX_MACS = 250_000_000
 """A designed kernel costs at most this many MACs (a 224x224 ResNet stage's worth), so one pack stays short."""
 OVERHEAD_NODES = 3
@@ -73,7 +77,7 @@ def _conv_config(rng: random.Random, stratum: tuple[int, int, str]) -> dict[str,
     if grouping == "depthwise":
         groups, cout = cin, cin
     elif grouping == "grouped":
-        groups = rng.choice([g for g in (2, 4, 8, 16) if cin % g == 0 and cin > g])
+        groups = cin // rng.choice([w for w in GROUP_WIDTHS if cin % w == 0 and cin // w > 1])
         cout = rng.choice([c for c in CHANNELS if c % groups == 0])
     else:
         groups, cout = 1, rng.choice(CHANNELS)
