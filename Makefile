@@ -250,8 +250,9 @@ bench-repeatability: $(ZOO_STAMP) $(NCNN_STAMP)
 # CPUS=2, the loopback board (TARGET through this host's sshd) and the emulated arm64 board (tests/boards, Docker) at
 # CPUS=1. The zoo's families each held out of the fusion rules, kernel regressors, profiler's cost and per-model term,
 # their models predicted from the graph alone; prints the shares within ±10% and ±5%, the median error, interval
-# coverage, predictions a second, probing time, a MACs-only line, an oracle and the noise floor of a second session;
-# about 12 minutes each on 2 cores, 30 on the arm64 board (8 models); writes results/bench/kernels.json,
+# coverage, predictions a second, probing time, a MACs-only line, an oracle and the noise floor of a second session,
+# with a 3-minute probe of designed kernels beside the sessions (none on the arm64 board);
+# about 15 minutes each on 2 cores, 30 on the arm64 board (8 models); writes results/bench/kernels.json,
 # kernels-cpus2.json, kernels-loopback.json and kernels-arm64.json).
 .PHONY: bench-kernels
 bench-kernels: $(ZOO_STAMP)

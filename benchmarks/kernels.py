@@ -3,7 +3,8 @@ zoo family held out.
 
     .venv/bin/python benchmarks/kernels.py [--cpus N] [--loopback | --arm64] [--models a b ...] [--repeats N]
                                            [--iterations N] [--sessions PER_OP_SESSION [SECOND_SESSION]]
-                                           [--table KERNEL_TABLE_DIR]
+                                           [--table KERNEL_TABLE_DIR] [--designed KERNEL_TABLE_DIR]
+                                           [--designed-min MINUTES]
 
 `--loopback` runs both sessions through TARGET on this host's own sshd (benchmarks/_sshd.py), the loopback board.
 `--arm64` runs them on the emulated arm64 board of the tests (tests/boards: a Cortex-A72 under QEMU's user-mode
@@ -11,13 +12,17 @@ emulation in a container), eight small models of eight families at one repeat, s
 
 Two `harness profile` sessions of the same zoo models, one after the other: the first with PER_OP=1 (its per-op rows
 are the kernels' evidence, its headline latencies the truth), the second without the profiler (the noise floor:
-the share of models whose two sessions agree within ±10% and ±5%). `--sessions` scores sessions made before instead.
+the share of models whose two sessions agree within ±10% and ±5%). Then a probe of designed kernels alone on the same
+device (`harness probe --models`, `--designed-min` minutes, 3 by default, none on the arm64 board, where a probe's
+first packs take 10 minutes): a probe's table holds them beside its zoo models. `--sessions` scores sessions made
+before instead (with the designed kernels of `--designed`, if given).
 
 For each family: its models' rows are left out of everything (the fusion rules are learned again without them, the
-kernel regressors, the per-model term and the interval are fitted on the other families), then its models are
-predicted from their graphs alone and compared with their measured latency in the first session. Printed: the
-share within ±10% and ±5%, the median error, the 95% interval's coverage, predictions a second for MobileNetV2
-1.0/224 already loaded, and the probing time (the per-op session's wall time); beside them, a MACs-only log-log line
+kernel regressors, the per-model term and the interval are fitted on the other families and the designed kernels),
+then its models are predicted from their graphs alone and compared with their measured latency in the first session.
+Printed: the share within ±10% and ±5%, the median error, the 95% interval's coverage, predictions a second for
+MobileNetV2 1.0/224 already loaded, and the probing time (the per-op session's wall time and the designed kernels'
+probe); beside them, a MACs-only log-log line
 fitted on the same other families, an oracle (each model's own measured per-op sum through the same per-model term,
 fitted on the other families' measured sums, without the footprint's factor, which corrects the regressors: what
 perfect kernel regressors would give), and the noise floor.
@@ -48,7 +53,16 @@ from _sshd import loopback_board
 
 from harness.core import metric_registry
 from harness.kernels.learn import Example, learn
-from harness.kernels.predictor import KernelModel, fitted_model, predict_graph, predictions_per_second, samples_of
+from harness.kernels.predictor import (
+    DESIGNED,
+    GraphFor,
+    KernelModel,
+    fitted_model,
+    graph_resolver,
+    predict_graph,
+    predictions_per_second,
+    samples_of,
+)
 from harness.kernels.rules import load_rules
 from harness.kernels.table import KernelTable
 from harness.kernels.training import TIME_COLUMN, ModelTable, as_table_rows, session_tables
@@ -99,11 +113,25 @@ def macs_line(train: pd.DataFrame, test: pd.DataFrame) -> np.ndarray:
     return np.exp(intercept + slope * np.log(test["macs"]))
 
 
-def held_out(tables: list[ModelTable]) -> pd.DataFrame:
-    """Each model predicted with its whole family out of the rules, the regressors, the term and the interval."""
+def designed_rows(table: KernelTable | None) -> tuple[pd.DataFrame, GraphFor]:
+    """The designed kernels' rows of a probed table (none without one), and what turns any row's `graph` cell into
+    its file: a session's rows name their model's path, a table's rows a graph inside it."""
+    if table is None:
+        return pd.DataFrame(), Path
+    resolve = graph_resolver(table)
+    rows = table.rows()
+    return rows[rows["source"].eq("designed")], lambda graph: Path(graph) if Path(graph).is_absolute() \
+        else resolve(graph)
+
+
+def held_out(tables: list[ModelTable], designed: KernelTable | None = None) -> pd.DataFrame:
+    """Each model predicted with its whole family out of the rules, the regressors, the term and the interval; the
+    designed kernels of `designed` (a probe of the same device) beside the other families' rows in every fold, as a
+    probe's table holds them."""
     from harness.kernels.graph import Graph
 
     rows = as_table_rows(tables)
+    extra, graph_for = designed_rows(designed)
     examples = {t.model: Example(t.model, Graph.load(t.model_path, t.dims), t.rows) for t in tables}
     macs = {t.model: float(t.rows["macs"].fillna(0).sum()) for t in tables}
     models = pd.DataFrame({"model": [t.model for t in tables], "latency": [t.latency_ms for t in tables],
@@ -115,8 +143,8 @@ def held_out(tables: list[ModelTable]) -> pd.DataFrame:
     for family in sorted(models["family"].unique()):
         train = models[models["family"] != family]
         rules = learn([examples[m] for m in train["model"]], ENGINE)
-        kept = rows[rows["model"].isin(train["model"])]
-        fitted = KernelModel.fit(kept, Path, rules, samples=samples_of(kept, Path, rules))
+        kept = pd.concat([rows[rows["model"].isin(train["model"])], extra], ignore_index=True)
+        fitted = KernelModel.fit(kept, graph_for, rules, samples=samples_of(kept, graph_for, rules))
         test = models[models["family"] == family]
         line = macs_line(train, test)
         for (_, model), macs_ms in zip(test.iterrows(), line, strict=True):
@@ -126,6 +154,7 @@ def held_out(tables: list[ModelTable]) -> pd.DataFrame:
                         "low_ms": low, "high_ms": high, "macs_line_ms": float(macs_ms),
                         "oracle_ms": float(fitted.term @ [model["op_sum"] - fitted.profiler_ms * model["rows"], 1.0]),
                         "pooled": ",".join(detail["pooled_kinds"]), "kernels": detail["kernels"],
+                        "designed": ",".join(k for k, v in detail["by_kind"].items() if v["regressor"] == DESIGNED),
                         "profiler_ms": fitted.profiler_ms})
         print(f"  {family}: {len(test)} model(s) predicted", file=sys.stderr)
     return pd.DataFrame(out)
@@ -144,12 +173,25 @@ def measure(directory: Path, args: argparse.Namespace, target: list[str]) -> tup
     return first, second
 
 
-def on_board(directory: Path, args: argparse.Namespace, url: str, config: Path) -> tuple[Path, Path | None]:
-    """Both sessions through TARGET on the board at `url`, set up first and cleaned after."""
+def probe_designed(directory: Path, args: argparse.Namespace, target: list[str]) -> tuple[KernelTable | None, float]:
+    """The designed kernels (`harness probe --models`: none of the zoo's) on the same device, in `--designed-min`
+    minutes, and the probe's wall time; a table given (`--designed`) instead, or none."""
+    if args.designed or not args.designed_min or args.sessions:
+        return (KernelTable.load(args.designed) if args.designed else None), 0.0
+    started = time.monotonic()
+    harness("probe", "--models", "--cpus", str(args.cpus), "--backend", "local", "--budget-min", str(args.designed_min),
+            "--results-dir", str(directory / "probe"), "--name", "designed", *target)
+    return KernelTable.load(directory / "probe" / "kernels" / "designed"), time.monotonic() - started
+
+
+def on_board(directory: Path, args: argparse.Namespace, url: str,
+             config: Path) -> tuple[Path, Path | None, KernelTable | None, float]:
+    """Both sessions and the designed kernels' probe through TARGET on the board at `url`, set up first and cleaned
+    after."""
     os.environ["HARNESS_SSH_CONFIG"] = str(config)
     harness("target", "setup", url)
     try:
-        return measure(directory, args, ["--target", url])
+        return (*measure(directory, args, ["--target", url]), *probe_designed(directory, args, ["--target", url]))
     finally:
         harness("target", "clean", url)
 
@@ -198,6 +240,11 @@ def main() -> int:
     parser.add_argument("--sessions", nargs="+", type=Path, help="a per-op session and, optionally, a second one")
     parser.add_argument("--cpus", type=int, default=1)
     parser.add_argument("--table", type=Path, help="a kernel table's folder, scored as it stands on the same models")
+    parser.add_argument("--designed", type=Path, help="a kernel table's folder whose designed kernels join every fold "
+                        "(default: probed after the sessions, on the same device)")
+    parser.add_argument("--designed-min", type=float,
+                        help="the designed kernels' probe budget in minutes (default 3, 0 with --arm64, where the "
+                             "probe's first packs alone take 10 minutes; 0: none)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--loopback", action="store_true",
                        help="both sessions through TARGET on this host's sshd on loopback (the loopback board)")
@@ -207,22 +254,22 @@ def main() -> int:
     args = parser.parse_args()
     args.models = args.models or list(ARM64_MODELS if args.arm64 else MODELS)
     args.repeats = args.repeats or (1 if args.arm64 else 2)
+    args.designed_min = (0.0 if args.arm64 else 3.0) if args.designed_min is None else args.designed_min
     notes = [load_note("before the sessions")]
     directory = Path(tempfile.mkdtemp(prefix="bench-kernels-"))
-    if args.sessions:  # scored as the sessions they were
-        first, second = measure(directory, args, [])
-    elif args.loopback:
+    if args.loopback:
         with loopback_board(directory / "sshd") as (url, config):
-            first, second = on_board(directory, args, url, config)
+            first, second, designed, designed_s = on_board(directory, args, url, config)
     elif args.arm64:
         with arm64_board(directory / "arm64") as (url, config):
-            first, second = on_board(directory, args, url, config)
-    else:
+            first, second, designed, designed_s = on_board(directory, args, url, config)
+    else:  # this host, or the sessions given, scored as they were
         first, second = measure(directory, args, [])
+        designed, designed_s = probe_designed(directory, args, [])
     notes.append(load_note("after the sessions"))
     tables = [t for t in session_tables([first], ENGINE) if t.latency_ms > 0]
     started = time.monotonic()
-    scored = held_out(tables)
+    scored = held_out(tables, designed)
     fit_s = time.monotonic() - started
     errors = (scored["kernel_ms"] / scored["measured_ms"] - 1).to_numpy()
     macs_errors = (scored["macs_line_ms"] / scored["measured_ms"] - 1).to_numpy()
@@ -238,11 +285,12 @@ def main() -> int:
         a, b = headline(first), headline(second)
         both = sorted(set(a) & set(b))
         floor = shares(np.array([b[m] / a[m] - 1 for m in both])) | {"models": len(both)}
-    probing_s = session_wall_s(first)
+    probing_s = session_wall_s(first) + designed_s
     print_table("Held-out families: each model predicted from its graph, its family out of every setting", [
         {"model": r.model, "family": r.family, "measured ms": r.measured_ms, "kernel ms": r.kernel_ms,
          "error": f"{r.kernel_ms / r.measured_ms - 1:+.1%}", "95% interval": f"{r.low_ms:.3g}–{r.high_ms:.3g}",
-         "MACs line error": f"{r.macs_line_ms / r.measured_ms - 1:+.1%}", "pooled kinds": r.pooled}
+         "MACs line error": f"{r.macs_line_ms / r.measured_ms - 1:+.1%}", "pooled kinds": r.pooled,
+         "designed kinds": r.designed}
         for r in scored.itertuples()])
     summary = [
         {"predictor": "kernels (per-kind regressors, rows less the profiler's cost; (a·Σ + b)·the footprint's factor)",
@@ -257,9 +305,11 @@ def main() -> int:
     print_table(f"{len(scored)} models of {scored['family'].nunique()} families, onnxruntime, CPUS={args.cpus}, "
                 f"{'the loopback board' if args.loopback else 'the arm64 board' if args.arm64 else 'this host'}",
                 summary)
-    print(f"prediction rate: {rate:.0f} a second ({SPEED_MODEL}, graph loaded); probing (the per-op session): "
-          f"{probing_s / 60:.1f} min; held-out fits: {fit_s:.0f} s; the profiler's cost a row, as the folds fitted it: "
-          f"{scored['profiler_ms'].min():.4f}–{scored['profiler_ms'].max():.4f} ms")
+    print(f"prediction rate: {rate:.0f} a second ({SPEED_MODEL}, graph loaded); probing (the per-op session and "
+          f"the designed kernels' probe, {designed_s / 60:.1f} min): {probing_s / 60:.1f} min; held-out fits: "
+          f"{fit_s:.0f} s; designed kernels ({designed.path if designed else 'none'}) carried a kind of "
+          f"{scored['designed'].str.len().gt(0).sum()} models; the profiler's cost a row, "
+          f"as the folds fitted it: {scored['profiler_ms'].min():.4f}–{scored['profiler_ms'].max():.4f} ms")
     within, goal = shares(errors)["within ±10%"], 0.95 if args.cpus == 1 else 0.90
     goals = [
         Goal(f"within ±10% (held-out families, CPUS={args.cpus})", f"≥ {goal:.0%} or within 3 points of the floor",
