@@ -54,7 +54,6 @@ from _sshd import loopback_board
 from harness.core import metric_registry
 from harness.kernels.learn import Example, learn
 from harness.kernels.predictor import (
-    DESIGNED,
     GraphFor,
     KernelModel,
     fitted_model,
@@ -63,6 +62,7 @@ from harness.kernels.predictor import (
     predictions_per_second,
     samples_of,
 )
+from harness.kernels.regressors import DESIGNED
 from harness.kernels.rules import load_rules
 from harness.kernels.table import KernelTable
 from harness.kernels.training import TIME_COLUMN, ModelTable, as_table_rows, session_tables

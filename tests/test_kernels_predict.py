@@ -15,13 +15,9 @@ from harness.analysis.per_op import BETWEEN_OPS, TABLE_CSV, run_dir
 from harness.cli import main
 from harness.kernels.features import FEATURES, vector
 from harness.kernels.predictor import (
-    ALIAS,
-    DESIGNED,
     FOOTPRINT_MODELS,
     NO_FOOTPRINT_LINE,
-    POOLED,
     KernelModel,
-    KernelRegressors,
     footprint_line,
     interval_factors,
     predict_graph,
@@ -30,6 +26,7 @@ from harness.kernels.predictor import (
     samples_of,
     without_profiler,
 )
+from harness.kernels.regressors import ALIAS, DESIGNED, POOLED, KernelRegressors
 from harness.kernels.rules import host_block, load_rules
 from harness.kernels.table import write_table
 from harness.kernels.training import ModelTable, as_table_rows, median_of_runs, session_tables

@@ -1,0 +1,189 @@
+"""Per-kind regressors of a kernel's time, the rows that train them, and which one carries each kind of a graph.
+
+- Per kind: a gradient-boosted regressor (scikit-learn's GradientBoostingRegressor, evaluated as packed arrays:
+  harness.kernels.trees) of the kernel's log time per unit of work, log ms − log(1 + MACs + bytes moved), on its
+  log features (harness.kernels.features), and its input footprint: the graph's footprint for the kernel that reads
+  the graph's input (harness.kernels.predictor.kernel_vector), whose buffers were last touched an inference ago.
+  Trees predict a constant beyond the sizes they were trained on: as a time per unit of work, that constant scales
+  with a kernel smaller or larger than any seen, where a time would not.
+- Evidence: the rows of models (zoo models profiled per-op: each kernel in context, its input just written by the
+  kernel before it). A designed kernel is timed alone, and on this host alone ran slower than in a model: with a
+  probe's 1,517 designed kernels beside the models' rows, held-out families fell from 88% to 72–80% within ±10%
+  (docs/kernels.md). So designed kernels train the regressors only in a table with models of fewer than
+  MODEL_FAMILIES families (a phone's exported and imported probe holds none). In a table with more, they carry
+  only the compute kinds (convolutions, Gemm) no model of the table runs, at their time alone times what running in
+  a model took off the compute kinds both have (designed_regressors).
+- A kind with fewer than MIN_KIND_ROWS rows, or never seen (and not carried by designed kernels), is predicted by
+  one pooled regressor over every row, with the kind one-hot; the prediction's detail names the kinds the pooled
+  regressor carried. A grouped convolution with no regressor of its own, nor designed kernels of its kind, is
+  predicted instead as its groups' dense convolutions (per_group), as an engine runs it: the pooled regressor, which
+  no family of the training rows had shown one, put RegNet's at a quarter of their time.
+- A kind the engine runs as an alias of its input (harness.kernels.predictor.ALIAS_KINDS: onnxruntime's Reshape,
+  Flatten, Squeeze, Unsqueeze) moves nothing: the median time of the table's rows of it, at any size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import GradientBoostingRegressor
+
+from harness.kernels.features import FEATURES
+from harness.kernels.trees import PackedTrees
+
+MODEL_FAMILIES = 3
+"""Models of this many families in a table, and their rows alone train the regressors (designed kernels do not)."""
+MIN_KIND_ROWS = 30
+"""Rows a kind needs for a regressor of its own; below, the pooled regressor predicts it."""
+
+ALIAS = "alias"
+DESIGNED = "designed kernels"
+PER_GROUP = "GroupedConv"
+"""The kind predicted, where it has no regressor of its own, as its groups' dense convolutions (per_group)."""
+
+POOLED = "pooled"
+
+
+def _regressor() -> GradientBoostingRegressor:
+    return GradientBoostingRegressor(n_estimators=120, max_depth=3, learning_rate=0.1, min_samples_leaf=3,
+                                     subsample=0.9, random_state=0)
+
+
+def work_units(x: np.ndarray) -> np.ndarray:
+    """log(1 + MACs + bytes moved) of each row of feature vectors (harness.kernels.features.vector: log1p values,
+    MACs and bytes first): the kernel's work, which the regressors' target divides out."""
+    return np.log1p(np.expm1(x[:, 0]) + np.expm1(x[:, 1]))
+
+
+def per_group(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Grouped convolutions' feature rows as one group's dense convolution (MACs, bytes, channels divided by the
+    groups, one group), and each row's group count: an engine runs a grouped convolution as that many dense ones."""
+    raw = np.expm1(x)
+    groups = np.maximum(raw[:, FEATURES.index("groups")], 1.0)
+    one = raw.copy()
+    for name in ("macs", "bytes", "in_bytes", "out_bytes", "weight_bytes", "cin", "cout"):
+        one[:, FEATURES.index(name)] /= groups
+    one[:, FEATURES.index("groups")] = 1.0
+    return np.log1p(one), groups
+
+
+
+@dataclass
+class KernelRegressors:
+    """Per-kind regressors of log time per unit of work on log features, and the pooled one over every kind (the
+    kind one-hot: a kind never seen is none of them) that also reads the kernel's graph's footprint, each packed for
+    fast prediction (harness.kernels.trees). The pooled regressor carries kinds of few rows, each from a handful of
+    models (a Gemm a model), where the footprint told warm weights from cold: held-out families within ±5% went from
+    48% to 56% and 40% to 52% on two CPUS=1 sessions, 36% to 40% at CPUS=2, 16% to 20% on the loopback board. Given
+    to every regressor, it lets the kinds of many rows tell models apart, and did worse (docs/kernels.md)."""
+
+    per_kind: dict[str, PackedTrees] = field(default_factory=dict)
+    pooled: PackedTrees | None = None
+    kinds: list[str] = field(default_factory=list)
+    aliases: dict[str, float] = field(default_factory=dict)
+    """Per alias kind (ALIAS_KINDS) the table holds rows of, their median ms."""
+    input_footprint: bool = True
+    """Whether the regressors read the input footprint (kernel_vector's last column): only where models of
+    MODEL_FAMILIES families or more train them, each giving one first kernel; two or three such rows among a probe's
+    designed kernels would let a tree set any graph's first kernel apart on them."""
+    alone: dict[str, PackedTrees] = field(default_factory=dict)
+    """Per kind no model of the table runs, a regressor of designed kernels timed alone (designed_regressors)."""
+    in_context: float = 0.0
+    """What running in a model adds to a designed kernel's log time (designed_regressors): below 0 on this host."""
+
+    @classmethod
+    def fit(cls, samples: pd.DataFrame, aliases: frozenset[str] = frozenset()) -> KernelRegressors:
+        """`aliases`: the engine's ALIAS_KINDS. With models of enough families (enough_families), their rows train
+        the regressors, and designed rows only the kinds no model runs."""
+        input_footprint = enough_families(samples)
+        designed = samples[samples["alone"]] if input_footprint else samples.iloc[:0]
+        samples = samples[~samples["alone"]] if input_footprint else samples
+        alias_ms = {str(kind): float(group["ms"].median())
+                    for kind, group in samples.groupby("kind") if kind in aliases}
+        kinds = sorted(samples["kind"].unique())
+        x, y = targets(samples, input_footprint)
+        onehot = (samples["kind"].to_numpy()[:, None] == np.array(kinds)[None, :]).astype(float)
+        pooled = PackedTrees.of(_regressor().fit(np.column_stack([x, samples["footprint"], onehot]), y))
+        per_kind = {}
+        for kind in kinds:
+            mask = (samples["kind"] == kind).to_numpy()
+            if mask.sum() >= MIN_KIND_ROWS and kind not in alias_ms:
+                per_kind[kind] = PackedTrees.of(_regressor().fit(x[mask], y[mask]))
+        alone, in_context = designed_regressors(designed, samples, set(kinds) | set(aliases))
+        return cls(per_kind, pooled, kinds, alias_ms, input_footprint, alone, in_context)
+
+    def predict(self, kind: str, x: np.ndarray, graph_footprint: float) -> tuple[np.ndarray, str]:
+        """Predicted ms of kernels of one kind in a graph of this footprint, and which regressor carried them (the
+        kind's own, designed kernels', pooled, or the alias kind's median)."""
+        x = without_input_footprint(x, self.input_footprint)
+        if kind in self.aliases:
+            return np.full(len(x), self.aliases[kind]), ALIAS
+        if kind in self.per_kind:
+            return np.exp(self.per_kind[kind].predict(x) + work_units(x)), kind
+        if kind in self.alone:
+            return np.exp(self.alone[kind].predict(x) + work_units(x) + self.in_context), DESIGNED
+        if kind == PER_GROUP and "Conv" in self.per_kind:
+            one, groups = per_group(x)
+            return groups * np.exp(self.per_kind["Conv"].predict(one) + work_units(one)), "Conv per group"
+        assert self.pooled is not None
+        onehot = np.zeros((len(x), len(self.kinds)))
+        if kind in self.kinds:
+            onehot[:, self.kinds.index(kind)] = 1.0
+        footprints = np.full((len(x), 1), graph_footprint)
+        return np.exp(self.pooled.predict(np.column_stack([x, footprints, onehot])) + work_units(x)), POOLED
+
+
+def targets(samples: pd.DataFrame, input_footprint: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The samples' feature rows (the input footprint at 0 where it is not read) and log time per unit of work."""
+    x = without_input_footprint(np.vstack(list(samples["x"])), input_footprint)
+    return x, np.log(samples["ms"].to_numpy(dtype=float)) - work_units(x)
+
+
+def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame,
+                        seen: set[str]) -> tuple[dict[str, PackedTrees], float]:
+    """Regressors of designed kernels for the compute kinds (compute_kinds) of MIN_KIND_ROWS designed rows or more that
+    no row of `models` (kinds `seen`) has, and what running in a model adds to a designed kernel's log time: the
+    median, over the models' rows of compute kinds both have enough of, of their log time less the designed
+    regressor's. A compute kind no model of the table runs (grouped convolutions in a default probe's table, whose
+    twelve models have none) is then predicted from kernels of its kind timed on the device, not by the pooled
+    regressor over other kinds. Alone, a kernel ran slower than in a model, by a factor that held across compute
+    kinds (CPUS=1: 0.79 in context for dense convolutions, 0.67 depthwise, 0.85 grouped) and not across memory-bound
+    ones (0.13 for an Add, 1.27 for a MaxPool), which are left to the pooled regressor (docs/kernels.md)."""
+    kinds = compute_kinds(designed)
+    if not kinds:
+        return {}, 0.0
+    x, y = targets(designed, False)
+    own = {kind: PackedTrees.of(_regressor().fit(x[mask], y[mask]))
+           for kind in kinds if (mask := (designed["kind"] == kind).to_numpy()).sum() >= MIN_KIND_ROWS}
+    shared = models[models["kind"].isin(own) & models.groupby("kind")["kind"].transform("size").ge(MIN_KIND_ROWS)]
+    residuals = [targets(group, False)[1] - own[str(kind)].predict(targets(group, False)[0])
+                 for kind, group in shared.groupby("kind")]
+    in_context = float(np.median(np.concatenate(residuals))) if residuals else 0.0
+    return {kind: trees for kind, trees in own.items() if kind not in seen}, in_context
+
+
+def compute_kinds(samples: pd.DataFrame) -> list[str]:
+    """The kinds that multiply-accumulate: convolutions and Gemm, MatMul's kind (their median row's MACs above 0;
+    pooling, element-wise and layout kinds count none)."""
+    if samples.empty:
+        return []
+    macs = np.vstack(list(samples["x"]))[:, FEATURES.index("macs")]
+    medians = pd.Series(macs, index=samples.index).groupby(samples["kind"]).median()
+    return sorted(str(kind) for kind, value in medians.items() if value > 0)
+
+
+def enough_families(samples: pd.DataFrame) -> bool:
+    """Whether models (rows not timed alone) of MODEL_FAMILIES families or more are among the samples: then their rows
+    alone train the regressors, and the regressors read the input footprint."""
+    return bool(samples.loc[~samples["alone"], "family"].nunique() >= MODEL_FAMILIES)
+
+
+def without_input_footprint(x: np.ndarray, keep: bool) -> np.ndarray:
+    """Feature rows as they are, or with the input footprint (the last column) at 0 where it is not read."""
+    if keep or not len(x):
+        return x
+    cleared = x.copy()
+    cleared[:, -1] = 0.0
+    return cleared
