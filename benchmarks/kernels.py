@@ -115,13 +115,11 @@ def macs_line(train: pd.DataFrame, test: pd.DataFrame) -> np.ndarray:
 
 def designed_rows(table: KernelTable | None) -> tuple[pd.DataFrame, GraphFor]:
     """The designed kernels' rows of a probed table (none without one), and what turns any row's `graph` cell into
-    its file: a session's rows name their model's path, a table's rows a graph inside it."""
+    its file: the table's resolver takes a graph inside it and a session's model path as it is."""
     if table is None:
         return pd.DataFrame(), Path
-    resolve = graph_resolver(table)
     rows = table.rows()
-    return rows[rows["source"].eq("designed")], lambda graph: Path(graph) if Path(graph).is_absolute() \
-        else resolve(graph)
+    return rows[rows["source"].eq("designed")], graph_resolver(table)
 
 
 def held_out(tables: list[ModelTable], designed: KernelTable | None = None) -> pd.DataFrame:

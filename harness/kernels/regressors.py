@@ -69,7 +69,6 @@ def per_group(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.log1p(one), groups
 
 
-
 @dataclass
 class KernelRegressors:
     """Per-kind regressors of log time per unit of work on log features, and the pooled one over every kind (the
@@ -158,8 +157,8 @@ def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame,
     own = {kind: PackedTrees.of(_regressor().fit(x[mask], y[mask]))
            for kind in kinds if (mask := (designed["kind"] == kind).to_numpy()).sum() >= MIN_KIND_ROWS}
     shared = models[models["kind"].isin(own) & models.groupby("kind")["kind"].transform("size").ge(MIN_KIND_ROWS)]
-    residuals = [targets(group, False)[1] - own[str(kind)].predict(targets(group, False)[0])
-                 for kind, group in shared.groupby("kind")]
+    residuals = [y_kind - own[str(kind)].predict(x_kind)
+                 for kind, group in shared.groupby("kind") for x_kind, y_kind in [targets(group, False)]]
     in_context = float(np.median(np.concatenate(residuals))) if residuals else 0.0
     return {kind: trees for kind, trees in own.items() if kind not in seen}, in_context
 
