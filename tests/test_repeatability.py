@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.measure.host_load import NOISY_OTHER_CORES
 from tests.helpers import session_runs
 
 SPREAD_FLAGS = ("--backend", "local", "--repeats", "6", "--iterations", "20", "--warmup", "0", "--no-report")
@@ -103,15 +104,16 @@ def busy_machine() -> Iterator[None]:
 
 def test_a_run_on_a_busy_machine_says_so(tmp_path: Path, tiny_onnx: Path, busy_machine: None,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """With two spinning processes beside it, each run's host_load counts well over a core busy besides the run and
-    calls the run noisy; the summary counts the noisy runs and the session says so in one line."""
+    """With two spinning processes beside it, each run's host_load counts about a core busy besides the run (two
+    spinners share the machine's second core and take turns on the run's; 0.80 measured on a 2-core host), twice the
+    noisy threshold at least, and calls the run noisy; the summary counts the noisy runs and the session says so."""
     results = tmp_path / "results"
     assert main(["profile", str(tiny_onnx), "--backend", "local", "--repeats", "2", "--iterations", "2000",
                  "--no-report", "--results-dir", str(results)]) == 0
     runs = session_runs(results)
     for run in runs:
         load = run["host_load"]
-        assert load["other_cores"] >= 0.8 and load["steal"] >= 0, load
+        assert load["other_cores"] >= 2 * NOISY_OTHER_CORES and load["steal"] >= 0, load
         assert any("cores busy besides the run" in reason for reason in load["noisy"]), load
     (summary,) = [json.loads(path.read_text()) for path in results.glob("*/summary.json")]
     assert summary["models"][0]["noisy_runs"] == 2
