@@ -140,3 +140,41 @@ def test_an_activation_no_profile_ran_is_detected_as_the_engine_fuses_it(tmp_pat
     assert detected == engine, f"detected {dict(detected)}, engine ran {dict(engine)}"
     assert engine["Conv"] == 2 and not {"LeakyRelu", "Tanh"} & set(engine)
     assert [k.features["activation_pass"] for k in kernels_of(model, "onnxruntime") if k.kind == "Conv"] == [1.0, 1.0]
+
+
+def grouped_convolutions(path: Path, channels: int, groups: tuple[int, ...]) -> Path:
+    """3×3 convolutions of `channels` channels, one after the other, one per group count: the same total channels
+    (the same alignments) in groups of different widths."""
+    rng = np.random.default_rng(0)
+    weights, nodes, current = [], [], "x"
+    for index, count in enumerate(groups):
+        weights.append(numpy_helper.from_array(
+            rng.standard_normal((channels, channels // count, 3, 3)).astype(np.float32) / 16, f"w{index}"))
+        nodes.append(helper.make_node("Conv", [current, f"w{index}"], [f"c{index}"], group=count, pads=[1, 1, 1, 1],
+                                      name=f"conv{index}"))
+        current = f"c{index}"
+    shape = [1, channels, 28, 28]
+    graph = helper.make_graph(nodes, "grouped", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info(current, TensorProto.FLOAT, shape)], weights)
+    return save_checked(graph, path)
+
+
+def test_a_grouped_convolution_runs_blocked_where_each_group_fills_blocks(tmp_path: Path) -> None:
+    """Four groups of a block's channels each run blocked, eight groups of half a block plain, at the same total
+    channels: the layout key of a grouped convolution is its channels per group. Rules learned from this one
+    profile, and the stored ones, detect each layout as the engine ran it."""
+    block = host_block("onnxruntime")
+    if not block:
+        pytest.skip("onnxruntime lays out no blocked kernels on this host (neither AVX2 nor AVX-512F)")
+    model = grouped_convolutions(tmp_path / "grouped.onnx", 4 * block, (4, 8))
+    assert main(["profile", str(model), "--per-op", "--repeats", "1", "--iterations", "10", "--warmup", "2",
+                 "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path / "results"), "--no-report"]) == 0
+    [table] = session_tables(list_sessions(tmp_path / "results")[-1:], "onnxruntime")
+    graph = Graph.load(table.model_path)
+    ran = {str(row.onnx_node): str(row.node).endswith(BLOCKED_MARK) for row in table.rows.itertuples()
+           if row.op_type in ("Conv", "FusedConv")}
+    assert list(ran.values()) == [True, False], ran
+    learned = learn([Example(table.model, graph, table.rows)], "onnxruntime")
+    for rules in (learned, load_rules("onnxruntime")):
+        layouts = [k.features["blocked"] for k in detect(graph, rules) if k.kind == "GroupedConv"]
+        assert layouts == [1.0, 0.0], (rules.meta.get("models"), layouts)

@@ -30,9 +30,11 @@ from harness.kernels.designed import (
     sample,
     write_probe,
 )
+from harness.kernels.detect import detect
+from harness.kernels.learn import examples_from_table, learn
 from harness.kernels.predictor import graph_resolver, samples_of
 from harness.kernels.probed import kernel_times
-from harness.kernels.rules import load_rules
+from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules
 from harness.kernels.table import find_kernel_table
 from tests.boards import BoardFactory
 from tests.test_target import harness, set_up
@@ -148,6 +150,27 @@ def test_designed_rows_map_back_to_their_kernels(probed: Path) -> None:
     assert samples["alone"].any() and (carried[samples["alone"].to_numpy()] == 0).all()  # timed alone: none
     assert samples.loc[carried > 0, "model"].value_counts().to_dict() == {"resnet8_cifar10": 1, "kws_dscnn": 1}
 
+
+
+def test_a_probes_designed_kernels_teach_the_layouts_they_ran(probed: Path) -> None:
+    """Rules learned from a probe's designed kernels alone (`python -m harness.kernels.learn ... KERNEL_TABLE`) find
+    this host's layout block, and detect each designed convolution in the layout the engine ran it in."""
+    table = find_kernel_table("host-onnxruntime-1t-fp32", probed)
+    assert table is not None
+    examples = examples_from_table(table.path)
+    rows = table.rows()
+    assert {example.model for example in examples} == set(rows.loc[rows["source"] == "designed", "graph"])
+    rules = learn([], "onnxruntime", examples)
+    assert rules.block == host_block("onnxruntime") and rules.conv_layout
+    checked = 0
+    for example in examples:
+        anchors = {example.graph.nodes[k.nodes[0]]["name"]: k.features["blocked"] for k in detect(example.graph, rules)
+                   if k.kind in ("Conv", "DepthwiseConv", "GroupedConv")}
+        for row in example.rows.itertuples():
+            if row.onnx_node in anchors:
+                assert anchors[row.onnx_node] == float(str(row.node).endswith(BLOCKED_MARK)), (example.model, row.node)
+                checked += 1
+    assert checked >= 2
 
 def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> None:
     """ncnn's per-op rows are its layers (named by pnnx, with no shapes): each maps back through the converted

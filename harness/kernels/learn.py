@@ -2,10 +2,11 @@
 blocked layout's block, op types and convolution configurations, and the layout-following op types chosen while they
 bring the predicted count of inserted conversions closer to the counted one.
 
-    python -m harness.kernels.learn SESSION_DIR [SESSION_DIR ...] --engine onnxruntime
+    python -m harness.kernels.learn SESSION_DIR [SESSION_DIR ...] [KERNEL_TABLE ...] --engine onnxruntime
 
 writes harness/kernels/fusion_rules_<engine>_block<N>.json (N: the block the profiles show) from every model those
-sessions profiled with PER_OP=1."""
+sessions profiled with PER_OP=1, and the layouts of the designed kernels of the kernel tables given (`harness
+probe`'s folders under results/kernels/)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from harness.kernels.detect import blocked_layouts, group_nodes, layout_kernels
 from harness.kernels.features import shape_of
 from harness.kernels.graph import Graph, Kernel, conv_config
 from harness.kernels.rules import BLOCKED_MARK, ELEMENTWISE, IDENTICAL, ConvKey, Key, Rules, conv_key, rules_path
+from harness.kernels.table import TABLE_FILE, KernelTable
 from harness.kernels.training import session_tables
 
 
@@ -135,10 +137,12 @@ def layout_error(examples: list[Example], rules: Rules,
     return error
 
 
-def learn(examples: list[Example], engine: str) -> Rules:
-    """The engine's rules from its profiled models (see the module's docstring)."""
+def learn(examples: list[Example], engine: str, designed: list[Example] | None = None) -> Rules:
+    """The engine's rules from its profiled models (see the module's docstring); `designed` kernels (a probe's, each
+    cut out of the graph it was timed in) add their layouts only: their absorptions and conversions were the packed
+    graph's."""
     absorb, dropped = learn_absorption(examples)
-    block, blocked_types, conv_layout = learn_layout(examples)
+    block, blocked_types, conv_layout = learn_layout(examples + (designed or []))
     rules = Rules(engine, absorb, dropped, block, blocked_types, conv_layout=conv_layout)
     grouped = [group_nodes(example.graph, rules) for example in examples]  # the layout never changes the grouping
     candidates = sorted({example.graph.layout_key(node["index"]) for example in examples
@@ -163,14 +167,29 @@ def examples_from_sessions(session_dirs: Iterable[Path], engine: str) -> list[Ex
             for table in session_tables(session_dirs, engine)]
 
 
+def examples_from_table(folder: Path) -> list[Example]:
+    """One example per designed kernel of a kernel table (`harness probe`'s, its graphs stored beside its rows): the
+    configurations no zoo model runs, such as grouped convolutions of 16 to 64 channels a group, whose layout only
+    such a probe shows."""
+    table = KernelTable.load(folder)
+    rows = table.rows()
+    rows = rows[rows["source"] == "designed"]
+    return [Example(str(graph), Graph.load(table.graph_path(str(graph))), part.reset_index(drop=True))
+            for graph, part in rows.groupby("graph", sort=True) if table.graph_path(str(graph)).is_file()]
+
+
 def main(argv: list[str]) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m harness.kernels.rules", description=__doc__.split("\n")[0])
-    parser.add_argument("sessions", nargs="+", type=Path, help="session directories with per-op runs")
+    parser.add_argument("sessions", nargs="+", type=Path,
+                        help="session directories with per-op runs, or kernel tables of designed kernels")
     parser.add_argument("--engine", default="onnxruntime")
     args = parser.parse_args(argv)
-    rules = learn(examples_from_sessions(args.sessions, args.engine), args.engine)
+    tables = [path for path in args.sessions if (path / TABLE_FILE).is_file()]
+    sessions = [path for path in args.sessions if path not in tables]
+    examples = examples_from_sessions(sessions, args.engine)
+    rules = learn(examples, args.engine, [example for table in tables for example in examples_from_table(table)])
     path = rules_path(args.engine, rules.block)
     path.write_text(json.dumps(rules.to_json(), indent=1) + "\n", encoding="utf-8")
     print(f"{path}: {len(rules.absorb)} absorption counts over {len(rules.meta['models'])} models, "

@@ -13,7 +13,9 @@ dropped (constant-folded): `dropped` per op type against `kept_sourceless`.
 Rows that name no graph node are kernels the engine inserted; for onnxruntime, its NCHWc layout conversions
 (ReorderInput, ReorderOutput). Learned for them: the block (the largest power of two dividing the output channels of
 every blocked convolution: rows whose node name ends `_nchwc`), the op types that run blocked (`blocked_types`:
-rows with that suffix), and the op types that follow their inputs into the blocked layout (`following`: an op
+rows with that suffix), per convolution configuration (conv_key) how often it ran blocked (from the models' rows
+and, where given, a probe's designed kernels: the only evidence of grouped convolutions of 16 channels a group or
+more), and the op types that follow their inputs into the blocked layout (`following`: an op
 type, marked `(broadcast)` where an input is broadcast over the spatial axes: harness.kernels.graph.Graph.layout_key),
 chosen one at a time while they bring the predicted count of conversions closer to the counted one over the profiled
 models.
@@ -21,7 +23,7 @@ models.
 The rules are stored as JSON in this package, one file per engine and layout block (fusion_rules_<engine>_block<N>.json:
 onnxruntime blocks by 8 channels on an AVX2 host and by 16 on an AVX-512 one; load_rules takes this host's), each with
 its evidence (rows, models) and the command that regenerates them (harness.kernels.learn: `python -m
-harness.kernels.learn SESSION_DIR... --engine E`).
+harness.kernels.learn SESSION_DIR... [KERNEL_TABLE...] --engine E`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from harness.core.errors import ConfigError
 
 RULES_DIR = Path(__file__).resolve().parent
 BLOCKED_MARK = "_nchwc"
-REGENERATE = "python -m harness.kernels.learn SESSION_DIR [SESSION_DIR ...] --engine onnxruntime"
+REGENERATE = "python -m harness.kernels.learn SESSION_DIR [SESSION_DIR ...] [KERNEL_TABLE ...] --engine onnxruntime"
 Key = tuple[str, str, bool, bool]
 IDENTICAL = "(identical node)"
 """The anchor of a node that repeats an earlier node's op on the same inputs: an engine that merges common
@@ -136,9 +138,14 @@ def alignment(channels: int, block: int) -> int:
 
 
 def conv_key(config: dict[str, float], block: int) -> ConvKey:
+    """A convolution's layout key: its grouping, its input and output channels' alignments (a grouped convolution's
+    per group: onnxruntime blocks one only where each group's channels fill whole blocks, so RegNetX-400MF's groups
+    of 16 ran blocked at block 16 and RegNetY-400MF's groups of 8 plain, at the same total alignments), and whether it
+    reads fewer input channels than a block."""
     groups, cin, cout = int(config["groups"]), int(config["cin"]), int(config["cout"])
     grouping = "dense" if groups == 1 else "depthwise" if groups == cin else "grouped"
-    return grouping, alignment(cin, block), alignment(cout, block), cin < block
+    per = groups if grouping == "grouped" else 1
+    return grouping, alignment(cin // per, block), alignment(cout // per, block), cin < block
 
 
 def markdown(rules: Rules) -> str:
