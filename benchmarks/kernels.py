@@ -17,9 +17,10 @@ device (`harness probe --models`, `--designed-min` minutes, 3 by default, none o
 first packs take 10 minutes): a probe's table holds them beside its zoo models. `--sessions` scores sessions made
 before instead (with the designed kernels of `--designed`, if given).
 
-For each family: its models' rows are left out of everything (the fusion rules are learned again without them, the
-kernel regressors, the per-model term and the interval are fitted on the other families and the designed kernels),
-then its models are predicted from their graphs alone and compared with their measured latency in the first session.
+For each family: its models' rows are left out of everything (the fusion rules are learned again without them, with
+the designed kernels' layouts; the kernel regressors, the per-model term and the interval are fitted on the other
+families and the designed kernels), then its models are predicted from their graphs alone and compared with their
+measured latency in the first session.
 Printed: the share within ±10% and ±5%, the median error, the 95% interval's coverage, predictions a second for
 MobileNetV2 1.0/224 already loaded, and the probing time (the per-op session's wall time and the designed kernels'
 probe); beside them, a MACs-only log-log line
@@ -52,7 +53,7 @@ from _common import ROOT, Goal, harness, load_note, print_table, profile_runs, w
 from _sshd import loopback_board
 
 from harness.core import metric_registry
-from harness.kernels.learn import Example, learn
+from harness.kernels.learn import Example, examples_from_table, learn
 from harness.kernels.predictor import (
     GraphFor,
     KernelModel,
@@ -125,11 +126,12 @@ def designed_rows(table: KernelTable | None) -> tuple[pd.DataFrame, GraphFor]:
 def held_out(tables: list[ModelTable], designed: KernelTable | None = None) -> pd.DataFrame:
     """Each model predicted with its whole family out of the rules, the regressors, the term and the interval; the
     designed kernels of `designed` (a probe of the same device) beside the other families' rows in every fold, as a
-    probe's table holds them."""
+    probe's table holds them, and their layouts in every fold's rules, as the stored rules hold a probe's."""
     from harness.kernels.graph import Graph
 
     rows = as_table_rows(tables)
     extra, graph_for = designed_rows(designed)
+    layouts = examples_from_table(designed.path) if designed else []
     examples = {t.model: Example(t.model, Graph.load(t.model_path, t.dims), t.rows) for t in tables}
     macs = {t.model: float(t.rows["macs"].fillna(0).sum()) for t in tables}
     models = pd.DataFrame({"model": [t.model for t in tables], "latency": [t.latency_ms for t in tables],
@@ -140,7 +142,7 @@ def held_out(tables: list[ModelTable], designed: KernelTable | None = None) -> p
     out = []
     for family in sorted(models["family"].unique()):
         train = models[models["family"] != family]
-        rules = learn([examples[m] for m in train["model"]], ENGINE)
+        rules = learn([examples[m] for m in train["model"]], ENGINE, layouts)
         kept = pd.concat([rows[rows["model"].isin(train["model"])], extra], ignore_index=True)
         fitted = KernelModel.fit(kept, graph_for, rules, samples=samples_of(kept, graph_for, rules))
         test = models[models["family"] == family]
