@@ -10,8 +10,9 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 from harness.cli import main
 from harness.kernels.detect import absorbs, detect, kernels_of
@@ -20,6 +21,8 @@ from harness.kernels.graph import Graph, elements
 from harness.kernels.learn import Example, learn
 from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules
 from harness.kernels.training import ModelTable, join_kernels, row_kind, session_tables
+from harness.models.facts import node_facts
+from harness.models.shapes import complete
 from harness.store.results import list_sessions
 from tests.conftest import save_checked
 from tests.zoo_support import zoo_cache  # noqa: F401 - fixture
@@ -178,3 +181,44 @@ def test_a_grouped_convolution_runs_blocked_where_each_group_fills_blocks(tmp_pa
     for rules in (learned, load_rules("onnxruntime")):
         layouts = [k.features["blocked"] for k in detect(graph, rules) if k.kind == "GroupedConv"]
         assert layouts == [1.0, 0.0], (rules.meta.get("models"), layouts)
+
+
+def channel_split(path: Path) -> Path:
+    """A TorchScript export's channel split (torchvision's ShuffleNetV2): the Slice ends of a 16-channel map come from
+    Shape → Gather → Div → Unsqueeze; one half goes through a convolution, and the halves are joined again."""
+    rng = np.random.default_rng(0)
+    constants = [numpy_helper.from_array(np.array(value, dtype=np.int64), name) for name, value in
+                 (("one", 1), ("two", 2), ("zero", [0]), ("end", [2**62]), ("channels", [1]), ("first", [0]))]
+    weight = numpy_helper.from_array(rng.standard_normal((8, 8, 3, 3)).astype(np.float32) / 8, "w")
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+             helper.make_node("Gather", ["shape", "one"], ["count"], axis=0, name="gather"),
+             helper.make_node("Div", ["count", "two"], ["half"], name="div"),
+             helper.make_node("Unsqueeze", ["half", "first"], ["split"], name="unsqueeze"),
+             helper.make_node("Slice", ["x", "zero", "split", "channels"], ["a"], name="slice_a"),
+             helper.make_node("Slice", ["x", "split", "end", "channels"], ["b"], name="slice_b"),
+             helper.make_node("Conv", ["b", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Concat", ["a", "c"], ["y"], axis=1, name="concat")]
+    shape = [1, 16, 28, 28]
+    graph = helper.make_graph(nodes, "split", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], [*constants, weight])
+    return save_checked(graph, path)
+
+
+def test_a_channel_split_sized_by_shape_nodes_is_read_at_its_real_shapes(tmp_path: Path) -> None:
+    """onnx's shape inference leaves the halves of such a split unknown (read as 1×1×1×1: a convolution of a few
+    MACs); the facts read them as onnxruntime runs them, and detection folds the shape chain as the engine does: no
+    kernel of it, the convolution at its real MACs and the conversion after it counted."""
+    model = channel_split(tmp_path / "split.onnx")
+    assert not complete(shape_inference.infer_shapes(onnx.load(model), data_prop=True))  # onnx alone cannot
+    [conv] = [node for node in node_facts(model) if node["op_type"] == "Conv"]
+    assert conv["input_shapes"][0] == [1, 8, 28, 28] and conv["macs"] == 8 * 8 * 9 * 28 * 28
+    assert main(["profile", str(model), "--per-op", "--repeats", "1", "--iterations", "10", "--warmup", "2",
+                 "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path / "results"), "--no-report"]) == 0
+    [table] = session_tables(list_sessions(tmp_path / "results")[-1:], "onnxruntime")
+    graph = Graph.load(table.model_path)
+    engine = Counter(row_kind(graph, row) for row in table.rows.itertuples())
+    detected = Counter(kernel.kind for kernel in kernels_of(model, "onnxruntime"))
+    chain = {"Shape", "Gather", "Div", "Unsqueeze"}
+    assert not chain & set(engine) and not chain & set(detected), (dict(engine), dict(detected))
+    assert detected["Conv"] == engine["Conv"] == 1 and detected["Concat"] == engine["Concat"] == 1
+    assert detected["ReorderOutput"] == engine["ReorderOutput"], (dict(engine), dict(detected))

@@ -91,14 +91,17 @@ def _load(path: str, mtime: float, dims: tuple[tuple[str, int], ...]) -> Graph:
 
 
 def folded(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The nodes less those that read only weights (an Identity of an initializer, which the TorchScript exporter
-    writes for every folded batch norm), folded into the weights of the nodes that read them, as an engine folds
-    constants before it runs a kernel: otherwise each would be a kernel, and a layout conversion of a weight."""
+    """The nodes less those that compute constants, folded into the weights of the nodes that read them, as an engine
+    folds constants before it runs a kernel: a node that reads only weights (an Identity of an initializer, which
+    the TorchScript exporter writes for every folded batch norm: otherwise a kernel, and a layout conversion of a
+    weight), a Constant, a Shape of a tensor whose dims are known before the graph runs, and what computes from those
+    alone (the Gather, Div and Mul that size a TorchScript export's channel split)."""
     constant: dict[str, int] = {}  # a folded node's output -> its bytes
     kept: list[dict[str, Any]] = []
     for node in nodes:
         names = [name for name in node["inputs"] if name]
-        if names and all(name in constant or name in node["weights"] for name in names):
+        shape_of_static = node["op_type"] == "Shape" and node.get("static_inputs", False)
+        if not names or shape_of_static or all(name in constant or name in node["weights"] for name in names):
             size = node["param_bytes"] + sum(constant.get(name, 0) for name in names)
             constant.update((out, size) for out in node["outputs"] if out)
             continue

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx import external_data_helper, helper, shape_inference
+from onnx import external_data_helper, helper
 
 from harness.core.errors import ModelError
 from harness.core.external_data import ExternalData, confine, data_files
+from harness.models.shapes import inferred
 from harness.models.token_inputs import input_values
 from harness.models.work_kinds import WORK_FACTS, work_kind
 
@@ -135,7 +136,7 @@ def _load(path: Path, dims: Mapping[str, int] | None = None) -> tuple[onnx.Model
     if dims:
         fix_dims(model.graph, dims)
     try:
-        return shape_inference.infer_shapes(model, data_prop=True), external
+        return inferred(model), external
     except Exception as err:
         raise ModelError(f"{path}: ONNX shape inference failed ({err}); check the model with onnx.checker") from err
 
@@ -234,10 +235,15 @@ def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[
     """One entry per graph node: index, name, op type, input/output names and shapes, MACs (as onnx_facts
     counts them, 0 for unweighted ops), the bytes of the initializers it reads (its parameters) and whether it
     is a depthwise convolution, with the named dimensions of `dims` at their sizes; `weights` lists its inputs that
-    are initializers."""
+    are initializers; `static_inputs`, whether every input's dims are known before the graph runs (an engine folds a
+    Shape node of such an input into a constant)."""
     model, _ = _load(Path(path), dims)
     graph = model.graph
     shapes = _shapes(graph)
+    static = {init.name for init in graph.initializer} | {
+        info.name for info in (*graph.input, *graph.value_info, *graph.output) if info.type.HasField("tensor_type")
+        and info.type.tensor_type.HasField("shape")
+        and all(d.HasField("dim_value") and d.dim_value > 0 for d in info.type.tensor_type.shape.dim)}
     weight_bytes = {init.name: math.prod(init.dims) * helper.tensor_dtype_to_np_dtype(init.data_type).itemsize
                     for init in graph.initializer}
     return [{
@@ -249,4 +255,5 @@ def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[
         "param_bytes": sum(weight_bytes.get(name, 0) for name in node.input),
         "weights": [name for name in node.input if name in weight_bytes],
         "depthwise": _is_depthwise(node, shapes),
+        "static_inputs": all(name in static for name in node.input if name),
     } for index, node in enumerate(graph.node)]

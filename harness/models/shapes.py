@@ -1,0 +1,58 @@
+"""A graph's tensor shapes, inferred as the engine will know them at run time.
+
+onnx's shape inference (with data propagation) cannot follow every shape a graph computes from its own tensors: a
+TorchScript export of torchvision's ShuffleNetV2 splits its channels with Slice nodes whose ends come from a
+Shape → Gather → Div chain, and every tensor after the first split was left with unknown dims, which the facts read
+as one sample of one element (a 1×1×1×1 map, a convolution of a few thousand MACs). onnxruntime computes those shapes
+before it runs the graph; its symbolic shape inference (onnxruntime.tools.symbolic_shape_infer) evaluates the same
+chains. It is asked only where the graph's inputs are all static and onnx left some tensor's dims unknown."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import shape_inference
+
+
+def _static(info: onnx.ValueInfoProto) -> bool:
+    shape = info.type.tensor_type.shape if info.type.HasField("tensor_type") else None
+    return bool(shape is not None and info.type.tensor_type.HasField("shape")
+                and all(dim.HasField("dim_value") and dim.dim_value > 0 for dim in shape.dim))
+
+
+def complete(model: onnx.ModelProto) -> bool:
+    """Whether every tensor the nodes write has a rank and static dims (a graph output or an intermediate)."""
+    known = {info.name: info for info in (*model.graph.value_info, *model.graph.output)}
+    written = [name for node in model.graph.node for name in node.output if name]
+    return all(name in known and _static(known[name]) for name in written)
+
+
+def _symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """onnxruntime's symbolic inference of the graph, or None where it cannot complete it. Its `infer_shapes` saves
+    the half-inferred model into the working directory before it raises; the steps it takes are called here
+    instead, so nothing is written."""
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except ImportError:
+        return None
+    try:
+        inference = SymbolicShapeInference(2**31 - 1, True, False, 0)  # int_max, auto_merge, guess_output_rank, verbose
+        inference._preprocess(model)
+        done = False
+        while inference.run_:
+            done = inference._infer_impl()
+        inference._update_output_from_vi()
+    except Exception:  # an op it has no rule for, an opset it does not read: onnx's shapes stand
+        return None
+    return inference.out_mp_ if done else None
+
+
+def inferred(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its tensors' shapes inferred: onnx's, or onnxruntime's symbolic inference where onnx left dims
+    of a graph with static inputs unknown and the symbolic one completes them."""
+    found = shape_inference.infer_shapes(model, data_prop=True)
+    weights = {init.name for init in model.graph.initializer}
+    inputs = [info for info in model.graph.input if info.name not in weights]
+    if complete(found) or not all(_static(info) for info in inputs):
+        return found
+    symbolic = _symbolic(found)
+    return symbolic if symbolic is not None and complete(symbolic) else found
