@@ -261,6 +261,14 @@ bench-kernels: $(ZOO_STAMP)
 	$(VENV)/bin/python benchmarks/kernels.py --cpus 1 --loopback
 	$(VENV)/bin/python benchmarks/kernels.py --cpus 1 --arm64
 
+# A user's own models predicted from a probe of this host: torchvision architectures outside the zoo, exported,
+# profiled and predicted by a default probe's kernel table (benchmarks/own_models.py; TABLE=DIR takes a table probed
+# before; about 12 minutes on 2 cores, probe included; writes results/bench/own-models.json).
+.PHONY: bench-own-models
+bench-own-models: export HARNESS_BENCH_TABLE := $(TABLE)
+bench-own-models: $(ZOO_STAMP)
+	$(VENV)/bin/python benchmarks/own_models.py --cpus 1
+
 # How fast NAS-Bench-201 cells are predicted from static facts and the device library, none of them run
 # (benchmarks/nas_loop.py; goal: at least 10,000 a second; a few seconds; writes results/bench/nas_loop.json).
 .PHONY: bench-nas-loop

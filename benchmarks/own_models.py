@@ -1,0 +1,123 @@
+"""A user's own models, predicted from a probe of this host: torchvision architectures outside the zoo, exported as a
+user exports one, each predicted from its graph by the probe's kernel table and compared with its measured latency.
+
+    .venv/bin/python benchmarks/own_models.py [--cpus N] [--table KERNEL_TABLE_DIR] [--session SESSION_DIR]
+                                              [--models a b ...] [--repeats N] [--budget-min MINUTES]
+
+The models (OWN_MODELS) are families the zoo has none of (RegNetX, ResNeXt, DenseNet, ConvNeXt, Wide ResNet) or
+sizes of its families it holds no model of (ResNet-34 and -50, RegNetY-800MF, EfficientNet-B1, ...), built with
+random weights and exported with torch's TorchScript exporter at opset 17. A default probe (`harness probe --cpus N`,
+`--budget-min` minutes: its zoo models and designed kernels) makes the table, unless `--table` gives one of this host;
+`harness profile --cpus N` measures the models (`--session` takes a session of them made before, to score another
+version of the predictor on the same truth); each is predicted as `harness predict --device TABLE` predicts it.
+Printed: per model its measured and predicted latency, the error, the 95% interval and the kinds no regressor of
+their own carried; then the share within ±10% and ±5%, the median error and the interval's coverage.
+Every figure is of this host at the hour it ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _common import Goal, harness, load_note, print_table, profile_runs, write_report
+
+from harness.core import metric_registry
+from harness.kernels.predictor import predict_graph
+from harness.kernels.table import KernelTable
+from harness.store.results import list_sessions, load_runs
+
+OWN_MODELS = ("regnet_x_400mf", "regnet_x_800mf", "regnet_y_800mf", "regnet_x_1_6gf", "resnext50_32x4d", "resnet34",
+              "resnet50", "wide_resnet50_2", "densenet121", "convnext_tiny", "mnasnet0_75", "shufflenet_v2_x1_5",
+              "efficientnet_b1", "mobilenet_v3_small", "googlenet")
+"""Grouped convolutions of 8 to 32 channels a group (RegNet, ResNeXt), dense concatenations (DenseNet), LayerNorm and
+GELU (ConvNeXt), and torchvision's own exports of families the zoo holds from other exporters."""
+
+
+def export(directory: Path, names: list[str]) -> dict[str, Path]:
+    """Each torchvision architecture with random weights, exported as a user would (TorchScript exporter, opset 17,
+    one 224×224 image)."""
+    import torch
+    import torchvision
+
+    paths = {}
+    for name in names:
+        extra = {"aux_logits": False, "init_weights": False} if name == "googlenet" else {}
+        model = getattr(torchvision.models, name)(weights=None, **extra).eval()
+        paths[name] = directory / f"{name}.onnx"
+        torch.onnx.export(model, torch.randn(1, 3, 224, 224), str(paths[name]), opset_version=17, dynamo=False)
+    return paths
+
+
+def measured(session: Path) -> dict[str, float]:
+    """Each model's median headline latency over its runs."""
+    value = metric_registry.get(metric_registry.LATENCY).value
+    found: dict[str, list[float]] = {}
+    for run in load_runs(session):
+        latency = value(run.line) if run.ok else None
+        if latency is not None:
+            found.setdefault(run.model_name, []).append(float(latency))
+    return {model: statistics.median(values) for model, values in found.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", nargs="+", default=list(OWN_MODELS), help="torchvision model builders")
+    parser.add_argument("--cpus", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--table", type=Path, default=os.environ.get("HARNESS_BENCH_TABLE") or None,
+                        help="a kernel table's folder probed on this host (default: probe now)")
+    parser.add_argument("--budget-min", type=float, default=3.0, help="the probe's budget in minutes")
+    parser.add_argument("--session", type=Path, help="a session that profiled these models (default: profile now)")
+    args = parser.parse_args()
+    notes = [load_note("before the runs")]
+    directory = Path(tempfile.mkdtemp(prefix="bench-own-models-"))
+    paths = export(directory, args.models)
+    probe_s = 0.0
+    if args.table is None:
+        started = time.monotonic()
+        harness("probe", "--cpus", str(args.cpus), "--backend", "local", "--budget-min", str(args.budget_min),
+                "--results-dir", str(directory / "probe"), "--name", "probe")
+        probe_s = time.monotonic() - started
+        args.table = directory / "probe" / "kernels" / "probe"
+    table = KernelTable.load(args.table)
+    if args.session is None:
+        profile_runs(directory, None, [], backend="local", repeats=args.repeats, models=list(paths.values()),
+                     extra_flags=["--cpus", str(args.cpus), "--no-report"])
+        args.session = list_sessions(directory / "results")[-1]
+    truth = measured(args.session)
+    notes.append(load_note("after the runs"))
+    rows, errors, inside = [], [], []
+    for name, path in paths.items():
+        found = predict_graph(table, path)
+        error = found.ms / truth[name] - 1
+        errors.append(error)
+        inside.append(bool(found.low <= truth[name] <= found.high))
+        carried = {kind: v["regressor"] for kind, v in found.detail["by_kind"].items() if v["regressor"] != kind}
+        rows.append({"model": name, "measured ms": truth[name], "predicted ms": found.ms, "error": f"{error:+.1%}",
+                     "95% interval": f"{found.low:.3g}–{found.high:.3g}",
+                     "carried by another regressor": ", ".join(f"{k}: {v}" for k, v in sorted(carried.items()))})
+    print_table(f"Own models, each predicted from its graph by kernel table {table.name}", rows)
+    magnitude = np.abs(errors)
+    summary = [{"models": len(rows), "within ±10%": f"{(magnitude <= 0.10).mean():.0%}",
+                "within ±5%": f"{(magnitude <= 0.05).mean():.0%}", "median |error|": f"{np.median(magnitude):.1%}",
+                "95% interval coverage": f"{np.mean(inside):.0%}", "table": str(args.table),
+                "session": str(args.session),
+                "probe min": f"{probe_s / 60:.1f}"}]
+    print_table(f"{len(rows)} own models, onnxruntime, CPUS={args.cpus}, this host", summary)
+    within = float((magnitude <= 0.10).mean())
+    goals = [Goal(f"within ±10% (own models, CPUS={args.cpus})", "≥ 95%", f"{within:.0%}", within >= 0.95),
+             Goal("95% interval coverage", "90–98%", f"{np.mean(inside):.0%}", bool(0.90 <= np.mean(inside) <= 0.98))]
+    write_report("own-models" + ("" if args.cpus == 1 else f"-cpus{args.cpus}"), summary, goals, notes,
+                 raw={"rows": rows, "table": str(args.table)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
