@@ -1,8 +1,9 @@
 """An ONNX model's static facts by content: read from its graph once, then from harness.core.cache.
 
 Reading the facts loads onnx and runs shape inference (a third of a second and more for a large graph), which
-would otherwise start every session. The key is the file's sha256 and the recipe (this package's facts code and
-the onnx version), so a changed model, a changed count or another onnx never reuses an entry. A file that parsed
+would otherwise start every session. The key is the file's sha256 and the recipe (this package's facts code, its
+shape inference's, and the onnx and onnxruntime versions: onnxruntime infers the shapes onnx cannot), so a changed
+model, a changed count or another onnx never reuses an entry. A file that parsed
 once is whole, so a cache hit also stands for the check that the model is not corrupt.
 """
 
@@ -16,13 +17,16 @@ from typing import Any
 from harness.core.cache import cached
 from harness.measure.provenance import installed_versions
 
-FACTS_CODE = Path(__file__).with_name("facts.py")
+FACTS_CODE = (Path(__file__).with_name("facts.py"), Path(__file__).with_name("shapes.py"))
 
 
 def recipe() -> str:
-    """12 hex digits over what shapes the facts besides the model: the facts code and the onnx version."""
-    onnx_version = installed_versions(["onnx"]).get("onnx", "")
-    return hashlib.sha256(FACTS_CODE.read_bytes() + onnx_version.encode()).hexdigest()[:12]
+    """12 hex digits over what shapes the facts besides the model: the facts code and the onnx and onnxruntime
+    versions."""
+    versions = installed_versions(["onnx", "onnxruntime"])
+    code = b"".join(path.read_bytes() for path in FACTS_CODE)
+    return hashlib.sha256(code + "".join(versions.get(name, "") for name in ("onnx", "onnxruntime")).encode()
+                          ).hexdigest()[:12]
 
 
 def model_facts(path: Path, sha256: str, dims: Mapping[str, int] | None = None) -> dict[str, Any]:
