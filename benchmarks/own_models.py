@@ -114,7 +114,7 @@ def main() -> int:
     within = float((magnitude <= 0.10).mean())
     goals = [Goal(f"within ±10% (own models, CPUS={args.cpus})", "≥ 95%", f"{within:.0%}", within >= 0.95),
              Goal("95% interval coverage", "90–98%", f"{np.mean(inside):.0%}", bool(0.90 <= np.mean(inside) <= 0.98))]
-    write_report("own-models" + ("" if args.cpus == 1 else f"-cpus{args.cpus}"), summary, goals, notes,
+    write_report("own_models" + ("" if args.cpus == 1 else f"-cpus{args.cpus}"), summary, goals, notes,
                  raw={"rows": rows, "table": str(args.table)})
     return 0
 
