@@ -5,7 +5,7 @@ TorchScript export of torchvision's ShuffleNetV2 splits its channels with Slice 
 Shape → Gather → Div chain, and every tensor after the first split was left with unknown dims, which the facts read
 as one sample of one element (a 1×1×1×1 map, a convolution of a few thousand MACs). onnxruntime computes those shapes
 before it runs the graph; its symbolic shape inference (onnxruntime.tools.symbolic_shape_infer) evaluates the same
-chains. It is asked only where the graph's inputs are all static and onnx left some tensor's dims unknown."""
+chains, a dynamic batch kept as its name. It is asked only where onnx left some tensor's dims unknown."""
 
 from __future__ import annotations
 
@@ -13,17 +13,21 @@ import onnx
 from onnx import shape_inference
 
 
-def _static(info: onnx.ValueInfoProto) -> bool:
-    shape = info.type.tensor_type.shape if info.type.HasField("tensor_type") else None
-    return bool(shape is not None and info.type.tensor_type.HasField("shape")
-                and all(dim.HasField("dim_value") and dim.dim_value > 0 for dim in shape.dim))
-
-
-def complete(model: onnx.ModelProto) -> bool:
-    """Whether every tensor the nodes write has a rank and static dims (a graph output or an intermediate)."""
+def unresolved(model: onnx.ModelProto) -> int:
+    """How many dims of the tensors the nodes write inference left unknown: neither a size nor one of the graph
+    inputs' named dims (a batch), each tensor with no inferred shape counting one."""
+    named = {dim.dim_param for info in model.graph.input for dim in info.type.tensor_type.shape.dim
+             if dim.HasField("dim_param")}
     known = {info.name: info for info in (*model.graph.value_info, *model.graph.output)}
-    written = [name for node in model.graph.node for name in node.output if name]
-    return all(name in known and _static(known[name]) for name in written)
+    missing = 0
+    for name in (name for node in model.graph.node for name in node.output if name):
+        info = known.get(name)
+        if info is None or not info.type.HasField("tensor_type") or not info.type.tensor_type.HasField("shape"):
+            missing += 1
+            continue
+        missing += sum(1 for dim in info.type.tensor_type.shape.dim
+                       if not (dim.HasField("dim_value") and dim.dim_value > 0) and dim.dim_param not in named)
+    return missing
 
 
 def _symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
@@ -48,11 +52,10 @@ def _symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
 
 def inferred(model: onnx.ModelProto) -> onnx.ModelProto:
     """The model with its tensors' shapes inferred: onnx's, or onnxruntime's symbolic inference where onnx left dims
-    of a graph with static inputs unknown and the symbolic one completes them."""
+    unknown and the symbolic one knows more of them (a named input dim, such as a dynamic batch, stays named)."""
     found = shape_inference.infer_shapes(model, data_prop=True)
-    weights = {init.name for init in model.graph.initializer}
-    inputs = [info for info in model.graph.input if info.name not in weights]
-    if complete(found) or not all(_static(info) for info in inputs):
+    missing = unresolved(found)
+    if not missing:
         return found
     symbolic = _symbolic(found)
-    return symbolic if symbolic is not None and complete(symbolic) else found
+    return symbolic if symbolic is not None and unresolved(symbolic) < missing else found
