@@ -58,4 +58,8 @@ def inferred(model: onnx.ModelProto) -> onnx.ModelProto:
     if not missing:
         return found
     symbolic = _symbolic(found)
-    return symbolic if symbolic is not None and unresolved(symbolic) < missing else found
+    if symbolic is None or unresolved(symbolic) >= missing:
+        return found
+    del symbolic.graph.input[:]  # as the file declares them: the symbolic inference names a dim left unnamed
+    symbolic.graph.input.extend(model.graph.input)
+    return symbolic
