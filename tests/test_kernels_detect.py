@@ -17,9 +17,9 @@ from onnx import TensorProto, helper, numpy_helper, shape_inference
 from harness.cli import main
 from harness.kernels.detect import absorbs, detect, kernels_of
 from harness.kernels.features import ACTIVATION_BYTES, shape_of
-from harness.kernels.graph import Graph, elements
+from harness.kernels.graph import Graph, conv_config, elements
 from harness.kernels.learn import Example, learn
-from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules
+from harness.kernels.rules import BLOCKED_MARK, conv_key, host_block, load_rules
 from harness.kernels.training import ModelTable, join_kernels, row_kind, session_tables
 from harness.models.facts import node_facts
 from harness.models.shapes import unresolved
@@ -228,3 +228,43 @@ def test_a_channel_split_sized_by_shape_nodes_is_read_at_its_real_shapes(tmp_pat
         assert all(detected[kind] == engine[kind] == 1 for kind in chain), (dict(engine), dict(detected))
     assert detected["Conv"] == engine["Conv"] == 1 and detected["Concat"] == engine["Concat"] == 1
     assert detected["ReorderOutput"] == engine["ReorderOutput"], (dict(engine), dict(detected))
+
+
+def two_convolutions(path: Path, outputs: tuple[int, int]) -> Path:
+    """A 16-channel map and a 12-channel one, each through a 1×1 convolution to its count of `outputs`."""
+    rng = np.random.default_rng(0)
+    inputs = (("x16", 16), ("x12", 12))
+    weights = [numpy_helper.from_array(rng.standard_normal((out, cin, 1, 1)).astype(np.float32) / cin, f"w{i}")
+               for i, ((_, cin), out) in enumerate(zip(inputs, outputs, strict=True))]
+    nodes = [helper.make_node("Conv", [name, f"w{i}"], [f"y{i}"], name=f"conv{i}")
+             for i, (name, _) in enumerate(inputs)]
+    graph = helper.make_graph(
+        nodes, "two", [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, cin, 28, 28])
+                       for name, cin in inputs],
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, out, 28, 28]) for i, out in enumerate(outputs)],
+        weights)
+    return save_checked(graph, path)
+
+
+def test_a_convolution_of_an_output_alignment_never_profiled_takes_its_inputs_layout(tmp_path: Path) -> None:
+    """Rules learned from convolutions to 16 and 8 channels detect the layout of convolutions of the same inputs to 4
+    and 16 channels, output alignments those rules never saw, as the engine ran them: the engine pads an output to
+    its block, so whether it blocks a convolution follows the input."""
+    block = host_block("onnxruntime")
+    if not block:
+        pytest.skip("onnxruntime lays out no blocked kernels on this host (neither AVX2 nor AVX-512F)")
+    seen = two_convolutions(tmp_path / "seen.onnx", (16, 8))
+    unseen = two_convolutions(tmp_path / "unseen.onnx", (4, 16))
+    assert main(["profile", str(seen), str(unseen), "--per-op", "--repeats", "1", "--iterations", "10", "--warmup",
+                 "2", "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path / "results"),
+                 "--no-report"]) == 0
+    tables = {t.model: t for t in session_tables(list_sessions(tmp_path / "results")[-1:], "onnxruntime")}
+    rules = learn([Example("seen", Graph.load(seen), tables["seen"].rows)], "onnxruntime")
+    graph = Graph.load(unseen)
+    keys = [conv_key(conv_config(node), block) for node in graph.nodes]
+    assert any(key not in rules.conv_layout for key in keys), (keys, rules.conv_layout)
+    ran = {str(row.onnx_node): float(str(row.node).endswith(BLOCKED_MARK))
+           for row in tables["unseen"].rows.itertuples() if row.op_type == "Conv"}
+    detected = {graph.nodes[k.nodes[0]]["name"]: k.features["blocked"]
+                for k in detect(graph, rules) if k.kind == "Conv"}
+    assert detected == ran and sum(ran.values()) >= 1, (detected, ran)

@@ -87,8 +87,7 @@ def blocked_layouts(graph: Graph, rules: Rules, kernels: list[Kernel], owner: di
             blocked.append(False)
         elif op in rules.blocked_types and op in ("Conv", "FusedConv"):
             config = conv_config(anchor)
-            counts = rules.conv_layout.get(conv_key(config, block)) if config else None
-            blocked.append(counts is not None and counts["blocked"] >= counts["plain"])
+            blocked.append(bool(config) and rules.runs_blocked(conv_key(config, block)))
         elif op in rules.blocked_types and out % block == 0:
             ins = [_channels(shape) for shape in graph.activation_inputs(anchor["index"])]
             blocked.append(all(c is not None and c % block == 0 for c in ins))

@@ -68,6 +68,18 @@ class Rules:
         entry = self.dropped.get(op_type)
         return entry["dropped"] / (entry["dropped"] + entry["kept"]) if entry else 0.0
 
+    def runs_blocked(self, key: ConvKey) -> bool:
+        """Whether a convolution of this layout key ran blocked at least as often as plain; a key no profile showed
+        takes the counts of its grouping, input alignment and input count at every output alignment (the engine
+        pads the output to the block, so whether it blocks follows the input: GhostNet 0.5's 8-channel convolutions
+        to 4 and 12-channel ones to 2 ran blocked, keys no other family had), and plain where none showed those."""
+        counts = self.conv_layout.get(key)
+        if counts is None:
+            grouping, align_in, _, fewer = key
+            near = [c for (g, a, _, f), c in self.conv_layout.items() if (g, a, f) == (grouping, align_in, fewer)]
+            counts = {name: sum(c[name] for c in near) for name in ("blocked", "plain")} if near else None
+        return counts is not None and counts["blocked"] >= counts["plain"]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "engine": self.engine, "regenerate": REGENERATE, **self.meta,
