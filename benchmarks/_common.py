@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.core import metric_registry
 from harness.store.results import list_sessions, load_runs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,6 +113,17 @@ def profile_runs(directory: Path, script: Path | None, script_args: list[str], *
     if failed:
         raise SystemExit(f"{len(failed)} run(s) of {session} ended {failed[0]['status']}: {failed[0]['stderr_tail']}")
     return Session(runs, started, ended)
+
+
+def headline(session: Path) -> dict[str, float]:
+    """Each model's median headline latency over its runs in a session."""
+    value = metric_registry.get(metric_registry.LATENCY).value
+    found: dict[str, list[float]] = {}
+    for run in load_runs(session):
+        latency = value(run.line) if run.ok else None
+        if latency is not None:
+            found.setdefault(run.model_name, []).append(float(latency))
+    return {model: statistics.median(values) for model, values in found.items()}
 
 
 def bare_run(script: Path, args: list[str]) -> tuple[float, dict[str, Any]]:

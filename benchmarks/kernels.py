@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -49,10 +48,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import ROOT, Goal, harness, load_note, print_table, profile_runs, write_report
+from _common import ROOT, Goal, harness, headline, load_note, print_table, profile_runs, write_report
 from _sshd import loopback_board
 
-from harness.core import metric_registry
 from harness.kernels.learn import Example, examples_from_table, learn
 from harness.kernels.predictor import (
     GraphFor,
@@ -82,17 +80,6 @@ one): the smallest model of eight families, one repeat a session."""
 ENGINE = "onnxruntime"
 SPEED_MODEL = "mobilenet_v2_1.0_224"
 WITHIN = (0.10, 0.05)
-
-
-def headline(session: Path) -> dict[str, float]:
-    """Each model's median headline latency over its runs in a session."""
-    value = metric_registry.get(metric_registry.LATENCY).value
-    found: dict[str, list[float]] = {}
-    for run in load_runs(session):
-        latency = value(run.line) if run.ok else None
-        if latency is not None:
-            found.setdefault(run.model_name, []).append(float(latency))
-    return {model: statistics.median(values) for model, values in found.items()}
 
 
 def session_wall_s(session: Path) -> float:

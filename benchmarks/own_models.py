@@ -19,19 +19,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from _common import Goal, harness, load_note, print_table, profile_runs, write_report
+from _common import Goal, harness, headline, load_note, print_table, profile_runs, write_report
 
-from harness.core import metric_registry
 from harness.kernels.predictor import predict_graph
 from harness.kernels.table import KernelTable
-from harness.store.results import list_sessions, load_runs
+from harness.store.results import list_sessions
 
 OWN_MODELS = ("regnet_x_400mf", "regnet_x_800mf", "regnet_y_800mf", "regnet_x_1_6gf", "resnext50_32x4d", "resnet34",
               "resnet50", "wide_resnet50_2", "densenet121", "convnext_tiny", "mnasnet0_75", "shufflenet_v2_x1_5",
@@ -53,17 +51,6 @@ def export(directory: Path, names: list[str]) -> dict[str, Path]:
         paths[name] = directory / f"{name}.onnx"
         torch.onnx.export(model, torch.randn(1, 3, 224, 224), str(paths[name]), opset_version=17, dynamo=False)
     return paths
-
-
-def measured(session: Path) -> dict[str, float]:
-    """Each model's median headline latency over its runs."""
-    value = metric_registry.get(metric_registry.LATENCY).value
-    found: dict[str, list[float]] = {}
-    for run in load_runs(session):
-        latency = value(run.line) if run.ok else None
-        if latency is not None:
-            found.setdefault(run.model_name, []).append(float(latency))
-    return {model: statistics.median(values) for model, values in found.items()}
 
 
 def main() -> int:
@@ -91,7 +78,7 @@ def main() -> int:
         profile_runs(directory, None, [], backend="local", repeats=args.repeats, models=list(paths.values()),
                      extra_flags=["--cpus", str(args.cpus), "--no-report"])
         args.session = list_sessions(directory / "results")[-1]
-    truth = measured(args.session)
+    truth = headline(args.session)
     notes.append(load_note("after the runs"))
     rows, errors, inside = [], [], []
     for name, path in paths.items():
