@@ -40,24 +40,48 @@ where a Mul of two same-shaped maps (EfficientNet's SiLU) follows its inputs int
 must match; its last HardSigmoid and Mul after a Gemm run as two kernels the rules fuse (docs/kernels.md)."""
 
 
+def profiled(models: list[str | Path], results: Path) -> list[ModelTable]:
+    """The models profiled per-op for real under onnxruntime (one run of 10 inferences each, CPUS=1), and each one's
+    table of engine rows."""
+    assert main(["profile", *map(str, models), "--per-op", "--repeats", "1", "--iterations", "10", "--warmup", "2",
+                 "--cpus", "1", "--backend", "local", "--results-dir", str(results), "--no-report"]) == 0
+    return session_tables(list_sessions(results)[-1:], "onnxruntime")
+
+
+def engine_kinds(table: ModelTable) -> Counter[str]:
+    """How many kernels of each kind the engine ran, by its rows."""
+    graph = Graph.load(table.model_path)
+    return Counter(row_kind(graph, row) for row in table.rows.itertuples())
+
+
+def ran_blocked(table: ModelTable) -> dict[str, float]:
+    """Per convolution node, 1 where the engine ran it in the blocked layout (its row's name carries the mark)."""
+    return {str(row.onnx_node): float(str(row.node).endswith(BLOCKED_MARK)) for row in table.rows.itertuples()
+            if row.op_type in ("Conv", "FusedConv")}
+
+
+def layout_block() -> int:
+    """This host's layout block; the test is skipped where onnxruntime lays out no blocked kernels."""
+    block = host_block("onnxruntime")
+    if not block:
+        pytest.skip("onnxruntime lays out no blocked kernels on this host (neither AVX2 nor AVX-512F)")
+    return block
+
+
 @pytest.mark.usefixtures("zoo_cache")
 def test_detected_kernels_match_the_engine_rows(tmp_path: Path) -> None:
-    assert main(["profile", *MODELS, SQUEEZE_EXCITE, "--per-op", "--repeats", "1", "--iterations", "10", "--warmup",
-                 "2", "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path), "--no-report"]) == 0
-    tables = session_tables(list_sessions(tmp_path)[-1:], "onnxruntime")
+    tables = profiled([*MODELS, SQUEEZE_EXCITE], tmp_path)
     assert sorted(table.model for table in tables) == sorted([*MODELS, SQUEEZE_EXCITE])
     [squeeze_excite] = [table for table in tables if table.model == SQUEEZE_EXCITE]
     tables.remove(squeeze_excite)
-    graph = Graph.load(squeeze_excite.model_path)
-    engine = Counter(row_kind(graph, row) for row in squeeze_excite.rows.itertuples())
+    engine = engine_kinds(squeeze_excite)
     detected = Counter(kernel.kind for kernel in kernels_of(squeeze_excite.model_path, "onnxruntime"))
     conversions = ("ReorderInput", "ReorderOutput")
     missed = sum(abs(detected[kind] - engine[kind]) for kind in conversions)
     assert missed <= MISSED_CONVERSIONS.get(host_block("onnxruntime"), 0), dict(engine)
     assert engine["ReorderInput"] > 10
     for table in tables:
-        graph = Graph.load(table.model_path)
-        engine = Counter(row_kind(graph, row) for row in table.rows.itertuples())
+        engine = engine_kinds(table)
         detected = Counter(kernel.kind for kernel in kernels_of(table.model_path, "onnxruntime"))
         assert detected == engine, f"{table.model}: detected {dict(detected)}, engine ran {dict(engine)}"
         assert sum(engine.values()) > 10
@@ -106,9 +130,8 @@ def check_learning(tables: list[ModelTable]) -> None:
     assert absorbs(rules, "LeakyRelu", "Conv", True, True, elementwise=True)
     assert not absorbs(rules, "LeakyRelu", "Conv", True, True)
     for table in tables:
-        graph = Graph.load(table.model_path)
-        engine = Counter(row_kind(graph, row) for row in table.rows.itertuples())
-        assert Counter(kernel.kind for kernel in detect(graph, rules)) == engine, table.model
+        assert Counter(kernel.kind for kernel in detect(Graph.load(table.model_path), rules)) == engine_kinds(table), \
+            table.model
 
 
 def unseen_activations(path: Path) -> Path:
@@ -134,11 +157,8 @@ def test_an_activation_no_profile_ran_is_detected_as_the_engine_fuses_it(tmp_pat
     inside their convolutions, as detection from those pools says, with no row of their own; the Identity of a
     weight has none either."""
     model = unseen_activations(tmp_path / "unseen.onnx")
-    assert main(["profile", str(model), "--per-op", "--repeats", "1", "--iterations", "10", "--warmup", "2",
-                 "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path / "results"), "--no-report"]) == 0
-    [table] = session_tables(list_sessions(tmp_path / "results")[-1:], "onnxruntime")
-    graph = Graph.load(table.model_path)
-    engine = Counter(row_kind(graph, row) for row in table.rows.itertuples())
+    [table] = profiled([model], tmp_path / "results")
+    engine = engine_kinds(table)
     detected = Counter(kernel.kind for kernel in kernels_of(model, "onnxruntime"))
     assert detected == engine, f"detected {dict(detected)}, engine ran {dict(engine)}"
     assert engine["Conv"] == 2 and not {"LeakyRelu", "Tanh"} & set(engine)
@@ -166,17 +186,11 @@ def test_a_grouped_convolution_runs_blocked_where_each_group_fills_blocks(tmp_pa
     """Four groups of a block's channels each run blocked, eight groups of half a block plain, at the same total
     channels: the layout key of a grouped convolution is its channels per group. Rules learned from this one
     profile, and the stored ones, detect each layout as the engine ran it."""
-    block = host_block("onnxruntime")
-    if not block:
-        pytest.skip("onnxruntime lays out no blocked kernels on this host (neither AVX2 nor AVX-512F)")
-    model = grouped_convolutions(tmp_path / "grouped.onnx", 4 * block, (4, 8))
-    assert main(["profile", str(model), "--per-op", "--repeats", "1", "--iterations", "10", "--warmup", "2",
-                 "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path / "results"), "--no-report"]) == 0
-    [table] = session_tables(list_sessions(tmp_path / "results")[-1:], "onnxruntime")
+    model = grouped_convolutions(tmp_path / "grouped.onnx", 4 * layout_block(), (4, 8))
+    [table] = profiled([model], tmp_path / "results")
     graph = Graph.load(table.model_path)
-    ran = {str(row.onnx_node): str(row.node).endswith(BLOCKED_MARK) for row in table.rows.itertuples()
-           if row.op_type in ("Conv", "FusedConv")}
-    assert list(ran.values()) == [True, False], ran
+    ran = ran_blocked(table)
+    assert list(ran.values()) == [1.0, 0.0], ran
     learned = learn([Example(table.model, graph, table.rows)], "onnxruntime")
     for rules in (learned, load_rules("onnxruntime")):
         layouts = [k.features["blocked"] for k in detect(graph, rules) if k.kind == "GroupedConv"]
@@ -215,11 +229,8 @@ def test_a_channel_split_sized_by_shape_nodes_is_read_at_its_real_shapes(tmp_pat
     assert unresolved(shape_inference.infer_shapes(onnx.load(model), data_prop=True))  # onnx alone cannot
     [conv] = [node for node in node_facts(model) if node["op_type"] == "Conv"]
     assert conv["input_shapes"][0] == [1, 8, 28, 28] and conv["macs"] == 8 * 8 * 9 * 28 * 28
-    assert main(["profile", str(model), "--per-op", "--repeats", "1", "--iterations", "10", "--warmup", "2",
-                 "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path / "results"), "--no-report"]) == 0
-    [table] = session_tables(list_sessions(tmp_path / "results")[-1:], "onnxruntime")
-    graph = Graph.load(table.model_path)
-    engine = Counter(row_kind(graph, row) for row in table.rows.itertuples())
+    [table] = profiled([model], tmp_path / "results")
+    engine = engine_kinds(table)
     detected = Counter(kernel.kind for kernel in kernels_of(model, "onnxruntime"))
     chain = {"Shape", "Gather", "Div"}
     if batch == 1:
@@ -250,21 +261,15 @@ def test_a_convolution_of_an_output_alignment_never_profiled_takes_its_inputs_la
     """Rules learned from convolutions to 16 and 8 channels detect the layout of convolutions of the same inputs to 4
     and 16 channels, output alignments those rules never saw, as the engine ran them: the engine pads an output to
     its block, so whether it blocks a convolution follows the input."""
-    block = host_block("onnxruntime")
-    if not block:
-        pytest.skip("onnxruntime lays out no blocked kernels on this host (neither AVX2 nor AVX-512F)")
+    block = layout_block()
     seen = two_convolutions(tmp_path / "seen.onnx", (16, 8))
     unseen = two_convolutions(tmp_path / "unseen.onnx", (4, 16))
-    assert main(["profile", str(seen), str(unseen), "--per-op", "--repeats", "1", "--iterations", "10", "--warmup",
-                 "2", "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path / "results"),
-                 "--no-report"]) == 0
-    tables = {t.model: t for t in session_tables(list_sessions(tmp_path / "results")[-1:], "onnxruntime")}
+    tables = {t.model: t for t in profiled([seen, unseen], tmp_path / "results")}
     rules = learn([Example("seen", Graph.load(seen), tables["seen"].rows)], "onnxruntime")
     graph = Graph.load(unseen)
     keys = [conv_key(conv_config(node), block) for node in graph.nodes]
     assert any(key not in rules.conv_layout for key in keys), (keys, rules.conv_layout)
-    ran = {str(row.onnx_node): float(str(row.node).endswith(BLOCKED_MARK))
-           for row in tables["unseen"].rows.itertuples() if row.op_type == "Conv"}
+    ran = ran_blocked(tables["unseen"])
     detected = {graph.nodes[k.nodes[0]]["name"]: k.features["blocked"]
                 for k in detect(graph, rules) if k.kind == "Conv"}
     assert detected == ran and sum(ran.values()) >= 1, (detected, ran)
