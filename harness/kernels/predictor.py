@@ -248,7 +248,8 @@ class KernelModel:
             held = set(families[fold::HELD_OUT_FOLDS])
             if samples["family"].isin(held).all():
                 continue  # one family and nothing else: no held-out sum
-            inner = KernelRegressors.fit(samples[~samples["family"].isin(held)], frozenset(regressors.aliases))
+            inner = KernelRegressors.fit(samples[~samples["family"].isin(held)], frozenset(regressors.aliases),
+                                         regressors.designed)
             for model, group in zoo[zoo["family"].isin(held)].groupby("model"):
                 sums[model] = sum(float(inner.predict(kind, np.vstack(list(g["x"])), float(g["footprint"].iloc[0]))[0]
                                         .sum()) for kind, g in group.groupby("kind"))

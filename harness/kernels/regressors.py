@@ -91,11 +91,16 @@ class KernelRegressors:
     """Per kind no model of the table runs, a regressor of designed kernels timed alone (designed_regressors)."""
     in_context: float = 0.0
     """What running in a model adds to a designed kernel's log time (designed_regressors): below 0 on this host."""
+    designed: dict[str, PackedTrees] = field(default_factory=dict)
+    """Every compute kind's regressor of designed kernels, run by the models or not: a fit on fewer families of the
+    same table (the held-out folds of harness.kernels.predictor) has the same designed rows and reuses them."""
 
     @classmethod
-    def fit(cls, samples: pd.DataFrame, aliases: frozenset[str] = frozenset()) -> KernelRegressors:
+    def fit(cls, samples: pd.DataFrame, aliases: frozenset[str] = frozenset(),
+            designed_fits: dict[str, PackedTrees] | None = None) -> KernelRegressors:
         """`aliases`: the engine's ALIAS_KINDS. With models of enough families (enough_families), their rows train
-        the regressors, and designed rows only the kinds no model runs."""
+        the regressors, and designed rows only the kinds no model runs. `designed_fits`: the `designed` of a fit on
+        the same designed rows, taken instead of fitting them again."""
         input_footprint = enough_families(samples)
         designed = samples[samples["alone"]] if input_footprint else samples.iloc[:0]
         samples = samples[~samples["alone"]] if input_footprint else samples
@@ -110,8 +115,8 @@ class KernelRegressors:
             mask = (samples["kind"] == kind).to_numpy()
             if mask.sum() >= MIN_KIND_ROWS and kind not in alias_ms:
                 per_kind[kind] = PackedTrees.of(_regressor().fit(x[mask], y[mask]))
-        alone, in_context = designed_regressors(designed, samples, set(kinds) | set(aliases))
-        return cls(per_kind, pooled, kinds, alias_ms, input_footprint, alone, in_context)
+        own, alone, in_context = designed_regressors(designed, samples, set(kinds) | set(aliases), designed_fits)
+        return cls(per_kind, pooled, kinds, alias_ms, input_footprint, alone, in_context, own)
 
     def predict(self, kind: str, x: np.ndarray, graph_footprint: float) -> tuple[np.ndarray, str]:
         """Predicted ms of kernels of one kind in a graph of this footprint, and which regressor carried them (the
@@ -140,10 +145,12 @@ def targets(samples: pd.DataFrame, input_footprint: bool) -> tuple[np.ndarray, n
     return x, np.log(samples["ms"].to_numpy(dtype=float)) - work_units(x)
 
 
-def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame,
-                        seen: set[str]) -> tuple[dict[str, PackedTrees], float]:
-    """Regressors of designed kernels for the compute kinds (compute_kinds) of MIN_KIND_ROWS designed rows or more that
-    no row of `models` (kinds `seen`) has, and what running in a model adds to a designed kernel's log time: the
+def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame, seen: set[str],
+                        fitted: dict[str, PackedTrees] | None = None
+                        ) -> tuple[dict[str, PackedTrees], dict[str, PackedTrees], float]:
+    """Regressors of designed kernels for the compute kinds (compute_kinds) of MIN_KIND_ROWS designed rows or more
+    (`fitted`, where a fit on the same designed rows made them), those of them no row of `models` (kinds `seen`)
+    has, and what running in a model adds to a designed kernel's log time: the
     median, over the models' rows of compute kinds both have enough of, of their log time less the designed
     regressor's. A compute kind no model of the table runs (grouped convolutions in a default probe's table, whose
     twelve models have none) is then predicted from kernels of its kind timed on the device, not by the pooled
@@ -152,15 +159,15 @@ def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame,
     ones (0.13 for an Add, 1.27 for a MaxPool), which are left to the pooled regressor (docs/kernels.md)."""
     kinds = compute_kinds(designed)
     if not kinds:
-        return {}, 0.0
-    x, y = targets(designed, False)
-    own = {kind: PackedTrees.of(_regressor().fit(x[mask], y[mask]))
-           for kind in kinds if (mask := (designed["kind"] == kind).to_numpy()).sum() >= MIN_KIND_ROWS}
+        return {}, {}, 0.0
+    own = fitted if fitted is not None else {
+        str(kind): PackedTrees.of(_regressor().fit(*targets(group, False)))
+        for kind, group in designed[designed["kind"].isin(kinds)].groupby("kind") if len(group) >= MIN_KIND_ROWS}
     shared = models[models["kind"].isin(own) & models.groupby("kind")["kind"].transform("size").ge(MIN_KIND_ROWS)]
     residuals = [y_kind - own[str(kind)].predict(x_kind)
                  for kind, group in shared.groupby("kind") for x_kind, y_kind in [targets(group, False)]]
     in_context = float(np.median(np.concatenate(residuals))) if residuals else 0.0
-    return {kind: trees for kind, trees in own.items() if kind not in seen}, in_context
+    return own, {kind: trees for kind, trees in own.items() if kind not in seen}, in_context
 
 
 def compute_kinds(samples: pd.DataFrame) -> list[str]:
