@@ -224,19 +224,23 @@ def test_a_channel_split_sized_by_shape_nodes_is_read_at_its_real_shapes(tmp_pat
     """onnx's shape inference leaves the halves of such a split unknown (read as 1×1×1×1: a convolution of a few
     MACs); the facts read them as onnxruntime runs them (a dynamic batch as one sample), and detection takes the
     shape chain as the engine does: folded where the input's dims are static, run node by node where the batch is
-    dynamic; the convolution at its real MACs and the conversion after it counted."""
+    dynamic, its Shape node reading the dims and none of the elements; the convolution at its real MACs and the
+    conversion after it counted."""
     model = channel_split(tmp_path / "split.onnx", batch)
     assert unresolved(shape_inference.infer_shapes(onnx.load(model), data_prop=True))  # onnx alone cannot
     [conv] = [node for node in node_facts(model) if node["op_type"] == "Conv"]
     assert conv["input_shapes"][0] == [1, 8, 28, 28] and conv["macs"] == 8 * 8 * 9 * 28 * 28
     [table] = profiled([model], tmp_path / "results")
     engine = engine_kinds(table)
-    detected = Counter(kernel.kind for kernel in kernels_of(model, "onnxruntime"))
+    kernels = kernels_of(model, "onnxruntime")
+    detected = Counter(kernel.kind for kernel in kernels)
     chain = {"Shape", "Gather", "Div"}
     if batch == 1:
         assert not chain & set(engine) and not chain & set(detected), (dict(engine), dict(detected))
     else:
         assert all(detected[kind] == engine[kind] == 1 for kind in chain), (dict(engine), dict(detected))
+        [shape] = [kernel for kernel in kernels if kernel.kind == "Shape"]
+        assert shape.features["in_bytes"] == 0 < shape.features["out_bytes"], shape.features  # dims, not elements
     assert detected["Conv"] == engine["Conv"] == 1 and detected["Concat"] == engine["Concat"] == 1
     assert detected["ReorderOutput"] == engine["ReorderOutput"], (dict(engine), dict(detected))
 
