@@ -307,29 +307,37 @@ def test_op_deltas_line_up_quantized_types_by_family() -> None:
 
 
 def test_nodes_onnxruntime_fuses_join_the_graph_node_they_came_from(tmp_path: Path) -> None:
-    """A Gemm with its Relu runs as `fused <gemm>` (FusedGemm) and x·sigmoid(x) as `<mul>/QuickGeluFusion/`
-    (QuickGelu): each row joins the graph node it is named after, as onnxruntime itself profiled them."""
+    """A Gemm with its Relu runs as `fused <gemm>` (FusedGemm), x·sigmoid(x) as `<mul>/QuickGeluFusion/` (QuickGelu),
+    and a MatMul of tokens with its bias Add as `<matmul>/MatMulAddFusion` (a Gemm between two Reshapes the engine
+    inserts): each row joins the graph node it is named after, as onnxruntime itself profiled them."""
     import onnxruntime as ort
 
     from harness.analysis.per_op import OnnxJoin
 
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((32, 64)).astype(np.float32), "w")
+    w2 = numpy_helper.from_array(rng.standard_normal((32, 16)).astype(np.float32), "w2")
+    bias = numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "bias")
     nodes = [helper.make_node("Gemm", ["x", "w"], ["g"], name="fc", transB=1),
              helper.make_node("Relu", ["g"], ["r"], name="fc_relu"),
              helper.make_node("Sigmoid", ["r"], ["s"], name="silu_sigmoid"),
-             helper.make_node("Mul", ["r", "s"], ["y"], name="silu")]
-    graph = helper.make_graph(nodes, "fused", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])], [w])
+             helper.make_node("Mul", ["r", "s"], ["y"], name="silu"),
+             helper.make_node("MatMul", ["tokens", "w2"], ["t"], name="linear"),
+             helper.make_node("Add", ["t", "bias"], ["z"], name="linear_bias")]
+    graph = helper.make_graph(nodes, "fused", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64]),
+                                               helper.make_tensor_value_info("tokens", TensorProto.FLOAT, [1, 8, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32]),
+                               helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 8, 16])], [w, w2, bias])
     path = save_checked(graph, tmp_path / "f.onnx")
     options = ort.SessionOptions()
     options.enable_profiling, options.profile_file_prefix = True, str(tmp_path / "prof")
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    session.run(None, {"x": np.ones((1, 64), np.float32)})
+    session.run(None, {"x": np.ones((1, 64), np.float32), "tokens": np.ones((1, 8, 32), np.float32)})
     events = json.loads(Path(session.end_profiling()).read_text())
     traced = {e["args"]["op_name"]: e["name"].removesuffix("_kernel_time") for e in events
-              if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")}
-    assert set(traced) == {"FusedGemm", "QuickGelu"}
+              if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and "reshape" not in e["name"]}
+    assert set(traced) == {"FusedGemm", "QuickGelu", "Gemm"}, traced
     join = OnnxJoin(node_facts(path))
     assert join.find(traced["FusedGemm"], "FusedGemm")["name"] == "fc"
     assert join.find(traced["QuickGelu"], "QuickGelu")["name"] == "silu"
+    assert join.find(traced["Gemm"], "Gemm")["name"] == "linear"

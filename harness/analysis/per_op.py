@@ -51,11 +51,12 @@ large model; a larger trace is refused in one line before it is parsed (JSON tak
 COVERAGE_GOAL = 0.8  # below it the coverage line names the largest gap as the cause
 # Suffixes ORT gives the nodes it rewrites: its layout transformer `_nchwc`, its fusions (QDQ pairs into
 # QLinearConv, for one) `_token_<n>`, from Graph::GenerateNodeName.
-ORT_SUFFIX = re.compile(r"(_nchwc|_token_\d+|/\w+Fusion/)$")
+ORT_SUFFIX = re.compile(r"(_nchwc|_token_\d+|/\w+Fusion/?)$")
 ORT_PREFIX = "fused "
 """onnxruntime's names for the nodes it makes: `<node>_nchwc` (blocked layout), `<node>_token_<n>`, `fused <node>`
 (FusedGemm, FusedConv: a Gemm or Conv with its activation), `<node>/QuickGeluFusion/` (x·sigmoid(x) as one kernel,
-named after its Mul)."""
+named after its Mul), `<node>/MatMulAddFusion` (a MatMul and its bias Add as one Gemm, named after the MatMul: a
+Linear layer of a token or channels-last input, ConvNeXt's pointwise layers)."""
 TABLE_COLUMNS = ("node_index", "node", "onnx_node", "op_type", "input_shapes", "output_shapes", "macs",
                  "param_bytes", "calls", "mean_ms", "median_ms", "depthwise", "share")
 """`depthwise`: a convolution joined to a graph node whose groups equal its input channels (None where the node
