@@ -220,6 +220,50 @@ def test_a_compute_kind_no_model_runs_is_its_designed_kernels_in_context() -> No
     assert not alone.alone and alone.predict("GroupedConv", grouped, 10.0)[1] == "GroupedConv"
 
 
+def gemm(rows: int, cin: int, cout: int) -> list[float]:
+    """A Gemm's feature vector of `rows` input rows, with the input footprint at 0."""
+    macs, weights = rows * cin * cout, cin * cout * 4
+    acts = rows * (cin + cout) * 4
+    return [*vector({"macs": macs, "bytes": acts + weights, "in_bytes": rows * cin * 4, "out_bytes": rows * cout * 4,
+                     "weight_bytes": weights, "intensity": macs / (acts + weights), "cin": cin, "cout": cout,
+                     "inputs": 1}), 0.0]
+
+
+def test_a_kernel_larger_than_any_model_ran_of_its_kind_is_its_designed_kernels_in_context() -> None:
+    """Models of three families run one Gemm each, a classifier of one row, too few for a regressor of their own;
+    designed Gemms reach 3,136 rows. A Gemm of a classifier's size stays with the pooled regressor; one larger than
+    any model's (a channels-last pointwise layer) is predicted by the designed kernels' regressor at what running in a
+    model takes off their time alone (0.8 here, from the convolutions both have), where the pooled regressor's trees
+    would hold the classifiers' time per MAC. One of more weights than any designed Gemm (AlexNet's 150 MB) stays
+    pooled."""
+    rng = np.random.default_rng(7)
+    def ms_of(x: list[float], scale: float) -> float:
+        return scale * (float(np.expm1(x[0])) * 2e-7 + 0.002)
+    def frame(kind: str, xs: list[list[float]], scale: float, alone: bool, families: list[str]) -> pd.DataFrame:
+        return pd.DataFrame({"kind": kind, "x": [np.array(x) for x in xs], "ms": [ms_of(x, scale) for x in xs],
+                             "footprint": 10.0, "alone": alone, "family": families})
+    convs = [[*conv(int(c), int(c), 1, int(size)), 0.0] for c, size in
+             zip(rng.choice([32, 64, 128, 256], 120), rng.choice([7, 14, 28, 56], 120), strict=True)]
+    heads = [gemm(1, int(cin), 1000) for cin in rng.choice([256, 512, 1024, 1280], 12)]
+    designed_gemms = [gemm(int(r), int(cin), int(cout)) for r, cin, cout in
+                      zip(rng.choice([1, 49, 196, 784, 3136], 80), rng.choice([96, 192, 384, 768], 80),
+                          rng.choice([96, 192, 384, 768], 80), strict=True)]
+    families = [f"f{i % 3}" for i in range(120)]
+    samples = pd.concat([frame("Conv", convs[:60], 0.8, False, families[:60]),
+                         frame("Gemm", heads, 0.8, False, families[:12]),
+                         frame("Conv", convs[60:], 1.0, True, ["designed"] * 60),
+                         frame("Gemm", designed_gemms, 1.0, True, ["designed"] * 80)], ignore_index=True)
+    regressors = KernelRegressors.fit(samples)
+    assert "Gemm" not in regressors.per_kind and "Gemm" not in regressors.alone
+    assert regressors.in_context == pytest.approx(np.log(0.8), abs=0.05)
+    pointwise = np.array([gemm(3136, 96, 384), gemm(784, 192, 768)])
+    times, carried = regressors.predict("Gemm", pointwise, 10.0)
+    assert carried == DESIGNED and times == pytest.approx([ms_of(list(x), 0.8) for x in pointwise], rel=0.15)
+    pooled = regressors.predict("Gemm", np.array(heads[:2]), 10.0)
+    assert pooled[1] == POOLED and pooled[0] == pytest.approx([ms_of(x, 0.8) for x in heads[:2]], rel=0.15)
+    assert regressors.predict("Gemm", np.array([gemm(1, 9216, 4096)]), 10.0)[1] == POOLED  # weights past the designed
+
+
 def test_only_a_table_of_enough_families_reads_the_input_footprint() -> None:
     """A few models' first kernels among a probe's designed ones cannot teach the input footprint: with models of
     fewer than MODEL_FAMILIES families the regressors read none, and a graph's first kernel is predicted as any other
