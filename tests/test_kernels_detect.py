@@ -245,6 +245,42 @@ def test_a_channel_split_sized_by_shape_nodes_is_read_at_its_real_shapes(tmp_pat
     assert detected["ReorderOutput"] == engine["ReorderOutput"], (dict(engine), dict(detected))
 
 
+def windows(path: Path) -> Path:
+    """A TorchScript export's padding to whole windows (torchvision's Swin Transformer): a 10×10 map padded by
+    (4 − H mod 4) mod 4, computed from its Shape, then reshaped into rows of 16 for a MatMul."""
+    constants = [numpy_helper.from_array(np.array(value, dtype=np.int64), name) for name, value in
+                 (("two", [2]), ("three", [3]), ("window", [4]), ("zero", [0]), ("rows", [-1, 16]))]
+    weight = numpy_helper.from_array(np.ones((16, 8), np.float32), "w")
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], name="shape")]
+    for axis, index in (("h", "two"), ("w", "three")):
+        nodes += [helper.make_node("Gather", ["shape", index], [f"{axis}_size"], name=f"{axis}_gather"),
+                  helper.make_node("Mod", [f"{axis}_size", "window"], [f"{axis}_rest"], name=f"{axis}_rest"),
+                  helper.make_node("Sub", ["window", f"{axis}_rest"], [f"{axis}_short"], name=f"{axis}_short"),
+                  helper.make_node("Mod", [f"{axis}_short", "window"], [f"{axis}_pad"], name=f"{axis}_pad")]
+    nodes += [helper.make_node("Concat", ["zero"] * 6 + ["h_pad", "w_pad"], ["pads"], axis=0, name="pads"),
+              helper.make_node("Pad", ["x", "pads"], ["padded"], name="pad"),
+              helper.make_node("Reshape", ["padded", "rows"], ["windows"], name="reshape"),
+              helper.make_node("MatMul", ["windows", "w"], ["y"], name="linear")]
+    graph = helper.make_graph(nodes, "windows",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 10, 10])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", 8])],
+                              [*constants, weight])
+    return save_checked(graph, path)
+
+
+def test_a_map_padded_to_whole_windows_by_its_own_shape_is_read_at_the_engines_shapes(tmp_path: Path) -> None:
+    """onnx's inference leaves the padded map unknown, and onnxruntime's symbolic inference keeps it symbolic (the
+    pads are data); the engine folds the chain over the static input into constants, and the facts read the MatMul at
+    the rows it ran (8×12×12 / 16 = 72), as its per-op row shows."""
+    model = windows(tmp_path / "windows.onnx")
+    assert unresolved(shape_inference.infer_shapes(onnx.load(model), data_prop=True))  # onnx alone cannot
+    [linear] = [node for node in node_facts(model) if node["name"] == "linear"]
+    assert linear["input_shapes"] == [[72, 16], [16, 8]] and linear["macs"] == 72 * 16 * 8, linear
+    [table] = profiled([model], tmp_path / "results")
+    [row] = table.rows[table.rows["onnx_node"] == "linear"].itertuples()
+    assert row.input_shapes.split()[0] == "72x16", row
+
+
 def two_convolutions(path: Path, outputs: tuple[int, int]) -> Path:
     """A 16-channel map and a 12-channel one, each through a 1×1 convolution to its count of `outputs`."""
     rng = np.random.default_rng(0)
