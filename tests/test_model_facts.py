@@ -76,6 +76,31 @@ def test_macs_of_depthwise_transpose_matmul_and_gemm(tmp_path: Path) -> None:
     assert facts["activation_mib"] == pytest.approx(4 * sum(written) / 2**20)
 
 
+def _attention(path: Path, einsum: bool) -> Path:
+    """Scores and weighted values of 4 heads over 49 tokens of 32 dims, written as Einsum equations (the second with
+    an ellipsis) or as MatMuls."""
+    k_t = numpy_helper.from_array(np.ones((1, 4, 32, 49), np.float32), "k_t")
+    v = numpy_helper.from_array(np.ones((1, 4, 49, 32), np.float32), "v")
+    nodes = ([helper.make_node("Einsum", ["q", "k_t"], ["s"], equation="bhqd,bhdk->bhqk"),
+              helper.make_node("Einsum", ["s", "v"], ["y"], equation="...qk,...kd->...qd")] if einsum else
+             [helper.make_node("MatMul", ["q", "k_t"], ["s"]), helper.make_node("MatMul", ["s", "v"], ["y"])])
+    tokens = [1, 4, 49, 32]
+    graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info("q", TensorProto.FLOAT, tokens)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, tokens)], [k_t, v])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, path)
+    return path
+
+
+def test_an_einsum_counts_the_macs_of_the_matmul_it_writes(tmp_path: Path) -> None:
+    """MaxViT's attention is exported as Einsum equations: they count the MACs of the same products written as
+    MatMuls (each 4 × 49 × 49 × 32), where they had counted none."""
+    written = onnx_facts(_attention(tmp_path / "einsum.onnx", einsum=True))
+    as_matmul = onnx_facts(_attention(tmp_path / "matmul.onnx", einsum=False))
+    assert written["macs"] == as_matmul["macs"] == 2 * 4 * 49 * 49 * 32
+    assert written["work_dense_macs"] == as_matmul["work_dense_macs"] and written["layers"] == 2
+
+
 def test_missing_and_corrupt_files_are_one_line_model_errors(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="does not exist"):
         onnx_facts(tmp_path / "absent.onnx")

@@ -28,7 +28,8 @@ Shape = list[int]
 MIB = 2**20
 # Nodes counted as layers: those that carry learned weights and do the arithmetic.
 WEIGHTED_OPS = frozenset(
-    {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul"}
+    {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul",
+     "Einsum"}
 )
 _CONV_OPS = frozenset({"Conv", "ConvInteger", "QLinearConv"})
 # Where the weight / second operand sits among a node's inputs (QLinear ops put scales in between).
@@ -68,6 +69,30 @@ def _matmul_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
     return math.prod(out) * a[-1]
 
 
+def _einsum_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
+    """The product of every index's size, summed or kept (a MatMul written as an equation: MaxViT's attention); the
+    dims an ellipsis stands for, broadcast across the inputs, count once."""
+    equation = next((attr.s.decode() for attr in node.attribute if attr.name == "equation"), "")
+    terms = equation.replace(" ", "").split("->")[0].split(",")
+    inputs = [shapes.get(name) for name in node.input]
+    if not equation or len(terms) != len(inputs):
+        return 0
+    sizes: dict[str, int] = {}
+    spans: list[Shape] = []
+    for term, shape in zip(terms, inputs, strict=True):
+        if shape is None:
+            return 0
+        head, _, tail = term.partition("...")
+        end = len(shape) - len(tail)
+        spans.append(shape[len(head):end])
+        for letter, size in zip(head + tail, [*shape[:len(head)], *shape[end:]], strict=False):
+            sizes[letter] = max(sizes.get(letter, 1), size)
+    width = max(len(span) for span in spans)
+    broadcast = [max([1, *(span[k - width + len(span)] for span in spans if k - width + len(span) >= 0)])
+                 for k in range(width)]
+    return math.prod(sizes.values()) * math.prod(broadcast)
+
+
 def _is_depthwise(node: onnx.NodeProto, shapes: dict[str, Shape]) -> bool:
     """A convolution whose groups equal its input channels (each channel filtered alone): the layer kind whose
     speed differs most between engines, since it does little arithmetic per byte it moves."""
@@ -95,6 +120,7 @@ _MACS: dict[str, Callable[[onnx.NodeProto, dict[str, Shape]], int]] = {
     "MatMul": _matmul_macs,
     "MatMulInteger": _matmul_macs,
     "QLinearMatMul": _matmul_macs,
+    "Einsum": _einsum_macs,
 }
 
 

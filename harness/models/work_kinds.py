@@ -20,7 +20,7 @@ _POOLS = frozenset({"AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPoo
 _ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Div", "Sum", "Mean", "Max", "Min", "Pow"})
 _ACTIVATIONS = frozenset({"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu", "PRelu",
                           "Elu", "Selu", "Gelu", "Softmax", "LogSoftmax", "Erf", "Mish", "Softplus"})
-_DENSE = frozenset({"Gemm", "MatMul", "MatMulInteger", "QLinearMatMul"})
+_DENSE = frozenset({"Gemm", "MatMul", "MatMulInteger", "QLinearMatMul", "Einsum"})
 
 
 def work_kind(op_type: str, weighted: bool, depthwise: bool, kernel_volume: int) -> str:
