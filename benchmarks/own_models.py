@@ -4,9 +4,9 @@ user exports one, each predicted from its graph by the probe's kernel table and 
     .venv/bin/python benchmarks/own_models.py [--cpus N] [--table KERNEL_TABLE_DIR] [--session SESSION_DIR]
                                               [--models a b ...] [--repeats N] [--budget-min MINUTES]
 
-The models (OWN_MODELS) are families the zoo has none of (RegNetX, ResNeXt, DenseNet, ConvNeXt, Wide ResNet) or
-sizes of its families it holds no model of (ResNet-34 and -50, RegNetY-800MF, EfficientNet-B1, ...), built with
-random weights and exported with torch's TorchScript exporter at opset 17. A default probe (`harness probe --cpus N`,
+The models (OWN_MODELS) are families the zoo has none of (RegNetX, ResNeXt, DenseNet, ConvNeXt, Wide ResNet, the
+Swin and MaxViT transformers) or sizes of its families it holds no model of (ResNet-34 and -50, RegNetY-800MF,
+EfficientNet-B1, ...), built with random weights and exported with torch's TorchScript exporter at opset 17. A default probe (`harness probe --cpus N`,
 `--budget-min` minutes: its zoo models and designed kernels) makes the table, unless `--table` gives one of this host;
 `harness profile --cpus N` measures the models (`--session` takes a session of them made before, to score another
 version of the predictor on the same truth); each is predicted as `harness predict --device TABLE` predicts it.
@@ -33,9 +33,10 @@ from harness.store.results import list_sessions
 
 OWN_MODELS = ("regnet_x_400mf", "regnet_x_800mf", "regnet_y_800mf", "regnet_x_1_6gf", "resnext50_32x4d", "resnet34",
               "resnet50", "wide_resnet50_2", "densenet121", "convnext_tiny", "mnasnet0_75", "shufflenet_v2_x1_5",
-              "efficientnet_b1", "mobilenet_v3_small", "googlenet")
+              "efficientnet_b1", "mobilenet_v3_small", "googlenet", "swin_t", "maxvit_t")
 """Grouped convolutions of 8 to 32 channels a group (RegNet, ResNeXt), dense concatenations (DenseNet), LayerNorm and
-GELU (ConvNeXt), and torchvision's own exports of families the zoo holds from other exporters."""
+GELU (ConvNeXt), windowed attention (Swin-T: padding computed from Shape nodes; MaxViT-T: attention as Einsum, block
+and grid partitions), and torchvision's own exports of families the zoo holds from other exporters."""
 
 
 def export(directory: Path, names: list[str]) -> dict[str, Path]:
