@@ -6,8 +6,9 @@ user exports one, each predicted from its graph by the probe's kernel table and 
 
 The models (OWN_MODELS) are families the zoo has none of (RegNetX, ResNeXt, DenseNet, ConvNeXt, Wide ResNet, the
 Swin and MaxViT transformers) or sizes of its families it holds no model of (ResNet-34 and -50, RegNetY-800MF,
-EfficientNet-B1, ...), built with random weights and exported with torch's TorchScript exporter at opset 17. A default probe (`harness probe --cpus N`,
-`--budget-min` minutes: its zoo models and designed kernels) makes the table, unless `--table` gives one of this host;
+EfficientNet-B1, ...), built with random weights and exported with torch's TorchScript exporter at opset 17. A
+default probe (`harness probe --cpus N`, `--budget-min` minutes: its zoo models and designed kernels) makes the
+table, unless `--table` gives one of this host;
 `harness profile --cpus N` measures the models (`--session` takes a session of them made before, to score another
 version of the predictor on the same truth); each is predicted as `harness predict --device TABLE` predicts it.
 Printed: per model its measured and predicted latency, the error, the 95% interval and the kinds no regressor of
