@@ -245,9 +245,10 @@ def test_a_channel_split_sized_by_shape_nodes_is_read_at_its_real_shapes(tmp_pat
     assert detected["ReorderOutput"] == engine["ReorderOutput"], (dict(engine), dict(detected))
 
 
-def windows(path: Path) -> Path:
+def windows(path: Path, batch: int | str = 1) -> Path:
     """A TorchScript export's padding to whole windows (torchvision's Swin Transformer): a 10×10 map padded by
-    (4 − H mod 4) mod 4, computed from its Shape, then reshaped into rows of 16 for a MatMul."""
+    (4 − H mod 4) mod 4, computed from its Shape, then reshaped into rows of 16 for a MatMul. `batch`: the input's
+    first dim, a size or a name."""
     constants = [numpy_helper.from_array(np.array(value, dtype=np.int64), name) for name, value in
                  (("two", [2]), ("three", [3]), ("window", [4]), ("zero", [0]), ("rows", [-1, 16]))]
     weight = numpy_helper.from_array(np.ones((16, 8), np.float32), "w")
@@ -262,17 +263,19 @@ def windows(path: Path) -> Path:
               helper.make_node("Reshape", ["padded", "rows"], ["windows"], name="reshape"),
               helper.make_node("MatMul", ["windows", "w"], ["y"], name="linear")]
     graph = helper.make_graph(nodes, "windows",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 10, 10])],
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 8, 10, 10])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", 8])],
                               [*constants, weight])
     return save_checked(graph, path)
 
 
-def test_a_map_padded_to_whole_windows_by_its_own_shape_is_read_at_the_engines_shapes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("batch", [1, "batch"], ids=["static", "dynamic-batch"])
+def test_a_map_padded_to_whole_windows_by_its_own_shape_is_read_at_the_engines_shapes(tmp_path: Path,
+                                                                                      batch: int | str) -> None:
     """onnx's inference leaves the padded map unknown, and onnxruntime's symbolic inference keeps it symbolic (the
-    pads are data); the engine folds the chain over the static input into constants, and the facts read the MatMul at
-    the rows it ran (8×12×12 / 16 = 72), as its per-op row shows."""
-    model = windows(tmp_path / "windows.onnx")
+    pads are data); the engine folds the chain into constants (a dynamic batch at one sample, as the facts count),
+    and the facts read the MatMul at the rows it ran (8×12×12 / 16 = 72), as its per-op row shows."""
+    model = windows(tmp_path / "windows.onnx", batch)
     assert unresolved(shape_inference.infer_shapes(onnx.load(model), data_prop=True))  # onnx alone cannot
     [linear] = [node for node in node_facts(model) if node["name"] == "linear"]
     assert linear["input_shapes"] == [[72, 16], [16, 8]] and linear["macs"] == 72 * 16 * 8, linear

@@ -71,33 +71,39 @@ def _symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
     return inference.out_mp_ if done else None
 
 
-def _static_shapes(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
-    """The value infos of the model's tensors whose every dim inference knows as a size."""
+def _static_shapes(model: onnx.ModelProto, named: frozenset[str] = frozenset()) -> dict[str, onnx.ValueInfoProto]:
+    """The value infos of the model's tensors whose every dim inference knows as a size (or as one of `named`)."""
     return {info.name: info for info in (*model.graph.value_info, *model.graph.output)
             if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape")
-            and all(dim.HasField("dim_value") and dim.dim_value > 0 for dim in info.type.tensor_type.shape.dim)}
+            and all((dim.HasField("dim_value") and dim.dim_value > 0) or dim.dim_param in named
+                    for dim in info.type.tensor_type.shape.dim)}
 
 
-def _engine_folded(model: onnx.ModelProto) -> onnx.ModelProto | None:
+def _engine_folded(model: onnx.ModelProto, one_sample: bool = False) -> onnx.ModelProto | None:
     """onnx's inference of the graph given the shapes of the graph onnxruntime folds it into (its basic
     optimizations: shape chains over static dims become constants), or None where onnxruntime cannot load it (weights
-    in external files, an op it lacks)."""
+    in external files, an op it lacks). `one_sample`: the graph inputs' named dims folded at 1, as the facts count
+    one sample; only the tensors inference could not size at all take those shapes, a tensor of a named batch stays
+    named."""
     try:
         import onnxruntime as ort
     except ImportError:
         return None
+    named = frozenset(_named_dims(model))
     with tempfile.TemporaryDirectory(prefix="harness-shapes-") as folder:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         options.optimized_model_filepath = str(Path(folder) / "folded.onnx")
         options.log_severity_level = 3
+        for name in named if one_sample else ():
+            options.add_free_dimension_override_by_name(name, 1)
         try:
             ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
             folded = shape_inference.infer_shapes(onnx.load(options.optimized_model_filepath,
                                                             load_external_data=False), data_prop=True)
         except Exception:  # not loadable by itself: onnx's and the symbolic inference's shapes stand
             return None
-    known = _static_shapes(model)
+    known = _static_shapes(model, named)
     constants = {init.name: onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
                  for init in folded.graph.initializer}  # the tensors the folding computed
     hints = {name: info for name, info in {**constants, **_static_shapes(folded)}.items() if name not in known}
@@ -110,21 +116,30 @@ def _engine_folded(model: onnx.ModelProto) -> onnx.ModelProto | None:
 
 
 def inferred(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The model with its tensors' shapes inferred: onnx's, then, where it left dims unknown, with the shapes of the
-    graph onnxruntime folds it into, then onnxruntime's symbolic inference where that knows more of them (a named
-    input dim, such as a dynamic batch, stays named)."""
+    """The model with its tensors' shapes inferred: onnx's; where it left dims unknown, with the shapes of the graph
+    onnxruntime folds it into; then onnxruntime's symbolic inference where a named input dim, such as a dynamic batch,
+    is left to follow (kept named); and last, where that could not complete them (Swin-T exported with a dynamic
+    batch: its padded windows), the engine's folding at one sample. Each step is taken where it knows more."""
     found = shape_inference.infer_shapes(model, data_prop=True)
     missing = unresolved(found)
     if not missing:
         return found
     folded = _engine_folded(found)
-    if folded is not None and unresolved(folded) < missing:
-        found, missing = folded, unresolved(folded)
-        if not missing or not _named_dims(model):  # what is left the engine folds away: no symbolic dim to follow
-            return found
-    symbolic = _symbolic(found)
-    if symbolic is None or unresolved(symbolic) >= missing:
+    found, missing = _better(found, missing, folded)
+    dynamic = bool(_named_dims(model))
+    if not missing or (folded is not None and not dynamic):  # what is left, the engine folds away
         return found
-    del symbolic.graph.input[:]  # as the file declares them: the symbolic inference names a dim left unnamed
-    symbolic.graph.input.extend(model.graph.input)
-    return symbolic
+    symbolic = _symbolic(found)
+    if symbolic is not None:
+        del symbolic.graph.input[:]  # as the file declares them: the symbolic inference names a dim left unnamed
+        symbolic.graph.input.extend(model.graph.input)
+    found, missing = _better(found, missing, symbolic)
+    if missing and dynamic:
+        found, missing = _better(found, missing, _engine_folded(found, one_sample=True))
+    return found
+
+
+def _better(found: onnx.ModelProto, missing: int, other: onnx.ModelProto | None) -> tuple[onnx.ModelProto, int]:
+    """`other` and its unresolved dims where it leaves fewer than `found`, else `found` and `missing`."""
+    left = unresolved(other) if other is not None else missing
+    return (other, left) if other is not None and left < missing else (found, missing)
