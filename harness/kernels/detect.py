@@ -17,7 +17,7 @@ from typing import Any
 from harness.core.errors import ConfigError
 from harness.kernels.features import set_layout, with_features
 from harness.kernels.graph import Graph, Kernel, conv_config, node_kind
-from harness.kernels.rules import ELEMENTWISE, IDENTICAL, Rules, conv_key, load_rules
+from harness.kernels.rules import ELEMENTWISE, IDENTICAL, READ_BY, Rules, conv_key, load_rules
 
 MIN_RATE = 0.5
 """A rule applies where the profiles showed it at least this often among the times it could have."""
@@ -39,14 +39,24 @@ def group_nodes(graph: Graph, rules: Rules) -> tuple[list[Kernel], dict[int, int
     ends: list[int] = []  # the node whose output each kernel writes
     owner: dict[int, int] = {}
     twins: dict[tuple[str, tuple[str, ...]], int] = {}
+    waiting: dict[int, list[int]] = {}  # a reader -> the nodes that run inside its kernel (READ_BY)
+
+    def take(kernel: int, index: int) -> None:
+        for member in [index, *waiting.pop(index, [])]:
+            kernels[kernel].nodes.append(member)
+            owner[member] = kernel
+
     for node in graph.nodes:
         index = node["index"]
         twin = twins.setdefault((node["op_type"], tuple(node["inputs"])), index)
         if twin != index and twin in owner and absorbs(rules, node["op_type"], IDENTICAL, False, False):
-            owner[index] = owner[twin]
-            kernels[owner[twin]].nodes.append(index)
+            take(owner[twin], index)
             continue
-        producers = sorted(set(graph.producers(index)), reverse=True)
+        reader = graph.reader(index)
+        if reader is not None and absorbs(rules, node["op_type"], READ_BY + graph.nodes[reader]["op_type"], True, True):
+            waiting.setdefault(reader, []).append(index)
+            continue
+        producers = sorted(set(graph.producers(index)) - set(waiting.get(index, [])), reverse=True)
         for producer in producers:
             kernel = owner.get(producer)
             if kernel is None or ends[kernel] != producer:
@@ -55,15 +65,15 @@ def group_nodes(graph: Graph, rules: Rules) -> tuple[list[Kernel], dict[int, int
             anchor_type = graph.nodes[kernels[kernel].nodes[0]]["op_type"]
             inside = all(owner.get(p) == kernel for p in producers)
             if absorbs(rules, node["op_type"], anchor_type, sole, inside, graph.elementwise(index)):
-                kernels[kernel].nodes.append(index)
-                owner[index], ends[kernel] = kernel, index
+                take(kernel, index)
+                ends[kernel] = index
                 break
         else:
             if not producers and rules.drop_rate(node["op_type"]) >= MIN_RATE:
                 continue
-            owner[index] = len(kernels)
-            kernels.append(Kernel(node_kind(node), [index]))
+            kernels.append(Kernel(node_kind(node), []))
             ends.append(index)
+            take(len(kernels) - 1, index)
     return kernels, owner
 
 
@@ -79,7 +89,7 @@ def blocked_layouts(graph: Graph, rules: Rules, kernels: list[Kernel], owner: di
     that fit the block (a Concat joins blocks)."""
     block = rules.block
     blocked: list[bool] = []
-    for kernel in kernels:
+    for position, kernel in enumerate(kernels):
         anchor = graph.nodes[kernel.nodes[0]]
         op = anchor["op_type"]
         out = _channels(anchor["output_shapes"][0] if anchor["output_shapes"] else None)
@@ -92,7 +102,7 @@ def blocked_layouts(graph: Graph, rules: Rules, kernels: list[Kernel], owner: di
             ins = [_channels(shape) for shape in graph.activation_inputs(anchor["index"])]
             blocked.append(all(c is not None and c % block == 0 for c in ins))
         elif graph.layout_key(anchor["index"]) in rules.following:
-            sources = [owner.get(p) for p in graph.producers(anchor["index"])]
+            sources = [owner.get(p) for p in graph.producers(anchor["index"]) if owner.get(p) != position]
             ins = [_channels(shape) for shape in graph.activation_inputs(anchor["index"])]
             blocked.append(bool(sources) and all(s is not None and s < len(blocked) and blocked[s] for s in sources)
                            and (all(c == out for c in ins) or all(c is not None and c % block == 0

@@ -75,6 +75,16 @@ class Graph:
                                       for shape in self.activation_inputs(index))
         return f"{node['op_type']}{BROADCAST}" if broadcast else str(node["op_type"])
 
+    def reader(self, index: int) -> int | None:
+        """The one node that reads an element-wise node's output, where it also reads that node's input (the Mul of
+        x·σ(x)), else None."""
+        outputs = [out for out in self.nodes[index]["outputs"] if out]
+        readers = {consumer for out in outputs for consumer in self.consumers.get(out, [])}
+        if len(outputs) != 1 or len(readers) != 1 or outputs[0] in self.outputs or not self.elementwise(index):
+            return None
+        [reader] = readers
+        return reader if set(self.nodes[index]["inputs"]) & set(self.nodes[reader]["inputs"]) else None
+
     def elementwise(self, index: int) -> bool:
         """Whether the node maps one activation to one of the same shape with no weights beyond a few scalars (an
         activation: Relu, Clip, HardSwish, Sigmoid, a Mul by a constant): what lets a fusion seen for some such ops

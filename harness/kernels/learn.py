@@ -23,7 +23,17 @@ import pandas as pd
 from harness.kernels.detect import blocked_layouts, group_nodes, layout_kernels
 from harness.kernels.features import shape_of
 from harness.kernels.graph import Graph, Kernel, conv_config
-from harness.kernels.rules import BLOCKED_MARK, ELEMENTWISE, IDENTICAL, ConvKey, Key, Rules, conv_key, rules_path
+from harness.kernels.rules import (
+    BLOCKED_MARK,
+    ELEMENTWISE,
+    IDENTICAL,
+    READ_BY,
+    ConvKey,
+    Key,
+    Rules,
+    conv_key,
+    rules_path,
+)
 from harness.kernels.table import TABLE_FILE, KernelTable
 from harness.kernels.training import session_tables
 
@@ -62,6 +72,16 @@ def learn_absorption(examples: Iterable[Example]) -> tuple[dict[Key, dict[str, i
                 entry["kept" if own else "dropped"] += 1
                 if own:
                     anchor[index] = index
+                continue
+            reader = graph.reader(index)
+            if reader is not None and (own or graph.nodes[reader]["name"] in named):
+                _count(absorb, (node["op_type"], READ_BY + graph.nodes[reader]["op_type"], True, True),
+                       "kept" if own else "absorbed", example.model, models)
+                if not own:  # ran inside its reader's kernel, not its producer's
+                    anchor[index] = reader
+                    continue
+            if any(anchor.get(p) == index for p in producers):  # the reader of a node run inside its kernel
+                anchor[index] = index
                 continue
             twin = twins.get((node["op_type"], tuple(node["inputs"])))
             if twin is not None and twin in anchor:

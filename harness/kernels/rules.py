@@ -1,11 +1,13 @@
 """Fusion rules per engine, learned from the engine's own per-op profiles rather than kept by hand.
 
 An engine's per-op table names, for each row, the ONNX node it was joined to (harness.analysis.per_op: `onnx_node`).
-A graph node that no row names was run inside a neighbouring row: the kernel of the node that produced its input.
-Counted over profiled models, per (absorbed op type, the kernel's anchor op type, whether the producer's output
-had that node as its only reader, whether all the node's inputs come from inside that kernel: SiLU's Mul of a
-convolution and its Sigmoid), and per op type for a node that repeats an earlier node's op on the same inputs
-(anchor IDENTICAL), and pooled over every element-wise node in each context (op ELEMENTWISE):
+A graph node that no row names was run inside a neighbouring row: the kernel of the node that produced its input,
+or of its one reader where that reader also reads the node's input (below). Counted over profiled models, per
+(absorbed op type, the kernel's anchor op type, whether the producer's output had that node as its only reader,
+whether all the node's inputs come from inside that kernel), and per op type for a node that repeats an earlier
+node's op on the same inputs (anchor IDENTICAL), per op type for an element-wise node whose one reader also reads
+its input, counted against that reader (anchor READ_BY + its op type: x·σ(x) runs as one QuickGelu named after the
+Mul), and pooled over every element-wise node in each context (op ELEMENTWISE):
 - `absorbed`: times the node ran inside the producer's kernel; `kept`: times it had a row of its own;
 a rule applies where absorbed ≥ kept (harness.kernels.detect.MIN_RATE). A node with no producer and no row was
 dropped (constant-folded): `dropped` per op type against `kept_sourceless`.
@@ -47,6 +49,9 @@ ELEMENTWISE = "(element-wise)"
 """The op of a pooled count over every element-wise node (harness.kernels.graph.Graph.elementwise) in one context:
 an element-wise op type the profiles never showed there (a LeakyRelu, a HardSwish of a family never profiled)
 follows what the others did."""
+READ_BY = "(read by) "
+"""The anchor prefix of a node counted against the one node that reads it, where that reader also reads the node's
+own input (x·σ(x), a SiLU): onnxruntime runs the pair as one QuickGelu kernel named after the reader (Graph.reader)."""
 ConvKey = tuple[str, int, int, bool]
 """(dense | depthwise | grouped, input channels' alignment, output channels', fewer input channels than a block)."""
 
