@@ -20,7 +20,7 @@ from onnx import external_data_helper, helper
 
 from harness.core.errors import ModelError
 from harness.core.external_data import ExternalData, confine, data_files
-from harness.models.shapes import inferred
+from harness.models.shapes import inferred, static_shapes
 from harness.models.token_inputs import input_values
 from harness.models.work_kinds import WORK_FACTS, work_kind
 
@@ -266,10 +266,7 @@ def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[
     model, _ = _load(Path(path), dims)
     graph = model.graph
     shapes = _shapes(graph)
-    static = {init.name for init in graph.initializer} | {
-        info.name for info in (*graph.input, *graph.value_info, *graph.output) if info.type.HasField("tensor_type")
-        and info.type.tensor_type.HasField("shape")
-        and all(d.HasField("dim_value") and d.dim_value > 0 for d in info.type.tensor_type.shape.dim)}
+    static = {init.name for init in graph.initializer} | set(static_shapes(model))
     weight_bytes = {init.name: math.prod(init.dims) * helper.tensor_dtype_to_np_dtype(init.data_type).itemsize
                     for init in graph.initializer}
     return [{

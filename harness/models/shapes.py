@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
 import onnx
@@ -30,6 +31,15 @@ def _named_dims(model: onnx.ModelProto) -> set[str]:
             if dim.HasField("dim_param")}
 
 
+def _sized(dim: onnx.TensorShapeProto.Dimension, named: Collection[str]) -> bool:
+    """Whether inference knows the dim: a size, or one of the graph inputs' named dims."""
+    return (dim.HasField("dim_value") and dim.dim_value > 0) or dim.dim_param in named
+
+
+def _has_shape(info: onnx.ValueInfoProto) -> bool:
+    return info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape")
+
+
 def unresolved(model: onnx.ModelProto) -> int:
     """How many dims of the tensors the nodes write inference left unknown: neither a size nor one of the graph
     inputs' named dims (a batch), each tensor with no inferred shape counting one."""
@@ -38,11 +48,10 @@ def unresolved(model: onnx.ModelProto) -> int:
     missing = 0
     for name in (name for node in model.graph.node for name in node.output if name):
         info = known.get(name)
-        if info is None or not info.type.HasField("tensor_type") or not info.type.tensor_type.HasField("shape"):
+        if info is None or not _has_shape(info):
             missing += 1
             continue
-        missing += sum(1 for dim in info.type.tensor_type.shape.dim
-                       if not (dim.HasField("dim_value") and dim.dim_value > 0) and dim.dim_param not in named)
+        missing += sum(1 for dim in info.type.tensor_type.shape.dim if not _sized(dim, named))
     return missing
 
 
@@ -71,12 +80,11 @@ def _symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
     return inference.out_mp_ if done else None
 
 
-def _static_shapes(model: onnx.ModelProto, named: frozenset[str] = frozenset()) -> dict[str, onnx.ValueInfoProto]:
-    """The value infos of the model's tensors whose every dim inference knows as a size (or as one of `named`)."""
-    return {info.name: info for info in (*model.graph.value_info, *model.graph.output)
-            if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape")
-            and all((dim.HasField("dim_value") and dim.dim_value > 0) or dim.dim_param in named
-                    for dim in info.type.tensor_type.shape.dim)}
+def static_shapes(model: onnx.ModelProto, named: Collection[str] = ()) -> dict[str, onnx.ValueInfoProto]:
+    """The value infos of the model's tensors (its inputs, the tensors its nodes write) whose every dim inference
+    knows as a size (or as one of `named`)."""
+    return {info.name: info for info in (*model.graph.input, *model.graph.value_info, *model.graph.output)
+            if _has_shape(info) and all(_sized(dim, named) for dim in info.type.tensor_type.shape.dim)}
 
 
 def _engine_folded(model: onnx.ModelProto, one_sample: bool = False) -> onnx.ModelProto | None:
@@ -89,7 +97,7 @@ def _engine_folded(model: onnx.ModelProto, one_sample: bool = False) -> onnx.Mod
         import onnxruntime as ort
     except ImportError:
         return None
-    named = frozenset(_named_dims(model))
+    named = _named_dims(model)
     with tempfile.TemporaryDirectory(prefix="harness-shapes-") as folder:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
@@ -103,10 +111,10 @@ def _engine_folded(model: onnx.ModelProto, one_sample: bool = False) -> onnx.Mod
                                                             load_external_data=False), data_prop=True)
         except Exception:  # not loadable by itself: onnx's and the symbolic inference's shapes stand
             return None
-    known = _static_shapes(model, named)
+    known = static_shapes(model, named)
     constants = {init.name: onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
                  for init in folded.graph.initializer}  # the tensors the folding computed
-    hints = {name: info for name, info in {**constants, **_static_shapes(folded)}.items() if name not in known}
+    hints = {name: info for name, info in {**constants, **static_shapes(folded)}.items() if name not in known}
     hinted = onnx.ModelProto()
     hinted.CopyFrom(model)
     kept = [info for info in model.graph.value_info if info.name not in hints]
