@@ -126,6 +126,20 @@ def headline(session: Path) -> dict[str, float]:
     return {model: statistics.median(values) for model, values in found.items()}
 
 
+def shares(errors: Iterable[float]) -> dict[str, float]:
+    """The share of relative errors within ±10% and ±5%, and their median magnitude."""
+    magnitude = [abs(error) for error in errors]
+    return {"within ±10%": statistics.fmean(m <= 0.10 for m in magnitude),
+            "within ±5%": statistics.fmean(m <= 0.05 for m in magnitude),
+            "median |error|": statistics.median(magnitude)}
+
+
+def shown(found: dict[str, float]) -> dict[str, str]:
+    """shares (or any such figures) as a table prints them: shares as whole percents, errors to a tenth."""
+    return {name: (f"{value:.0%}" if name.startswith("within") else f"{value:.1%}" if "error" in name else str(value))
+            for name, value in found.items()}
+
+
 def bare_run(script: Path, args: list[str]) -> tuple[float, dict[str, Any]]:
     """The script run directly, no harness: (wall time spawn to exit, what it reported via HARNESS_METRICS)."""
     with tempfile.TemporaryDirectory(prefix="bench-bare-") as tmp:

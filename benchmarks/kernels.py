@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import ROOT, Goal, harness, headline, load_note, print_table, profile_runs, write_report
+from _common import ROOT, Goal, harness, headline, load_note, print_table, profile_runs, shares, shown, write_report
 from _sshd import loopback_board
 
 from harness.kernels.learn import Example, examples_from_table, learn
@@ -206,16 +206,10 @@ def table_rows(table: KernelTable, tables: list[ModelTable]) -> list[dict[str, s
     ratios = np.array([measured / p.ms for p, measured in found])
     inside = np.mean([p.low <= measured <= p.high for p, measured in found])
     name = f"kernel table {table.name} ({fitted_model(table).models} models in it measured end to end)"
-    return [{"predictor": f"{name} as it stands", **_pct(shares(1 / ratios - 1)),
+    return [{"predictor": f"{name} as it stands", **shown(shares(1 / ratios - 1)),
              "95% interval coverage": f"{inside:.0%}"},
-            {"predictor": f"{name} times its best scale, in sample", **_pct(shares(np.median(ratios) / ratios - 1)),
+            {"predictor": f"{name} times its best scale, in sample", **shown(shares(np.median(ratios) / ratios - 1)),
              "95% interval coverage": "-"}]
-
-
-def shares(errors: np.ndarray) -> dict[str, float]:
-    magnitude = np.abs(errors)
-    return {"within ±10%": float((magnitude <= 0.10).mean()), "within ±5%": float((magnitude <= 0.05).mean()),
-            "median |error|": float(np.median(magnitude))}
 
 
 def main() -> int:
@@ -281,13 +275,13 @@ def main() -> int:
         for r in scored.itertuples()])
     summary = [
         {"predictor": "kernels (per-kind regressors, rows less the profiler's cost; (a·Σ + b)·the footprint's factor)",
-         **_pct(shares(errors)),
+         **shown(shares(errors)),
          "95% interval coverage": f"{coverage:.0%}"},
-        {"predictor": "MACs-only log-log line", **_pct(shares(macs_errors)), "95% interval coverage": "-"},
+        {"predictor": "MACs-only log-log line", **shown(shares(macs_errors)), "95% interval coverage": "-"},
         {"predictor": "oracle: the model's own measured per-op sum less the profiler's cost, same a·Σ + b",
-         **_pct(shares(oracle_errors)), "95% interval coverage": "-"},
+         **shown(shares(oracle_errors)), "95% interval coverage": "-"},
         {"predictor": f"noise floor: a second session against the first ({floor.pop('models', 0)} models)",
-         **(_pct(floor) if floor else {}), "95% interval coverage": "-"},
+         **(shown(floor) if floor else {}), "95% interval coverage": "-"},
     ] + (table_rows(KernelTable.load(args.table), tables) if args.table else [])
     print_table(f"{len(scored)} models of {scored['family'].nunique()} families, onnxruntime, CPUS={args.cpus}, "
                 f"{'the loopback board' if args.loopback else 'the arm64 board' if args.arm64 else 'this host'}",
@@ -312,11 +306,6 @@ def main() -> int:
     write_report(name, summary, goals, notes, raw={"scored": scored.to_dict(orient="records"),
                                                    "sessions": [str(first), str(second)]})
     return 0
-
-
-def _pct(found: dict[str, float]) -> dict[str, str]:
-    return {name: (f"{value:.0%}" if name.startswith("within") else f"{value:.1%}" if "error" in name else str(value))
-            for name, value in found.items()}
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import Goal, harness, headline, load_note, print_table, profile_runs, write_report
+from _common import Goal, harness, headline, load_note, print_table, profile_runs, shares, shown, write_report
 
 from harness.kernels.predictor import predict_graph
 from harness.kernels.table import KernelTable
@@ -93,14 +93,11 @@ def main() -> int:
                      "95% interval": f"{found.low:.3g}–{found.high:.3g}",
                      "carried by another regressor": ", ".join(f"{k}: {v}" for k, v in sorted(carried.items()))})
     print_table(f"Own models, each predicted from its graph by kernel table {table.name}", rows)
-    magnitude = np.abs(errors)
-    summary = [{"models": len(rows), "within ±10%": f"{(magnitude <= 0.10).mean():.0%}",
-                "within ±5%": f"{(magnitude <= 0.05).mean():.0%}", "median |error|": f"{np.median(magnitude):.1%}",
-                "95% interval coverage": f"{np.mean(inside):.0%}", "table": str(args.table),
-                "session": str(args.session),
-                "probe min": f"{probe_s / 60:.1f}"}]
+    scored = shares(errors)
+    summary = [{"models": len(rows), **shown(scored), "95% interval coverage": f"{np.mean(inside):.0%}",
+                "table": str(args.table), "session": str(args.session), "probe min": f"{probe_s / 60:.1f}"}]
     print_table(f"{len(rows)} own models, onnxruntime, CPUS={args.cpus}, this host", summary)
-    within = float((magnitude <= 0.10).mean())
+    within = scored["within ±10%"]
     goals = [Goal(f"within ±10% (own models, CPUS={args.cpus})", "≥ 95%", f"{within:.0%}", within >= 0.95),
              Goal("95% interval coverage", "90–98%", f"{np.mean(inside):.0%}", bool(0.90 <= np.mean(inside) <= 0.98))]
     write_report("own_models" + ("" if args.cpus == 1 else f"-cpus{args.cpus}"), summary, goals, notes,
