@@ -263,7 +263,7 @@ bench-kernels: $(ZOO_STAMP)
 
 # A user's own models predicted from a probe of this host: torchvision architectures outside the zoo, exported,
 # profiled and predicted by a default probe's kernel table (benchmarks/own_models.py; TABLE=DIR takes a table probed
-# before; about 10 minutes on 2 cores, probe included; writes results/bench/own_models.json).
+# before; about 15 minutes on 2 cores, probe included; writes results/bench/own_models.json).
 .PHONY: bench-own-models
 bench-own-models: export HARNESS_BENCH_TABLE := $(TABLE)
 bench-own-models: $(ZOO_STAMP)
