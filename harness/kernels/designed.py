@@ -50,7 +50,7 @@ OVERHEAD_NODES = 3
 OVERHEAD = "overhead"
 CONV = "conv"
 KINDS = (CONV, "gemm", "matmul", "maxpool", "avgpool", "globalpool", "add", "mul", "concat", "split", "shuffle", "se",
-         "relu", "relu6", "hardswish", "sigmoid", "layernorm", "softmax", "attention")
+         "relu", "relu6", "hardswish", "sigmoid", "swish", "layernorm", "softmax", "attention")
 CONV_WEIGHT = 4
 """Convolution is sampled this many times as often as any other kind: its space is the largest, and it carries most
 of a CNN's time."""
@@ -284,6 +284,14 @@ class _Builder:
                       [f"{p}/s2"], f"{p}/expand")
             self.node("Sigmoid", [f"{p}/s2"], [f"{p}/gate"], f"{p}/sigmoid")
             self.node("Mul", [x, f"{p}/gate"], [f"{p}/y"], f"{p}/scale")
+            self.output(f"{p}/y", (1, c, hw, hw))
+        elif kind == "swish":  # x·σ(x) after the depthwise convolution that feeds it, as EfficientNet runs it
+            c, hw = s["c"], s["hw"]
+            x = self.input(f"{p}/x", (1, c, hw, hw))
+            self.node("Conv", [x, self.weight(f"{p}/w", (c, 1, 3, 3)), self.weight(f"{p}/b", (c,))], [f"{p}/z"],
+                      f"{p}/conv", kernel_shape=[3, 3], pads=[1] * 4, group=c)
+            self.node("Sigmoid", [f"{p}/z"], [f"{p}/gate"], f"{p}/sigmoid")
+            self.node("Mul", [f"{p}/z", f"{p}/gate"], [f"{p}/y"], f"{p}/mul")
             self.output(f"{p}/y", (1, c, hw, hw))
         elif kind in ("relu", "relu6", "hardswish", "sigmoid"):
             shape = (1, s["c"], s["hw"], s["hw"])
