@@ -18,9 +18,9 @@ first packs take 10 minutes): a probe's table holds them beside its zoo models. 
 before instead (with the designed kernels of `--designed`, if given).
 
 For each family: its models' rows are left out of everything (the fusion rules are learned again without them, with
-the designed kernels' layouts; the kernel regressors, the per-model term and the interval are fitted on the other
-families and the designed kernels), then its models are predicted from their graphs alone and compared with their
-measured latency in the first session.
+the designed kernels' layouts and inner absorptions; the kernel regressors, the per-model term and the interval are
+fitted on the other families and the designed kernels), then its models are predicted from their graphs alone and
+compared with their measured latency in the first session.
 Printed: the share within ±10% and ±5%, the median error, the 95% interval's coverage, predictions a second for
 MobileNetV2 1.0/224 already loaded, and the probing time (the per-op session's wall time and the designed kernels'
 probe); beside them, a MACs-only log-log line

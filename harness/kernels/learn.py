@@ -5,21 +5,22 @@ bring the predicted count of inserted conversions closer to the counted one.
     python -m harness.kernels.learn SESSION_DIR [SESSION_DIR ...] [KERNEL_TABLE ...] --engine onnxruntime
 
 writes harness/kernels/fusion_rules_<engine>_block<N>.json (N: the block the profiles show) from every model those
-sessions profiled with PER_OP=1, and the layouts of the designed kernels of the kernel tables given (`harness
-probe`'s folders under results/kernels/)."""
+sessions profiled with PER_OP=1, and the layouts and inner absorptions of the designed kernels of the kernel tables
+given (`harness probe`'s folders under results/kernels/)."""
 
 from __future__ import annotations
 
 import json
 import math
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from harness.kernels.designed import OVERHEAD
 from harness.kernels.detect import blocked_layouts, group_nodes, layout_kernels
 from harness.kernels.features import shape_of
 from harness.kernels.graph import Graph, Kernel, conv_config
@@ -54,19 +55,25 @@ def _count(table: dict[Any, dict[str, int]], key: Any, field_name: str, model: s
     models.setdefault(key, set()).add(model)
 
 
-def learn_absorption(examples: Iterable[Example]) -> tuple[dict[Key, dict[str, int]], dict[str, dict[str, int]]]:
+def learn_absorption(examples: Iterable[Example], designed: Sequence[Example] = ()
+                     ) -> tuple[dict[Key, dict[str, int]], dict[str, dict[str, int]]]:
     """Absorbed and kept counts per (op, anchor op, sole reader, all inputs inside the kernel), and dropped against
-    kept for sourceless nodes."""
+    kept for sourceless nodes. A `designed` kernel's nodes count where a node of the kernel feeds them: the kernel's
+    own inputs were graph inputs of the pack it was timed in, which says nothing of a model's sourceless nodes."""
     absorb: dict[Key, dict[str, int]] = {}
     dropped: dict[str, dict[str, int]] = {}
     models: dict[Any, set[str]] = {}
-    for example in examples:
+    cut_out = {id(example) for example in designed}
+    for example in [*examples, *designed]:
         graph, named = example.graph, set(example.rows["onnx_node"].dropna())
         anchor: dict[int, int] = {}  # node -> the anchor node of its kernel
         twins: dict[tuple[str, tuple[str, ...]], int] = {}  # (op, inputs) -> the first node doing that
         for node in graph.nodes:
             index, producers = node["index"], sorted(set(graph.producers(node["index"])), reverse=True)
             own = node["name"] in named
+            if not producers and id(example) in cut_out:
+                anchor[index] = index
+                continue
             if not producers:
                 entry = dropped.setdefault(node["op_type"], {"dropped": 0, "kept": 0})
                 entry["kept" if own else "dropped"] += 1
@@ -159,9 +166,10 @@ def layout_error(examples: list[Example], rules: Rules,
 
 def learn(examples: list[Example], engine: str, designed: list[Example] | None = None) -> Rules:
     """The engine's rules from its profiled models (see the module's docstring); `designed` kernels (a probe's, each
-    cut out of the graph it was timed in) add their layouts only: their absorptions and conversions were the packed
+    cut out of the graph it was timed in) add their layouts and the absorptions inside them (a SiLU after its
+    convolution, which a family held out may be the only model to run), not their conversions: those were the packed
     graph's."""
-    absorb, dropped = learn_absorption(examples)
+    absorb, dropped = learn_absorption(examples, designed or [])
     block, blocked_types, conv_layout = learn_layout(examples + (designed or []))
     rules = Rules(engine, absorb, dropped, block, blocked_types, conv_layout=conv_layout)
     grouped = [group_nodes(example.graph, rules) for example in examples]  # the layout never changes the grouping
@@ -190,10 +198,10 @@ def examples_from_sessions(session_dirs: Iterable[Path], engine: str) -> list[Ex
 def examples_from_table(folder: Path) -> list[Example]:
     """One example per designed kernel of a kernel table (`harness probe`'s, its graphs stored beside its rows): the
     configurations no zoo model runs, such as grouped convolutions of 16 to 64 channels a group, whose layout only
-    such a probe shows."""
+    such a probe shows. The packs' own rows (their overhead nodes, the time between ops) are no kernel's."""
     table = KernelTable.load(folder)
     rows = table.rows()
-    rows = rows[rows["source"] == "designed"]
+    rows = rows[(rows["source"] == "designed") & rows["kernel"].notna() & (rows["kernel_kind"] != OVERHEAD)]
     return [Example(str(graph), Graph.load(table.graph_path(str(graph))), part.reset_index(drop=True))
             for graph, part in rows.groupby("graph", sort=True) if table.graph_path(str(graph)).is_file()]
 
