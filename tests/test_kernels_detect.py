@@ -214,6 +214,44 @@ def test_a_probes_swish_kernel_teaches_the_silu_to_rules_of_models_that_run_none
     assert members["Mul"] == ["silu", "sigmoid"] and "Sigmoid" not in members, members
 
 
+def mlp(path: Path) -> Path:
+    """A transformer's MLP as torch.onnx writes it below opset 20: a Linear of 49 tokens (MatMul, bias Add), its GELU
+    (Div by √2, Erf, Add 1, Mul, Mul ½) and a second Linear."""
+    rng = np.random.default_rng(0)
+    arrays = {"w0": rng.standard_normal((32, 128)) / 8, "b0": rng.standard_normal(128), "sqrt2": np.sqrt(2.0),
+              "one": 1.0, "half": 0.5, "w1": rng.standard_normal((128, 32)) / 16, "b1": rng.standard_normal(32)}
+    weights = [numpy_helper.from_array(np.asarray(value, dtype=np.float32), name) for name, value in arrays.items()]
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["m0"], name="fc1"),
+             helper.make_node("Add", ["m0", "b0"], ["h"], name="fc1_bias"),
+             helper.make_node("Div", ["h", "sqrt2"], ["d"], name="gelu_div"),
+             helper.make_node("Erf", ["d"], ["e"], name="gelu_erf"),
+             helper.make_node("Add", ["e", "one"], ["a"], name="gelu_add"),
+             helper.make_node("Mul", ["h", "a"], ["g"], name="gelu_mul"),
+             helper.make_node("Mul", ["g", "half"], ["act"], name="gelu_half"),
+             helper.make_node("MatMul", ["act", "w1"], ["m1"], name="fc2"),
+             helper.make_node("Add", ["m1", "b1"], ["y"], name="fc2_bias")]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 49, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 49, 32])], weights)
+    return save_checked(graph, path)
+
+
+def test_a_gelu_named_after_none_of_its_nodes_joins_them_and_runs_as_one_kernel(tmp_path: Path) -> None:
+    """onnxruntime runs a GELU's five nodes as one `Gelu` named after none of them, and each Linear as one Gemm named
+    `<matmul>/MatMulAddFusion` (with Reshapes it inserts around it). The Gelu row joins the GELU's first node, the
+    bias Add runs inside its Gemm, and rules learned from the profile detect two Gemms and one GELU kernel: before,
+    the Gelu row joined nothing and the GELU's nodes read as run inside the Linear before them."""
+    model = mlp(tmp_path / "mlp.onnx")
+    [table] = profiled([model], tmp_path / "results")
+    joined = dict(zip(table.rows["op_type"], table.rows["onnx_node"], strict=False))
+    assert joined["Gelu"] == "gelu_div" and set(table.rows.loc[table.rows["op_type"] == "Gemm", "onnx_node"]) == {
+        "fc1", "fc2"}, table.rows[["node", "op_type", "onnx_node"]]
+    graph = Graph.load(model)
+    kernels = detect(graph, learn([Example("mlp", graph, table.rows)], "onnxruntime"))
+    members = [[graph.nodes[i]["name"] for i in kernel.nodes] for kernel in kernels]
+    assert members == [["fc1", "fc1_bias"], ["gelu_div", "gelu_erf", "gelu_add", "gelu_mul", "gelu_half"],
+                       ["fc2", "fc2_bias"]], members
+
+
 def grouped_convolutions(path: Path, channels: int, groups: tuple[int, ...]) -> Path:
     """3×3 convolutions of `channels` channels, one after the other, one per group count: the same total channels
     (the same alignments) in groups of different widths."""

@@ -18,6 +18,7 @@ shape (harness.kernels.probed.owner).
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ GEMM_ROWS = (1, 8, 49, 196)
 """Rows of a MatMul's input (tokens, or a feature map's positions); a Gemm is a classifier's head: one row, as at
 batch 1 (its 2-D input's first dim is the batch to an engine such as ncnn)."""
 GEMM_SIZES = (64, 128, 256, 512, 1000, 1024, 1280)
+TOKENS = (16, 49, 196, 784, 3136)
+"""A transformer MLP's rows: tokens of a ViT, of Swin's and ConvNeXt's stages (49 to 3,136 at 224×224)."""
 GROUP_WIDTHS = (4, 8, 16, 24, 32, 48, 64)
 """Input channels a group of a grouped convolution (RegNet's 8–64, ResNeXt's 4): the width decides how an engine runs
 it (onnxruntime blocks a group only where its channels fill the block; a RegNet's groups of 8 run plain at block 16,
@@ -50,7 +53,7 @@ OVERHEAD_NODES = 3
 OVERHEAD = "overhead"
 CONV = "conv"
 KINDS = (CONV, "gemm", "matmul", "maxpool", "avgpool", "globalpool", "add", "mul", "concat", "split", "shuffle", "se",
-         "relu", "relu6", "hardswish", "sigmoid", "swish", "layernorm", "softmax", "attention")
+         "relu", "relu6", "hardswish", "sigmoid", "swish", "layernorm", "softmax", "attention", "gelu")
 CONV_WEIGHT = 4
 """Convolution is sampled this many times as often as any other kind: its space is the largest, and it carries most
 of a CNN's time."""
@@ -92,6 +95,8 @@ def _config(kind: str, rng: random.Random, stratum: tuple[int, int, str] | None 
     """One configuration of `kind`, drawn from its space."""
     if kind == CONV:
         return _conv_config(rng, stratum or rng.choice(CONV_STRATA))
+    if kind == "gelu":
+        return {"rows": rng.choice(TOKENS), "cin": rng.choice(HIDDEN), "cout": 4 * rng.choice(HIDDEN)}
     if kind == "gemm" or kind == "matmul":
         rows = rng.choice(GEMM_ROWS) if kind == "matmul" else 1
         return {"rows": rows, "cin": rng.choice(GEMM_SIZES), "cout": rng.choice(GEMM_SIZES)}
@@ -121,7 +126,7 @@ def macs(kernel: Kernel) -> int:
     if kernel.kind == CONV:
         out = -(-s["hw"] // s["stride"])
         return out * out * s["cout"] * (s["cin"] // s["groups"]) * s["kernel"] ** 2
-    if kernel.kind in ("gemm", "matmul"):
+    if kernel.kind in ("gemm", "matmul", "gelu"):
         return s["rows"] * s["cin"] * s["cout"]
     if kernel.kind == "attention":
         return 2 * s["seq"] * s["seq"] * s["hidden"]
@@ -322,6 +327,18 @@ class _Builder:
             self.node("Softmax", [f"{p}/scores"], [f"{p}/probs"], f"{p}/softmax", axis=-1)
             self.node("MatMul", [f"{p}/probs", v], [f"{p}/y"], f"{p}/pv")
             self.output(f"{p}/y", (1, heads, seq, d))
+        elif kind == "gelu":  # an MLP's first Linear and its GELU, as torch.onnx writes them below opset 20
+            x = self.input(f"{p}/x", (1, s["rows"], s["cin"]))
+            self.node("MatMul", [x, self.weight(f"{p}/w", (s["cin"], s["cout"]))], [f"{p}/z"], f"{p}/matmul")
+            self.node("Add", [f"{p}/z", self.weight(f"{p}/b", (s["cout"],))], [f"{p}/h"], f"{p}/bias")
+            self.weights += [numpy_helper.from_array(np.array(value, dtype=np.float32), f"{p}/{name}")
+                             for name, value in (("sqrt2", math.sqrt(2.0)), ("one", 1.0), ("half", 0.5))]
+            self.node("Div", [f"{p}/h", f"{p}/sqrt2"], [f"{p}/d"], f"{p}/div")
+            self.node("Erf", [f"{p}/d"], [f"{p}/e"], f"{p}/erf")
+            self.node("Add", [f"{p}/e", f"{p}/one"], [f"{p}/a"], f"{p}/add")
+            self.node("Mul", [f"{p}/h", f"{p}/a"], [f"{p}/m"], f"{p}/mul")
+            self.node("Mul", [f"{p}/m", f"{p}/half"], [f"{p}/y"], f"{p}/half_mul")
+            self.output(f"{p}/y", (1, s["rows"], s["cout"]))
         elif kind == OVERHEAD:
             self.node("Relu", [self.input(f"{p}/x", (1, 1, 1, 1))], [f"{p}/y"], f"{p}/relu")  # ncnn: 4-D, one value
             self.output(f"{p}/y", (1, 1, 1, 1))
