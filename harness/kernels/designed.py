@@ -79,9 +79,8 @@ def _conv_config(rng: random.Random, stratum: tuple[int, int, str]) -> dict[str,
     cin = rng.choice(CHANNELS)
     if grouping == "depthwise":
         groups, cout = cin, cin
-    elif grouping == "grouped":
-        groups = cin // rng.choice([w for w in GROUP_WIDTHS if cin % w == 0 and cin // w > 1])
-        cout = rng.choice([c for c in CHANNELS if c % groups == 0])
+    elif grouping == "grouped":  # as ResNeXt and RegNet group them: as many channels out as in
+        groups, cout = cin // rng.choice([w for w in GROUP_WIDTHS if cin % w == 0 and cin // w > 1]), cin
     else:
         groups, cout = 1, rng.choice(CHANNELS)
     return {"kernel": kernel, "stride": stride, "groups": groups, "cin": cin, "cout": cout,
@@ -174,6 +173,8 @@ def near(kernel: Kernel, rng: random.Random, name: str) -> Kernel:
         config = {**kernel.settings, key: fresh[key]}
         if _stratum(kernel) == (config.get("kernel"), config.get("stride"), "depthwise"):
             config["cin"] = config["cout"] = config["groups"] = fresh["cin"]
+        elif key in ("cin", "cout") and (_stratum(kernel) or ())[2:] == ("grouped",):
+            config["cin"] = config["cout"] = fresh[key]
         if kernel.kind == CONV and (config["cin"] % config["groups"] or config["cout"] % config["groups"]):
             continue
         moved = Kernel(name, kernel.kind, tuple(sorted(config.items())))
