@@ -5,6 +5,7 @@ kernels, and adaptive sampling that goes where the kernels' times are hardest to
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections import Counter
 from pathlib import Path
@@ -26,6 +27,7 @@ from harness.kernels.designed import (
     _stratum,
     boundary_shapes,
     macs,
+    near,
     pack,
     sample,
     write_probe,
@@ -55,6 +57,10 @@ def test_sampling_is_deterministic_and_covers_every_kind_and_convolution_stratum
     assert channels & {12, 20, 40, 72, 120} and channels & {16, 32, 64}  # off and on the 8/16 blocking
     widths = [k.settings["cin"] // k.settings["groups"] for k in convs if _stratum(k)[2] == "grouped"]  # type: ignore[index]
     assert set(widths) <= set(GROUP_WIDTHS) and len(set(widths)) >= 3  # groups of 4-64 channels, blocked or plain
+    grouped = [k for k in convs if _stratum(k)[2] == "grouped"]  # type: ignore[index]
+    rng = random.Random(0)
+    moved = [near(k, rng, "moved") for k in grouped for _ in range(3)]
+    assert all(k.settings["cin"] == k.settings["cout"] for k in grouped + moved)  # as ResNeXt and RegNet group
 
 
 def test_packs_keep_every_kernel_apart() -> None:
