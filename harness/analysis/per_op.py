@@ -278,8 +278,8 @@ class OnnxJoin:
         """The first graph node a kernel of onnxruntime's own op types replaced, where its name says none (a GELU
         written as Div, Erf, Add, Mul, Mul runs as one `Gelu`, named `Gelu_token_<n>`): of the nodes that read the
         outputs of the node the last joined row ran (or of their readers, `depth` deep), the first in the graph
-        that is joined to no row and reads a tensor of the kernel's input shape. The other nodes it replaced, named by no row, read
-        as run inside it."""
+        that is joined to no row and reads a tensor of the kernel's input shape. The other nodes it replaced, named by
+        no row, read as run inside it."""
         level, found = [self.previous] if self.previous else [], []
         for _ in range(depth):
             level = [reader for node in level for out in node["outputs"] for reader in self.readers.get(out, [])]
