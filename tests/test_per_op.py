@@ -312,7 +312,7 @@ def test_nodes_onnxruntime_fuses_join_the_graph_node_they_came_from(tmp_path: Pa
     inserts): each row joins the graph node it is named after, as onnxruntime itself profiled them."""
     import onnxruntime as ort
 
-    from harness.analysis.per_op import OnnxJoin
+    from harness.analysis.onnx_join import OnnxJoin
 
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((32, 64)).astype(np.float32), "w")
