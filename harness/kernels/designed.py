@@ -167,13 +167,14 @@ def sample(count: int, seed: int, kinds: Sequence[str] = KINDS, start: int = 0) 
 def near(kernel: Kernel, rng: random.Random, name: str) -> Kernel:
     """A neighbour of `kernel` in its space: one setting moved to another value of its kind (nn-Meter's adaptive
     sampling draws new configurations around those its predictor misses most)."""
+    stratum = _stratum(kernel)
     for _ in range(100):
-        fresh = _config(kernel.kind, rng, _stratum(kernel))
+        fresh = _config(kernel.kind, rng, stratum)
         key = rng.choice(sorted(fresh))
         config = {**kernel.settings, key: fresh[key]}
-        if _stratum(kernel) == (config.get("kernel"), config.get("stride"), "depthwise"):
+        if stratum == (config.get("kernel"), config.get("stride"), "depthwise"):
             config["cin"] = config["cout"] = config["groups"] = fresh["cin"]
-        elif key in ("cin", "cout") and (_stratum(kernel) or ())[2:] == ("grouped",):
+        elif stratum is not None and stratum[2] == "grouped" and key in ("cin", "cout"):
             config["cin"] = config["cout"] = fresh[key]
         if kernel.kind == CONV and (config["cin"] % config["groups"] or config["cout"] % config["groups"]):
             continue
@@ -215,6 +216,10 @@ class _Builder:
 
     def ints(self, name: str, values: Sequence[int]) -> str:
         self.weights.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
+        return name
+
+    def scalar(self, name: str, value: float) -> str:
+        self.weights.append(numpy_helper.from_array(np.array(value, dtype=np.float32), name))
         return name
 
     def node(self, op: str, inputs: Sequence[str], outputs: Sequence[str], name: str, **attrs: Any) -> None:
@@ -303,9 +308,8 @@ class _Builder:
             shape = (1, s["c"], s["hw"], s["hw"])
             x = self.input(f"{p}/x", shape)
             if kind == "relu6":
-                self.weights += [numpy_helper.from_array(np.array(bound, dtype=np.float32), f"{p}/{name}")
-                                 for name, bound in (("min", 0.0), ("max", 6.0))]
-                self.node("Clip", [x, f"{p}/min", f"{p}/max"], [f"{p}/y"], f"{p}/clip")
+                self.node("Clip", [x, self.scalar(f"{p}/min", 0.0), self.scalar(f"{p}/max", 6.0)], [f"{p}/y"],
+                          f"{p}/clip")
             else:
                 op = {"relu": "Relu", "hardswish": "HardSwish", "sigmoid": "Sigmoid"}[kind]
                 self.node(op, [x], [f"{p}/y"], f"{p}/{kind}")
@@ -332,13 +336,11 @@ class _Builder:
             x = self.input(f"{p}/x", (1, s["rows"], s["cin"]))
             self.node("MatMul", [x, self.weight(f"{p}/w", (s["cin"], s["cout"]))], [f"{p}/z"], f"{p}/matmul")
             self.node("Add", [f"{p}/z", self.weight(f"{p}/b", (s["cout"],))], [f"{p}/h"], f"{p}/bias")
-            self.weights += [numpy_helper.from_array(np.array(value, dtype=np.float32), f"{p}/{name}")
-                             for name, value in (("sqrt2", math.sqrt(2.0)), ("one", 1.0), ("half", 0.5))]
-            self.node("Div", [f"{p}/h", f"{p}/sqrt2"], [f"{p}/d"], f"{p}/div")
+            self.node("Div", [f"{p}/h", self.scalar(f"{p}/sqrt2", math.sqrt(2.0))], [f"{p}/d"], f"{p}/div")
             self.node("Erf", [f"{p}/d"], [f"{p}/e"], f"{p}/erf")
-            self.node("Add", [f"{p}/e", f"{p}/one"], [f"{p}/a"], f"{p}/add")
+            self.node("Add", [f"{p}/e", self.scalar(f"{p}/one", 1.0)], [f"{p}/a"], f"{p}/add")
             self.node("Mul", [f"{p}/h", f"{p}/a"], [f"{p}/m"], f"{p}/mul")
-            self.node("Mul", [f"{p}/m", f"{p}/half"], [f"{p}/y"], f"{p}/half_mul")
+            self.node("Mul", [f"{p}/m", self.scalar(f"{p}/half", 0.5)], [f"{p}/y"], f"{p}/half_mul")
             self.output(f"{p}/y", (1, s["rows"], s["cout"]))
         elif kind == OVERHEAD:
             self.node("Relu", [self.input(f"{p}/x", (1, 1, 1, 1))], [f"{p}/y"], f"{p}/relu")  # ncnn: 4-D, one value
