@@ -31,7 +31,7 @@ class OnnxJoin:
         for fact in facts:
             for name in fact["inputs"]:
                 self.readers.setdefault(name, []).append(fact)
-        self.by_type = {f["op_type"] for f in facts}
+        self.op_types = {f["op_type"] for f in facts}
         self.fused = fused
         self.claimed: dict[str, str] = {}  # graph node -> traced node it was joined to
         self.previous: dict[str, Any] | None = None  # the node the last joined row was joined to
@@ -58,7 +58,7 @@ class OnnxJoin:
         no row, read as run inside it."""
         level, found = [self.previous] if self.previous else [], []
         for _ in range(depth):
-            level = [reader for node in level for out in node["outputs"] for reader in self.readers.get(out, [])]
+            level = [reader for node in level for reader in self._readers_of(node)]
             found += [node for node in level if node["name"] not in self.claimed
                       and any(s is not None and list(s) == list(shape) for s in node["input_shapes"])]
         return self._claim(min(found, key=lambda node: node["index"]), name) if found else None
@@ -67,13 +67,16 @@ class OnnxJoin:
         """A kernel named `<node>/<Op><Op>Fusion` (MatMulAddFusion: a MatMul and its bias Add as one Gemm) also ran
         the reader of each op its name lists after the node's own: those are joined to no other row."""
         fusion = FUSION_NAME.search(name)
-        ops = _op_types_in(fusion.group(1), set(self.by_type)) if fusion else []
+        ops = _op_types_in(fusion.group(1), self.op_types) if fusion else []
         for op in ops[1:] if ops and ops[0] == node["op_type"] else []:
-            readers = [r for out in node["outputs"] for r in self.readers.get(out, [])]
+            readers = self._readers_of(node)
             if len(readers) != 1 or readers[0]["op_type"] != op or readers[0]["name"] in self.claimed:
                 return
             node = readers[0]
             self.claimed[node["name"]] = name
+
+    def _readers_of(self, node: dict[str, Any]) -> list[dict[str, Any]]:
+        return [reader for out in node["outputs"] for reader in self.readers.get(out, [])]
 
     def _claim(self, node: dict[str, Any], name: str) -> dict[str, Any]:
         self.claimed.setdefault(node["name"], name)

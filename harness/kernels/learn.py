@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ def _count(table: dict[Any, dict[str, int]], key: Any, field_name: str, model: s
     models.setdefault(key, set()).add(model)
 
 
-def learn_absorption(examples: Iterable[Example], designed: Sequence[Example] = ()
+def learn_absorption(examples: Iterable[Example], designed: Iterable[Example] = ()
                      ) -> tuple[dict[Key, dict[str, int]], dict[str, dict[str, int]]]:
     """Absorbed and kept counts per (op, anchor op, sole reader, all inputs inside the kernel), and dropped against
     kept for sourceless nodes. A `designed` kernel's nodes count where a node of the kernel feeds them: the kernel's
@@ -63,15 +63,14 @@ def learn_absorption(examples: Iterable[Example], designed: Sequence[Example] = 
     absorb: dict[Key, dict[str, int]] = {}
     dropped: dict[str, dict[str, int]] = {}
     models: dict[Any, set[str]] = {}
-    cut_out = {id(example) for example in designed}
-    for example in [*examples, *designed]:
+    for example, cut_out in [*((example, False) for example in examples), *((example, True) for example in designed)]:
         graph, named = example.graph, set(example.rows["onnx_node"].dropna())
         anchor: dict[int, int] = {}  # node -> the anchor node of its kernel
         twins: dict[tuple[str, tuple[str, ...]], int] = {}  # (op, inputs) -> the first node doing that
         for node in graph.nodes:
             index, producers = node["index"], sorted(set(graph.producers(node["index"])), reverse=True)
             own = node["name"] in named
-            if not producers and id(example) in cut_out:
+            if not producers and cut_out:
                 anchor[index] = index
                 continue
             if not producers:
