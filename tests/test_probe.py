@@ -23,6 +23,7 @@ from harness.kernels.designed import (
     KINDS,
     MAX_MACS,
     OVERHEAD,
+    PACK_KINDS,
     PACK_MACS,
     _stratum,
     boundary_shapes,
@@ -92,6 +93,26 @@ def test_onnxruntime_runs_every_designed_kernel_of_a_probe_graph(tmp_path: Path)
         assert len(onnx.load(str(graph)).graph.output) >= len(members)
 
 
+def test_a_probe_graphs_kernels_read_what_a_node_just_wrote_and_write_no_graph_output(tmp_path: Path) -> None:
+    """As in a model: every kernel input is written by the pack's warm node just before it, every kernel output is
+    read by a sink of its own, and the graph's inputs and outputs are the pack's (overhead nodes aside)."""
+    members = pack(sample(44, seed=3))[0]
+    graph = onnx.load(str(write_probe(members, 7, tmp_path))).graph
+    producers = {out: node for node in graph.node for out in node.output}
+    readers: dict[str, list[str]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node.name)
+    pack_owned = [v.name for v in [*graph.input, *graph.output] if not v.name.startswith("k")]
+    assert len(pack_owned) == len(graph.input) + len(graph.output)
+    for kernel in members:
+        own = onnx.load(str(tmp_path / f"{kernel.name}.onnx")).graph  # its own graph: its inputs, its outputs
+        for value in own.input:
+            assert producers[value.name].name.startswith("p007w") and producers[value.name].op_type == "Abs"
+        for value in own.output:
+            assert [name.split("/")[0].startswith("p007s") for name in readers[value.name]] == [True]
+
+
 def test_adaptive_rounds_go_where_the_line_misses() -> None:
     kernels = sample(88, seed=4)
     rng = np.random.default_rng(0)
@@ -139,8 +160,9 @@ def test_designed_rows_map_back_to_their_kernels(probed: Path) -> None:
     rows = table.rows()
     designed = rows[(rows["source"] == "designed") & ~rows["op_type"].str.startswith("(")]
     assert designed["kernel"].notna().all()  # every engine row of a probe graph belongs to one kernel
-    kernels = designed[designed["kernel_kind"] != OVERHEAD]
+    kernels = designed[~designed["kernel_kind"].isin(PACK_KINDS)]
     assert kernels["kernel"].nunique() == 12
+    assert {"warm", "sink"} <= set(designed["kernel_kind"])  # the pack's own nodes are no kernel's
     for row in kernels.itertuples():
         graph = onnx.load(str(table.graph_path(row.graph)))
         names = {node.name for node in graph.graph.node}
@@ -165,7 +187,7 @@ def test_a_probes_designed_kernels_teach_the_layouts_they_ran(probed: Path) -> N
     assert table is not None
     examples = examples_from_table(table.path)
     rows = table.rows()
-    kernels = rows[(rows["source"] == "designed") & (rows["kernel_kind"] != OVERHEAD) & rows["kernel"].notna()]
+    kernels = rows[(rows["source"] == "designed") & ~rows["kernel_kind"].isin(PACK_KINDS) & rows["kernel"].notna()]
     assert {example.model for example in examples} == set(kernels["graph"])  # no pack's own rows
     rules = learn([], "onnxruntime", examples)
     assert rules.block == host_block("onnxruntime") and rules.conv_layout

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.kernels.designed import OVERHEAD
+from harness.kernels.designed import PACK_KINDS
 from harness.kernels.detect import blocked_layouts, group_nodes, layout_kernels
 from harness.kernels.features import shape_of
 from harness.kernels.graph import Graph, Kernel, conv_config
@@ -197,10 +197,11 @@ def examples_from_sessions(session_dirs: Iterable[Path], engine: str) -> list[Ex
 def examples_from_table(folder: Path) -> list[Example]:
     """One example per designed kernel of a kernel table (`harness probe`'s, its graphs stored beside its rows): the
     configurations no zoo model runs, such as grouped convolutions of 16 to 64 channels a group, whose layout only
-    such a probe shows. The packs' own rows (their overhead nodes, the time between ops) are no kernel's."""
+    such a probe shows. The packs' own rows (their overhead, warm and sink nodes, the time between ops) are no
+    kernel's."""
     table = KernelTable.load(folder)
     rows = table.rows()
-    rows = rows[(rows["source"] == "designed") & rows["kernel"].notna() & (rows["kernel_kind"] != OVERHEAD)]
+    rows = rows[(rows["source"] == "designed") & rows["kernel"].notna() & ~rows["kernel_kind"].isin(PACK_KINDS)]
     return [Example(str(graph), Graph.load(table.graph_path(str(graph))), part.reset_index(drop=True))
             for graph, part in rows.groupby("graph", sort=True) if table.graph_path(str(graph)).is_file()]
 

@@ -42,7 +42,7 @@ from scipy import stats
 from scipy.optimize import nnls
 
 from harness.core.errors import ConfigError, DataError
-from harness.kernels.designed import OVERHEAD
+from harness.kernels.designed import OVERHEAD, PACK_KINDS
 from harness.kernels.detect import detect
 from harness.kernels.features import reads_graph_input, vector
 from harness.kernels.graph import Graph, Kernel
@@ -110,9 +110,12 @@ class LoadedGraph:
 
 def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.DataFrame:
     """One training sample per engine row (kind, feature vector, ms, model, family, alone: a designed kernel timed
-    on its own, and the footprint of the graph it ran in), each row joined to its kernel."""
+    on its own, and the footprint of the graph it ran in), each row joined to its kernel; a probe graph's own nodes
+    (PACK_KINDS) are no kernel and give none."""
     out: list[dict[str, Any]] = []
     rows = rows[~rows["op_type"].isin(GAP_ROWS)]  # a table keeps the between-ops and outside-the-run rows
+    if "kernel_kind" in rows:
+        rows = rows[~rows["kernel_kind"].isin(PACK_KINDS)]  # a pack's own nodes (harness.kernels.designed)
     for (model, graph_name), group in rows.groupby(["model", "graph"], sort=False):
         graph = Graph.load(graph_for(str(graph_name)))
         family = str(group["family"].iloc[0])

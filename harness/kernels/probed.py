@@ -16,16 +16,16 @@ from harness.analysis.per_op import pooled
 from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.core.records import RunRecord
-from harness.kernels.designed import OVERHEAD, tensor_shapes
+from harness.kernels.designed import OVERHEAD, PACK_KINDS, WARM, tensor_shapes
 from harness.kernels.table import DESIGNED_FAMILY, GRAPHS_DIR
 from harness.kernels.training import median_of_runs
 from harness.measure.ncnn_param import param_layers
 from harness.models.families import model_family
 from harness.store.results import load_runs
 
-KERNEL_NAME = re.compile(r"^(?P<kernel>(?:k\d+|p\d+o\d+)_(?P<kind>[a-z0-9]+))/")
-"""A designed node's name: `<kernel>/<node>`, where the kernel is `k<index>_<kind>`, or `p<pack>o<i>_overhead` for a
-pack's overhead nodes."""
+KERNEL_NAME = re.compile(r"^(?P<kernel>(?:k\d+|p\d+[ows]\d+)_(?P<kind>[a-z0-9]+))/")
+"""A designed node's name: `<kernel>/<node>`, where the kernel is `k<index>_<kind>`, or `p<pack>o<i>_overhead`,
+`p<pack>w<i>_warm` and `p<pack>s<i>_sink` for a pack's own nodes (harness.kernels.designed.PACK_KINDS)."""
 Shape = tuple[int, ...]
 
 
@@ -46,20 +46,31 @@ def _shapes(text: object) -> set[Shape]:
 
 def ncnn_layer_kernels(param: Path, graph: onnx.ModelProto) -> dict[str, str]:
     """ncnn layer name -> the designed kernel it runs, from the .param pnnx converted the probe graph to: pnnx names
-    the graph's inputs in0, in1, ... in the ONNX graph's order, and a layer belongs to the kernel whose blobs it
-    reads (kernels share none)."""
+    the graph's inputs in0, in1, ... and its outputs out0, out1, ... in the ONNX graph's order. A layer writing a
+    graph output belongs to that output's owner (a pack's sink); any other to the kernel whose blobs it reads
+    (kernels share none), and what a pack's warm node writes is its kernel's."""
     initializers = {init.name for init in graph.graph.initializer}
     inputs = [value.name for value in graph.graph.input if value.name not in initializers]
     blobs = {f"in{index}": named["kernel"] for index, name in enumerate(inputs) if (named := KERNEL_NAME.match(name))}
+    written = {f"out{index}": named["kernel"] for index, value in enumerate(graph.graph.output)
+               if (named := KERNEL_NAME.match(value.name))}
+    warmed = {named["kernel"]: written_by["kernel"] for node in graph.graph.node
+              if (named := KERNEL_NAME.match(node.name)) and named["kind"] == WARM
+              and (written_by := KERNEL_NAME.match(node.output[0]))}
     found: dict[str, str] = {}
     for line in param_layers(param):
         if len(line) < 4 or not (line[2].isdigit() and line[3].isdigit()):
             continue
         ins, outs = line[4:4 + int(line[2])], line[4 + int(line[2]):4 + int(line[2]) + int(line[3])]
-        owners = {blobs[blob] for blob in (outs if line[0] == "Input" else ins) if blob in blobs}
+        if line[0] == "Input":  # the blob of a graph input it names
+            owners = {blobs[blob] for blob in outs if blob in blobs}
+        else:
+            owners = ({written[blob] for blob in outs if blob in written}
+                      or {blobs[blob] for blob in ins if blob in blobs})
         if len(owners) == 1:
             found[line[1]] = owners.pop()
-            blobs.update(dict.fromkeys(outs, found[line[1]]))
+            if line[0] != "Input":
+                blobs.update(dict.fromkeys(outs, warmed.get(found[line[1]], found[line[1]])))
     return found
 
 
@@ -125,10 +136,10 @@ def session_rows(session_dir: Path, designed: Mapping[str, Path]) -> pd.DataFram
             proto = onnx.load(str(graph), load_external_data=False)
             converted = str(runs[0].model.get("model_converted") or "")
             layers = ncnn_layer_kernels(Path(converted), proto) if converted.endswith(".param") else {}
-            shapes = tensor_shapes(proto)
+            shapes = {k: v for k, v in tensor_shapes(proto).items() if kernel_kind(k) not in PACK_KINDS}
             kernels = [owner({str(k): v for k, v in row.items()}, shapes, layers)
                        for row in table.to_dict("records")]
-            own = [f"{GRAPHS_DIR}/{k}.onnx" if k and kernel_kind(k) != OVERHEAD else f"{GRAPHS_DIR}/{graph.name}"
+            own = [f"{GRAPHS_DIR}/{k}.onnx" if k and kernel_kind(k) not in PACK_KINDS else f"{GRAPHS_DIR}/{graph.name}"
                    for k in kernels]
             table = table.assign(model=graph.name, source="designed", family=DESIGNED_FAMILY,
                                  model_latency_ms=latency, graph=own, kernel=kernels,
@@ -146,6 +157,6 @@ def kernel_times(rows: pd.DataFrame) -> pd.Series:
     is that cost); never below zero."""
     designed = rows[(rows["source"] == "designed") & rows["kernel"].fillna("").ne("")]
     overhead = designed[designed["kernel_kind"] == OVERHEAD].groupby("model")["mean_ms"].median()
-    work = designed[designed["kernel_kind"] != OVERHEAD]
+    work = designed[~designed["kernel_kind"].isin(PACK_KINDS)]
     per_row = work["model"].map(overhead).fillna(0.0)
     return (work["mean_ms"] - per_row).groupby(work["kernel"]).sum().clip(lower=0.0)
