@@ -7,12 +7,13 @@
   Trees predict a constant beyond the sizes they were trained on: as a time per unit of work, that constant scales
   with a kernel smaller or larger than any seen, where a time would not.
 - Evidence: the rows of models (zoo models profiled per-op: each kernel in context, its input just written by the
-  kernel before it). A designed kernel is timed alone, and on this host alone ran slower than in a model: with a
-  probe's 1,517 designed kernels beside the models' rows, held-out families fell from 88% to 72–80% within ±10%
+  kernel before it). A designed kernel runs in a probe graph beside kernels of no model of its own, and ran slower
+  there than in a model, the more so the smaller it is: with a probe's 1,517 designed kernels beside the models' rows
+  (timed before probe graphs ran them as in a model), held-out families fell from 88% to 72–80% within ±10%
   (docs/kernels.md). So designed kernels train the regressors only in a table with models of fewer than
-  MODEL_FAMILIES families (a phone's exported and imported probe holds none). In a table with more, they carry
-  only the compute kinds (convolutions, Gemm) no model of the table runs, at their time alone times what running in
-  a model took off the compute kinds both have (designed_regressors).
+  MODEL_FAMILIES families (a phone's exported and imported probe holds none). In a table with more, they carry only
+  the kinds no model of the table runs, at their time in a probe graph plus what running in a model took off the
+  compute kinds both have (designed_regressors).
 - A kind with fewer than MIN_KIND_ROWS rows, or never seen (and not carried by designed kernels), is predicted by
   one pooled regressor over every row, with the kind one-hot; the prediction's detail names the kinds the pooled
   regressor carried. A grouped convolution with no regressor of its own, nor designed kernels of its kind, is
@@ -39,6 +40,9 @@ MODEL_FAMILIES = 3
 """Models of this many families in a table, and their rows alone train the regressors (designed kernels do not)."""
 MIN_KIND_ROWS = 30
 """Rows a kind needs for a regressor of its own; below, the pooled regressor predicts it."""
+MIN_DESIGNED_ROWS = 20
+"""Designed rows a kind needs for a regressor of designed kernels (designed_regressors): a 3-minute probe times
+about 20 layer norms."""
 
 ALIAS = "alias"
 DESIGNED = "designed kernels"
@@ -96,7 +100,7 @@ class KernelRegressors:
     designed kernels would let a tree set any graph's first kernel apart on them."""
     alone: dict[str, PackedTrees] = field(default_factory=dict)
     """Per kind no model of the table runs, a regressor of designed kernels timed alone (designed_regressors)."""
-    in_context: float = 0.0
+    in_context: InContext = field(default_factory=lambda: InContext())
     """What running in a model adds to a designed kernel's log time (designed_regressors): below 0 on this host."""
     designed: dict[str, PackedTrees] = field(default_factory=dict)
     """Every compute kind's regressor of designed kernels, run by the models or not: a fit on fewer families of the
@@ -143,7 +147,7 @@ class KernelRegressors:
         if kind in self.per_kind:
             return np.exp(self.per_kind[kind].predict(x) + work_units(x)), kind
         if kind in self.alone:
-            return np.exp(self.alone[kind].predict(x) + work_units(x) + self.in_context), DESIGNED
+            return np.exp(self.alone[kind].predict(x) + work_units(x) + self.in_context(x)), DESIGNED
         if kind == PER_GROUP and "Conv" in self.per_kind:
             one, groups = per_group(x)
             return groups * np.exp(self.per_kind["Conv"].predict(one) + work_units(one)), "Conv per group"
@@ -156,7 +160,8 @@ class KernelRegressors:
         beyond = self.beyond_models(kind, x)
         if not beyond.any():
             return times, POOLED
-        times[beyond] = np.exp(self.designed[kind].predict(x[beyond]) + work_units(x[beyond]) + self.in_context)
+        far = x[beyond]
+        times[beyond] = np.exp(self.designed[kind].predict(far) + work_units(far) + self.in_context(far))
         return times, DESIGNED if beyond.all() else f"{POOLED}, {DESIGNED} beyond the models' sizes"
 
     def beyond_models(self, kind: str, x: np.ndarray) -> np.ndarray:
@@ -180,27 +185,50 @@ def targets(samples: pd.DataFrame, input_footprint: bool) -> tuple[np.ndarray, n
 
 def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame, seen: set[str],
                         fitted: dict[str, PackedTrees] | None = None
-                        ) -> tuple[dict[str, PackedTrees], dict[str, PackedTrees], float]:
-    """Regressors of designed kernels for the compute kinds (compute_kinds) of MIN_KIND_ROWS designed rows or more
-    (`fitted`, where a fit on the same designed rows made them), those of them no row of `models` (kinds `seen`)
-    has, and what running in a model adds to a designed kernel's log time: the
-    median, over the models' rows of compute kinds both have enough of, of their log time less the designed
-    regressor's. A compute kind no model of the table runs (grouped convolutions in a default probe's table, whose
-    twelve models have none) is then predicted from kernels of its kind timed on the device, not by the pooled
-    regressor over other kinds. Alone, a kernel ran slower than in a model, by a factor that held across compute
-    kinds (CPUS=1: 0.79 in context for dense convolutions, 0.67 depthwise, 0.85 grouped) and not across memory-bound
-    ones (0.13 for an Add, 1.27 for a MaxPool), which are left to the pooled regressor (docs/kernels.md)."""
+                        ) -> tuple[dict[str, PackedTrees], dict[str, PackedTrees], InContext]:
+    """Regressors of designed kernels for every kind of MIN_DESIGNED_ROWS designed rows or more (`fitted`, where a
+    fit on the same designed rows made them), those of them no row of `models` (kinds `seen`) has, and what running
+    in a model adds to a designed kernel's log time (InContext), fitted on the models' rows of the compute kinds
+    (compute_kinds) both have enough of. A kind no model of the table runs (grouped convolutions in a default probe's
+    table, whose twelve models have none; a transformer's layer norms, softmaxes and GELUs in a table of CNNs) is
+    then predicted from kernels of its kind timed on the device, not by the pooled regressor over other kinds, which
+    put Swin-T's layer norms at a fifth of their time and its softmaxes at an eighth. Packed as in a model
+    (harness.kernels.designed._Builder), memory-bound kinds run as much faster in a model as compute kinds of their
+    size do (docs/kernels.md)."""
     kinds = compute_kinds(designed)
     if not kinds:
-        return {}, {}, 0.0
+        return {}, {}, InContext()
     own = fitted if fitted is not None else {
         str(kind): PackedTrees.of(_regressor().fit(*targets(group, False)))
-        for kind, group in designed[designed["kind"].isin(kinds)].groupby("kind") if len(group) >= MIN_KIND_ROWS}
-    shared = models[models["kind"].isin(own) & models.groupby("kind")["kind"].transform("size").ge(MIN_KIND_ROWS)]
-    residuals = [y_kind - own[str(kind)].predict(x_kind)
-                 for kind, group in shared.groupby("kind") for x_kind, y_kind in [targets(group, False)]]
-    in_context = float(np.median(np.concatenate(residuals))) if residuals else 0.0
-    return own, {kind: trees for kind, trees in own.items() if kind not in seen}, in_context
+        for kind, group in designed.groupby("kind") if len(group) >= MIN_DESIGNED_ROWS}
+    shared = models[models["kind"].isin(kinds) & models["kind"].isin(own)
+                    & models.groupby("kind")["kind"].transform("size").ge(MIN_KIND_ROWS)]
+    pairs = [(y_kind - own[str(kind)].predict(x_kind), work_units(x_kind))
+             for kind, group in shared.groupby("kind") for x_kind, y_kind in [targets(group, False)]]
+    if not pairs:
+        return own, {kind: trees for kind, trees in own.items() if kind not in seen}, InContext()
+    residuals, work = np.concatenate([r for r, _ in pairs]), np.concatenate([w for _, w in pairs])
+    slope, intercept = np.polyfit(work, residuals, 1)
+    line = InContext(float(slope), float(intercept), float(work.min()), float(work.max()))
+    return own, {kind: trees for kind, trees in own.items() if kind not in seen}, line
+
+
+@dataclass(frozen=True)
+class InContext:
+    """What running in a model adds to a designed kernel's log time: a least-squares line in its log work
+    (work_units), the work held inside the range of the model rows that fitted it. The gap shrinks as kernels grow:
+    on this host a model's convolutions of under 0.1 M MACs ran at 0.58 of their designed twins' time (median), of
+    1–10 M at 0.76, of over 100 M at 0.92. One factor for all, the median, had put the transformers' Gemms (up to
+    0.9 G MACs, larger than any of the models' rows) at 0.65 of theirs: Swin-T −27%, ConvNeXt-Tiny −16%; the line
+    put them at −6.0% and +8.1% (docs/kernels.md)."""
+
+    slope: float = 0.0
+    intercept: float = 0.0
+    least: float = 0.0
+    most: float = 0.0
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.intercept + self.slope * np.clip(work_units(x), self.least, self.most)
 
 
 def compute_kinds(samples: pd.DataFrame) -> list[str]:
