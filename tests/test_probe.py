@@ -203,7 +203,7 @@ def test_a_probes_designed_kernels_teach_the_layouts_they_ran(probed: Path) -> N
 
 def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> None:
     """ncnn's per-op rows are its layers (named by pnnx, with no shapes): each maps back through the converted
-    .param's blobs to the probe graph's input it reads, an activation fed straight from an input included."""
+    .param's blobs to the probe graph's input it reads, and the pack's own layers to the pack."""
     pytest.importorskip("ncnn")
     assert main(["probe", "--runtime", "ncnn", "--models", "--designed", "22", "--budget-min", "1", "--cpus", "1",
                  "--backend", "local", "--results-dir", str(tmp_path)]) == 0
@@ -214,7 +214,10 @@ def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> No
     assert layers["kernel"].notna().all()
     assert set(layers["kernel_kind"]) >= {"conv", "gemm", "relu", "relu6", "hardswish", "sigmoid", "overhead"}
     assert set(layers["op_type"]) >= {"Convolution", "ReLU", "Pooling"}
-    assert (kernel_times(rows) > 0).sum() >= 20
+    # the pack's own layers: the Abs writing each kernel input, the ReduceMean reading each kernel output
+    assert set(layers.loc[layers["op_type"].eq("UnaryOp"), "kernel_kind"]) == {"warm"}
+    assert set(layers.loc[layers["op_type"].eq("Reduction"), "kernel_kind"]) == {"sink"}
+    assert (kernel_times(rows) > 0).sum() >= 20 and len(kernel_times(rows)) == 22
 
 
 def test_a_probe_on_a_loopback_board_writes_the_boards_table(board_factory: BoardFactory, tmp_path: Path) -> None:
