@@ -239,9 +239,9 @@ def uncorrected_note(table: str, models: int) -> str:
            "(harness import-device), whose calibration weighs this table against the model-level fits, or probe "
            "zoo models too (--models)")
     if not models:
-        return (f"kernel table {table} holds no model measured end to end: its kernels, each timed alone, sum with "
-                f"nothing to correct them, and {bound} (such a table put 25 zoo models 35% slow, median, in "
-                f"docs/kernels.md); {fix}")
+        return (f"kernel table {table} holds no model measured end to end: its kernels, each timed apart from any "
+                f"model, sum with nothing to correct them, and {bound} (such a table put 25 zoo models 35% slow, "
+                f"median, in docs/kernels.md); {fix}")
     return (f"kernel table {table} holds {models} model(s) measured end to end; measuring its interval takes 3 "
             f"or more, of 2 families or more, each predicted with its family held out: {bound}; {fix}")
 

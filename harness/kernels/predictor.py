@@ -83,7 +83,7 @@ def footprint(graph: Graph) -> float:
 
 def kernel_vector(graph: Graph, kernel: Kernel, graph_footprint: float) -> list[float]:
     """The kernel's features (harness.kernels.features.vector) and its input footprint: the graph's footprint where
-    the kernel reads the graph's input, else 0 (designed kernels, each timed alone in its pack, get 0). The first
+    the kernel reads the graph's input, else 0 (designed kernels, each timed in a probe graph, get 0). The first
     convolution of ten models, one configuration, took 0.10 ms in ShuffleNetV2 0.5× and 0.25 ms in MobileNetV2 1.0
     (CPUS=1): its input and output buffers were last touched an inference ago, so how much the model touches in
     between decides whether they are still in the cache. A flag alone (1 for such a kernel) did not tell them apart
