@@ -80,6 +80,24 @@ def per_group(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.log1p(one), groups
 
 
+@dataclass(frozen=True)
+class InContext:
+    """What running in a model adds to a designed kernel's log time: a least-squares line in its log work
+    (work_units), the work held inside the range of the model rows that fitted it. The gap shrinks as kernels grow:
+    on this host a model's convolutions of under 0.1 M MACs ran at 0.58 of their designed twins' time (median), of
+    1–10 M at 0.77, of over 100 M at 0.92. One factor for all, the median, had put the transformers' Gemms (up to
+    0.9 G MACs, larger than any of the models' rows) at 0.65 of theirs: Swin-T −27%, ConvNeXt-Tiny −16%; the line
+    put them at −6.0% and +8.1% (docs/kernels.md)."""
+
+    slope: float = 0.0
+    intercept: float = 0.0
+    least: float = 0.0
+    most: float = 0.0
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.intercept + self.slope * np.clip(work_units(x), self.least, self.most)
+
+
 @dataclass
 class KernelRegressors:
     """Per-kind regressors of log time per unit of work on log features, and the pooled one over every kind (the
@@ -99,12 +117,13 @@ class KernelRegressors:
     MODEL_FAMILIES families or more train them, each giving one first kernel; two or three such rows among a probe's
     designed kernels would let a tree set any graph's first kernel apart on them."""
     alone: dict[str, PackedTrees] = field(default_factory=dict)
-    """Per kind no model of the table runs, a regressor of designed kernels timed alone (designed_regressors)."""
-    in_context: InContext = field(default_factory=lambda: InContext())
+    """Per kind no model of the table runs, a regressor of its designed kernels (designed_regressors)."""
+    in_context: InContext = InContext()
     """What running in a model adds to a designed kernel's log time (designed_regressors): below 0 on this host."""
     designed: dict[str, PackedTrees] = field(default_factory=dict)
-    """Every compute kind's regressor of designed kernels, run by the models or not: a fit on fewer families of the
-    same table (the held-out folds of harness.kernels.predictor) has the same designed rows and reuses them."""
+    """Every kind's regressor of designed kernels (MIN_DESIGNED_ROWS or more), run by the models or not: a fit on
+    fewer families of the same table (the held-out folds of harness.kernels.predictor) has the same designed rows and
+    reuses them."""
     largest: dict[str, float] = field(default_factory=dict)
     """Per kind the models run too seldom for a regressor of its own, the log MACs of its largest model row: a
     kernel beyond it, of a kind with designed kernels, is predicted from them (beyond_models)."""
@@ -211,24 +230,6 @@ def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame, seen: set[
     slope, intercept = np.polyfit(work, residuals, 1)
     line = InContext(float(slope), float(intercept), float(work.min()), float(work.max()))
     return own, {kind: trees for kind, trees in own.items() if kind not in seen}, line
-
-
-@dataclass(frozen=True)
-class InContext:
-    """What running in a model adds to a designed kernel's log time: a least-squares line in its log work
-    (work_units), the work held inside the range of the model rows that fitted it. The gap shrinks as kernels grow:
-    on this host a model's convolutions of under 0.1 M MACs ran at 0.58 of their designed twins' time (median), of
-    1–10 M at 0.76, of over 100 M at 0.92. One factor for all, the median, had put the transformers' Gemms (up to
-    0.9 G MACs, larger than any of the models' rows) at 0.65 of theirs: Swin-T −27%, ConvNeXt-Tiny −16%; the line
-    put them at −6.0% and +8.1% (docs/kernels.md)."""
-
-    slope: float = 0.0
-    intercept: float = 0.0
-    least: float = 0.0
-    most: float = 0.0
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        return self.intercept + self.slope * np.clip(work_units(x), self.least, self.most)
 
 
 def compute_kinds(samples: pd.DataFrame) -> list[str]:
