@@ -5,9 +5,10 @@ nodes, its outputs read by a sink and their buffers reused: harness.kernels.desi
     .venv/bin/python benchmarks/pack_context.py [--kernels 120] [--seed 7] [--inferences 40]
 
 The same packs of the same designed kernels, built both ways, each run in a fresh onnxruntime session (one thread,
-the profiler on), the two builds of a pack one after the other. A kernel's time is the sum of its named rows'
-median over the profiled inferences after the first ten (the rows onnxruntime adds unnamed, reorders around an NCHWc
-convolution, are left out of both). Printed per kind: the median over its kernels of in-context time / cold time.
+the profiler on, its trace read by harness.analysis.per_op.parse_onnxruntime), the two builds of a pack one after
+the other. A kernel's time is the sum of its named rows' median over the profiled inferences after the first ten
+(the rows onnxruntime adds unnamed, reorders around an NCHWc convolution, are left out of both). Printed per kind:
+the median over its kernels of in-context time / cold time.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import onnx
 import onnxruntime as ort
 from _common import print_table, write_report
 
+from harness.analysis.per_op import parse_onnxruntime
 from harness.kernels.designed import OVERHEAD, pack, probe_model, sample
 
 SETTLE = 10
@@ -42,14 +44,14 @@ def kernel_times(model: onnx.ModelProto, folder: Path, inferences: int) -> dict[
     feeds = {i.name: rng.standard_normal(i.shape).astype(np.float32) for i in session.get_inputs()}
     for _ in range(inferences):
         session.run(None, feeds)
-    events = json.loads(Path(session.end_profiling()).read_text())
+    events, _ = parse_onnxruntime(json.loads(Path(session.end_profiling()).read_text()), SETTLE)
     per_node: dict[str, list[float]] = defaultdict(list)
     for event in events:
-        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time") and event["name"].startswith("k"):
-            per_node[event["name"].removesuffix("_kernel_time")].append(event["dur"] / 1000.0)
+        if event.name.startswith("k"):  # a designed kernel's node, not the pack's own
+            per_node[event.name].append(event.dur_us / 1000.0)
     times: dict[str, float] = defaultdict(float)
     for node, durations in per_node.items():
-        times[node.split("/")[0]] += statistics.median(durations[SETTLE:] or durations)
+        times[node.split("/")[0]] += statistics.median(durations)
     return times
 
 
