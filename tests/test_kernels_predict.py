@@ -19,6 +19,7 @@ from harness.kernels.predictor import (
     NO_FOOTPRINT_LINE,
     KernelModel,
     footprint_line,
+    held_out_line_residuals,
     interval_factors,
     predict_graph,
     predictions_per_second,
@@ -77,6 +78,20 @@ def test_the_footprints_slope_is_the_held_out_residuals_line(slope: float) -> No
     few = FOOTPRINT_MODELS - 1
     assert footprint_line(residuals[:few], footprints[:few]) == NO_FOOTPRINT_LINE
     assert footprint_line(residuals, np.full(25, 15.0)) == NO_FOOTPRINT_LINE
+
+
+def test_each_models_interval_residual_is_against_a_footprint_line_fitted_without_it() -> None:
+    """A model at the end of the footprints and off the others' line pulls an in-sample line to itself and looks
+    nearer its prediction than a new model there would be; against the line of the others it keeps its whole miss."""
+    footprints = np.linspace(10.0, 20.0, 12)
+    residuals = 0.05 * (footprints - 15.0)
+    residuals[-1] += 0.4
+    held = held_out_line_residuals(residuals, footprints)
+    others = footprints[:-1].mean()
+    nearest = footprints[-2]  # read at the others' largest footprint, as a prediction reads one beyond them
+    assert held[-1] == pytest.approx(residuals[-1] - 0.05 * (nearest - others))  # the others' slope: 0.05
+    slope, centre, _, _ = footprint_line(residuals, footprints)
+    assert held[-1] - (residuals[-1] - slope * (footprints[-1] - centre)) > 0.1
 
 
 @pytest.mark.parametrize("cost_ms", [0.004, 0.3, 2.0])

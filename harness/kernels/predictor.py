@@ -24,7 +24,8 @@ misses, and an interval from held-out errors.
   a small model's kernels above their time and a large model's below (held-out error against log latency:
   correlation −0.47 to −0.63 on four of five sessions, docs/kernels.md).
 - Interval: split-conformal ranks of the training models' held-out log residuals (their family out of the kernel
-  regressors; interval_factors), applied as factors, widened to hold the prediction itself: never negative.
+  regressors, the footprint's line fitted without them: held_out_line_residuals; interval_factors), applied as
+  factors, widened to hold the prediction itself: never negative.
 """
 
 from __future__ import annotations
@@ -178,6 +179,19 @@ def footprint_line(residuals: np.ndarray, footprints: np.ndarray) -> tuple[float
             float(footprints.min()), float(footprints.max()))
 
 
+def held_out_line_residuals(residuals: np.ndarray, footprints: np.ndarray) -> np.ndarray:
+    """Each model's residual less the footprint's factor of a line fitted without it (footprint_line, its footprint
+    held inside the others' range as a prediction holds it): the interval's residuals, as a new model's would be. Less
+    an in-sample line's factor, a model at the ends of the footprints, which pulls the line to itself, looked nearer
+    its prediction than a new model there would be."""
+    out = np.empty_like(residuals)
+    for i in range(len(residuals)):
+        others = np.arange(len(residuals)) != i
+        slope, centre, least, most = footprint_line(residuals[others], footprints[others])
+        out[i] = residuals[i] - slope * (min(max(footprints[i], least), most) - centre)
+    return out
+
+
 def interval_factors(residuals: np.ndarray) -> tuple[float, float]:
     """The interval's factors from n held-out log residuals, each side the wider of two intervals:
     - split-conformal ranks, the ⌊(n+1)·0.025⌋-th smallest and the ⌈(n+1)·0.975⌉-th, so that a new model's residual
@@ -260,8 +274,8 @@ class KernelModel:
         residuals = np.log(measured[known] / np.maximum(term[0] * sums.to_numpy()[known] + term[1], 1e-6))
         footprints = zoo.groupby("model")["footprint"].first().reindex(models.index).to_numpy(dtype=float)[known]
         line = footprint_line(residuals, footprints)
-        residuals = residuals - line[0] * (footprints - line[1])
-        return cls(rules, regressors, term, interval_factors(residuals), len(models), cost, line)
+        factors = interval_factors(held_out_line_residuals(residuals, footprints))
+        return cls(rules, regressors, term, factors, len(models), cost, line)
 
     def load(self, model_path: str | Path) -> LoadedGraph:
         """The graph's kernels as feature matrices, read once per path."""
