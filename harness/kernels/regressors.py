@@ -133,14 +133,15 @@ class KernelRegressors:
     @classmethod
     def fit(cls, samples: pd.DataFrame, aliases: frozenset[str] = frozenset(),
             designed_fits: dict[str, PackedTrees] | None = None) -> KernelRegressors:
-        """`aliases`: the engine's ALIAS_KINDS. With models of enough families (enough_families), their rows train
-        the regressors, and designed rows only the kinds no model runs. `designed_fits`: the `designed` of a fit on
+        """`aliases`: the engine's ALIAS_KINDS, at the median of every row of them, designed or not (a view does the
+        same nothing in a probe graph). With models of enough families (enough_families), their rows train the
+        regressors, and designed rows only the kinds no model runs. `designed_fits`: the `designed` of a fit on
         the same designed rows, taken instead of fitting them again."""
         input_footprint = enough_families(samples)
-        designed = samples[samples["alone"]] if input_footprint else samples.iloc[:0]
-        samples = samples[~samples["alone"]] if input_footprint else samples
         alias_ms = {str(kind): float(group["ms"].median())
                     for kind, group in samples.groupby("kind") if kind in aliases}
+        designed = samples[samples["alone"]] if input_footprint else samples.iloc[:0]
+        samples = samples[~samples["alone"]] if input_footprint else samples
         kinds = sorted(samples["kind"].unique())
         x, y = targets(samples, input_footprint)
         onehot = (samples["kind"].to_numpy()[:, None] == np.array(kinds)[None, :]).astype(float)
