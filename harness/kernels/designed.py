@@ -46,7 +46,8 @@ TOKENS = (16, 49, 196, 784, 3136)
 GROUP_WIDTHS = (4, 8, 16, 24, 32, 48, 64)
 """Input channels a group of a grouped convolution (RegNet's 8–64, ResNeXt's 4): the width decides how an engine runs
 it (onnxruntime blocks a group only where its channels fill the block; a RegNet's groups of 8 run plain at block 16,
-about 7 times slower a MAC), so it is drawn first and the groups follow from the channels."""
+about 7 times slower a MAC); a grouped kernel's width is drawn from those that divide its channels, and its groups
+follow from them."""
 MAX_MACS = 250_000_000
 """A designed kernel costs at most this many MACs (a 224x224 ResNet stage's worth), so one pack stays short."""
 OVERHEAD_NODES = 3
