@@ -223,6 +223,7 @@ def test_a_view_costs_the_median_of_every_row_of_it_designed_kernels_too() -> No
     times, carried = regressors.predict("Reshape", np.vstack(list(models[1]["x"])), 10.0)
     assert carried == ALIAS and times == pytest.approx([0.0005])
 
+
 def test_a_kind_no_model_runs_is_its_designed_kernels_in_context() -> None:
     """Models of three families run dense convolutions at 0.8 of the time their designed twins took in a probe;
     grouped convolutions, 5 times slower a MAC, and an Add were designed only. The grouped ones are predicted by
