@@ -4,6 +4,7 @@ around them, carried by the kinds' regressors or the pooled one, and a loaded gr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -189,6 +190,14 @@ def conv(cin: int, cout: int, groups: int, size: int) -> list[float]:
                    "groups": groups, "resolution": size, "inputs": 1, "blocked": 1})
 
 
+def samples_frame(kind: str, xs: Sequence[Sequence[float]], ms: float | Sequence[float], alone: bool | Sequence[bool],
+                  family: str | Sequence[str]) -> pd.DataFrame:
+    """Training samples as harness.kernels.predictor.samples_of gives them to KernelRegressors.fit: one kind's feature
+    vectors and times, in graphs of one footprint."""
+    return pd.DataFrame({"kind": kind, "x": [np.array(x) for x in xs], "ms": ms, "footprint": 10.0, "alone": alone,
+                         "family": family})
+
+
 def test_a_grouped_convolution_without_rows_of_its_own_is_its_groups_dense_convolutions() -> None:
     """No other family runs RegNet's grouped convolutions: they are predicted as `groups` dense convolutions of one
     group's channels, by the dense convolutions' regressor, not by the pooled one (which put them at a quarter of
@@ -197,9 +206,7 @@ def test_a_grouped_convolution_without_rows_of_its_own_is_its_groups_dense_convo
     dense = [conv(int(c), int(c), 1, int(s)) for c, s in zip(rng.choice([8, 16, 32, 64, 128], 60),
                                                                rng.choice([7, 14, 28, 56], 60), strict=True)]
     ms = [float(np.expm1(x[0])) * 1e-7 + 0.002 for x in dense]
-    samples = pd.DataFrame({"kind": "Conv", "x": [np.array(x) for x in dense], "ms": ms, "footprint": 10.0,
-                            "alone": False, "family": "dense"})
-    regressors = KernelRegressors.fit(samples)
+    regressors = KernelRegressors.fit(samples_frame("Conv", dense, ms, False, "dense"))
     grouped = np.array([conv(104, 104, 13, 28), conv(208, 208, 26, 14)])
     times, carried = regressors.predict("GroupedConv", grouped, 10.0)
     assert carried == "Conv per group"
@@ -214,8 +221,8 @@ def test_a_view_costs_the_median_of_every_row_of_it_designed_kernels_too() -> No
     times their time."""
     rng = np.random.default_rng(5)
     def rows(kind: str, count: int, ms: float, alone: bool, family: str) -> pd.DataFrame:
-        x = [np.array([*conv(int(c), int(c), 1, 14), 0.0]) for c in rng.choice([16, 32, 64], count)]
-        return pd.DataFrame({"kind": kind, "x": x, "ms": ms, "footprint": 10.0, "alone": alone, "family": family})
+        return samples_frame(kind, [[*conv(int(c), int(c), 1, 14), 0.0] for c in rng.choice([16, 32, 64], count)], ms,
+                             alone, family)
     models = [rows(kind, count, ms, False, family) for family in ("a", "b", "c")
               for kind, count, ms in (("Conv", 20, 0.05), ("Reshape", 1, 0.003))]
     regressors = KernelRegressors.fit(pd.concat([*models, rows("Reshape", 30, 0.0005, True, "designed")],
@@ -233,9 +240,8 @@ def test_a_kind_no_model_runs_is_its_designed_kernels_in_context() -> None:
     rng = np.random.default_rng(11)
     def rows(kind: str, groups: int, count: int, scale: float, alone: bool, family: str) -> pd.DataFrame:
         channels, sizes = rng.choice([32, 64, 96, 128, 256], count), rng.choice([7, 14, 28, 56], count)
-        x = [np.array([*conv(int(c), int(c), groups, int(s)), 0.0]) for c, s in zip(channels, sizes, strict=True)]
-        ms = [scale * (float(np.expm1(v[0])) * 2e-7 + 0.002) for v in x]
-        return pd.DataFrame({"kind": kind, "x": x, "ms": ms, "footprint": 10.0, "alone": alone, "family": family})
+        x = [[*conv(int(c), int(c), groups, int(s)), 0.0] for c, s in zip(channels, sizes, strict=True)]
+        return samples_frame(kind, x, [scale * (float(np.expm1(v[0])) * 2e-7 + 0.002) for v in x], alone, family)
     models = pd.concat([rows("Conv", 1, 40, 0.8, False, family) for family in ("a", "b", "c")])
     designed = pd.concat([rows("Conv", 1, 80, 1.0, True, "designed"),
                           rows("GroupedConv", 8, 80, 5.0, True, "designed")])
@@ -262,9 +268,8 @@ def test_what_running_in_a_model_takes_off_a_designed_kernel_shrinks_as_kernels_
         return float(np.log1p(np.expm1(x[0]) + np.expm1(x[1])))
     def rows(kind: str, groups: int, count: int, alone: bool, family: str) -> pd.DataFrame:
         channels, sizes = rng.choice([16, 32, 64, 128, 256], count), rng.choice([7, 14, 28, 56], count)
-        x = [np.array([*conv(int(c), int(c), groups, int(s)), 0.0]) for c, s in zip(channels, sizes, strict=True)]
-        return pd.DataFrame({"kind": kind, "x": x, "ms": [float(np.expm1(v[0])) * 2e-7 + 0.002 for v in x],
-                             "footprint": 10.0, "alone": alone, "family": family})
+        x = [[*conv(int(c), int(c), groups, int(s)), 0.0] for c, s in zip(channels, sizes, strict=True)]
+        return samples_frame(kind, x, [float(np.expm1(v[0])) * 2e-7 + 0.002 for v in x], alone, family)
     designed = pd.concat([rows("Conv", 1, 120, True, "designed"), rows("GroupedConv", 8, 80, True, "designed")])
     models = pd.concat([rows("Conv", 1, 40, False, family) for family in ("a", "b", "c")], ignore_index=True)
     works = np.array([work(x) for x in models["x"]])
@@ -301,8 +306,7 @@ def test_a_kernel_larger_than_any_model_ran_of_its_kind_is_its_designed_kernels_
     def ms_of(x: list[float], scale: float) -> float:
         return scale * (float(np.expm1(x[0])) * 2e-7 + 0.002)
     def frame(kind: str, xs: list[list[float]], scale: float, alone: bool, families: list[str]) -> pd.DataFrame:
-        return pd.DataFrame({"kind": kind, "x": [np.array(x) for x in xs], "ms": [ms_of(x, scale) for x in xs],
-                             "footprint": 10.0, "alone": alone, "family": families})
+        return samples_frame(kind, xs, [ms_of(x, scale) for x in xs], alone, families)
     convs = [[*conv(int(c), int(c), 1, int(size)), 0.0] for c, size in
              zip(rng.choice([32, 64, 128, 256], 120), rng.choice([7, 14, 28, 56], 120), strict=True)]
     heads = [gemm(1, int(cin), 1000) for cin in rng.choice([256, 512, 1024, 1280], 12)]
@@ -335,8 +339,7 @@ def test_only_a_table_of_enough_families_reads_the_input_footprint() -> None:
     x[:6, -1] = 15.0  # the first kernels of models
     ms = np.exp(rng.normal(-3, 0.2, 90))
     ms[:6] *= 50
-    samples = pd.DataFrame({"kind": "Conv", "x": list(x), "ms": ms, "footprint": 10.0,
-                            "alone": [False] * 6 + [True] * 84, "family": ["a", "b"] * 3 + ["designed"] * 84})
+    samples = samples_frame("Conv", list(x), list(ms), [False] * 6 + [True] * 84, ["a", "b"] * 3 + ["designed"] * 84)
     first = x[:6]
     elsewhere = first.copy()
     elsewhere[:, -1] = 0.0
