@@ -46,8 +46,12 @@ TOKENS = (16, 49, 196, 784, 3136)
 GROUP_WIDTHS = (4, 8, 16, 24, 32, 48, 64)
 """Input channels a group of a grouped convolution (RegNet's 8–64, ResNeXt's 4): the width decides how an engine runs
 it (onnxruntime blocks a group only where its channels fill the block; a RegNet's groups of 8 run plain at block 16,
-about 7 times slower a MAC); a grouped kernel's width is drawn from those that divide its channels, and its groups
-follow from them."""
+about 7 times slower a MAC). A grouped kernel's width is drawn first, then its groups (GROUPED_CHANNELS): drawn from
+the channel counts instead, widths that divide few of them (24, 48) came up least, and RegNetX-1.6GF runs 24."""
+GROUPED_CHANNELS = 1024
+"""A grouped convolution's channels go up to this many (ResNeXt-50's last stage, RegNetX-1.6GF's 912): its groups, 2
+up to this over its width, are drawn log-uniformly, so channels are a width's multiple as networks' are (408, 912),
+not one of CHANNELS."""
 MAX_MACS = 250_000_000
 """A designed kernel costs at most this many MACs (a 224x224 ResNet stage's worth), so one pack stays short."""
 OVERHEAD_NODES = 3
@@ -86,14 +90,22 @@ def _conv_config(rng: random.Random, stratum: tuple[int, int, str]) -> dict[str,
     if grouping == "depthwise":
         groups, cout = cin, cin
     elif grouping == "grouped":  # as ResNeXt and RegNet group them: as many channels out as in
-        groups, cout = cin // rng.choice([w for w in GROUP_WIDTHS if cin % w == 0 and cin // w > 1]), cin
+        width = rng.choice(GROUP_WIDTHS)
+        groups = round(math.exp(rng.uniform(math.log(2), math.log(GROUPED_CHANNELS // width))))
+        cin = cout = width * groups
     else:
         groups, cout = 1, rng.choice(CHANNELS)
     return {"kernel": kernel, "stride": stride, "groups": groups, "cin": cin, "cout": cout,
             "hw": rng.choice(RESOLUTIONS)}
 
 
-CONV_STRATA = [(k, s, g) for k in (1, 3, 5, 7) for s in (1, 2) for g in ("dense", "depthwise", "grouped")]
+GROUPED_STRATA = [(3, 1, "grouped")] * 4 + [(3, 2, "grouped")] * 2 + [(1, 1, "grouped")] * 2
+"""Grouped convolution as networks run it: 3×3 (ResNeXt, RegNet) at stride 1 and 2, and 1×1 (ShuffleNet V1), the 3×3
+of stride 1 most. Drawn as often as each of the other groupings, across four kernel sizes, a 3-minute probe timed
+four or five 3×3 grouped kernels among 28, and its regressor put RegNetX-1.6GF's (3×3, groups of 24) at 1.67 times
+their time."""
+CONV_STRATA = [(k, s, g) for k in (1, 3, 5, 7) for s in (1, 2) for g in ("dense", "depthwise")] + GROUPED_STRATA
+"""(kernel size, stride, grouping) of convolution, drawn in turn; a stratum listed more than once comes up as often."""
 
 
 def _config(kind: str, rng: random.Random, stratum: tuple[int, int, str] | None = None) -> dict[str, int]:
