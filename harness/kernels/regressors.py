@@ -68,16 +68,32 @@ def work_units(x: np.ndarray) -> np.ndarray:
     return np.log1p(np.expm1(x[:, 0]) + np.expm1(x[:, 1]))
 
 
+def _channels_a_group(x: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Feature rows with the features `names` divided by each row's group count, and the group counts."""
+    raw = np.expm1(x)
+    groups = np.maximum(raw[:, FEATURES.index("groups")], 1.0)
+    out = x.copy()
+    for name in names:
+        out[:, FEATURES.index(name)] = np.log1p(raw[:, FEATURES.index(name)] / groups)
+    return out, groups
+
+
 def per_group(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Grouped convolutions' feature rows as one group's dense convolution (MACs, bytes, channels divided by the
     groups, one group), and each row's group count: an engine runs a grouped convolution as that many dense ones."""
-    raw = np.expm1(x)
-    groups = np.maximum(raw[:, FEATURES.index("groups")], 1.0)
-    one = raw.copy()
-    for name in ("macs", "bytes", "in_bytes", "out_bytes", "weight_bytes", "cin", "cout"):
-        one[:, FEATURES.index(name)] /= groups
-    one[:, FEATURES.index("groups")] = 1.0
-    return np.log1p(one), groups
+    one, groups = _channels_a_group(x, ("macs", "bytes", "in_bytes", "out_bytes", "weight_bytes", "cin", "cout"))
+    one[:, FEATURES.index("groups")] = np.log1p(1.0)
+    return one, groups
+
+
+def kind_view(kind: str, x: np.ndarray) -> np.ndarray:
+    """The feature rows a kind's own regressor reads (per kind, designed or in context): a grouped convolution's
+    channels a group (its width) in place of its channels, its MACs, bytes and group count as they are. A grouped
+    convolution's time a unit of work follows its width (a plain 3×3 one ran at 0.12 ns a unit of work in groups of
+    4, 0.04 in groups of 8 and 24; blocked ones at 0.017–0.021), which trees read from channels and groups only by
+    splitting on both: from a 3-minute probe's 27 designed grouped kernels, eight RegNet and ResNeXt models' grouped
+    convolutions came out at 0.80–1.42 of their profiled time, and 0.89–1.05 with the width (docs/kernels.md)."""
+    return _channels_a_group(x, ("cin", "cout"))[0] if kind == PER_GROUP and len(x) else x
 
 
 @dataclass(frozen=True)
@@ -150,7 +166,7 @@ class KernelRegressors:
         for kind in kinds:
             mask = (samples["kind"] == kind).to_numpy()
             if mask.sum() >= MIN_KIND_ROWS and kind not in alias_ms:
-                per_kind[kind] = PackedTrees.of(_regressor().fit(x[mask], y[mask]))
+                per_kind[kind] = PackedTrees.of(_regressor().fit(kind_view(kind, x[mask]), y[mask]))
         own, alone, in_context = designed_regressors(designed, samples, set(kinds) | set(aliases), designed_fits)
         largest = {kind: float(x[(samples["kind"] == kind).to_numpy(), 0].max())
                    for kind in kinds if kind not in per_kind and kind not in alias_ms}
@@ -165,9 +181,10 @@ class KernelRegressors:
         if kind in self.aliases:
             return np.full(len(x), self.aliases[kind]), ALIAS
         if kind in self.per_kind:
-            return np.exp(self.per_kind[kind].predict(x) + work_units(x)), kind
+            return np.exp(self.per_kind[kind].predict(kind_view(kind, x)) + work_units(x)), kind
         if kind in self.alone:
-            return np.exp(self.alone[kind].predict(x) + work_units(x) + self.in_context(x)), DESIGNED
+            return (np.exp(self.alone[kind].predict(kind_view(kind, x)) + work_units(x) + self.in_context(x)),
+                    DESIGNED)
         if kind == PER_GROUP and "Conv" in self.per_kind:
             one, groups = per_group(x)
             return groups * np.exp(self.per_kind["Conv"].predict(one) + work_units(one)), "Conv per group"
@@ -181,7 +198,8 @@ class KernelRegressors:
         if not beyond.any():
             return times, POOLED
         far = x[beyond]
-        times[beyond] = np.exp(self.designed[kind].predict(far) + work_units(far) + self.in_context(far))
+        far_ms = self.designed[kind].predict(kind_view(kind, far)) + work_units(far) + self.in_context(far)
+        times[beyond] = np.exp(far_ms)
         return times, DESIGNED if beyond.all() else f"{POOLED}, {DESIGNED} beyond the models' sizes"
 
     def beyond_models(self, kind: str, x: np.ndarray) -> np.ndarray:
@@ -219,11 +237,12 @@ def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame, seen: set[
     if not kinds:
         return {}, {}, InContext()
     own = fitted if fitted is not None else {
-        str(kind): PackedTrees.of(_regressor().fit(*targets(group, False)))
-        for kind, group in designed.groupby("kind") if len(group) >= MIN_DESIGNED_ROWS}
+        str(kind): PackedTrees.of(_regressor().fit(kind_view(str(kind), x), y))
+        for kind, group in designed.groupby("kind") if len(group) >= MIN_DESIGNED_ROWS
+        for x, y in [targets(group, False)]}
     shared = models[models["kind"].isin(kinds) & models["kind"].isin(own)
                     & models.groupby("kind")["kind"].transform("size").ge(MIN_KIND_ROWS)]
-    pairs = [(y_kind - own[str(kind)].predict(x_kind), work_units(x_kind))
+    pairs = [(y_kind - own[str(kind)].predict(kind_view(str(kind), x_kind)), work_units(x_kind))
              for kind, group in shared.groupby("kind") for x_kind, y_kind in [targets(group, False)]]
     if not pairs:
         return own, {kind: trees for kind, trees in own.items() if kind not in seen}, InContext()
