@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 from sklearn.ensemble import GradientBoostingRegressor
 
 from harness.kernels.features import FEATURES
@@ -98,12 +99,21 @@ def kind_view(kind: str, x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class InContext:
-    """What running in a model adds to a designed kernel's log time: a least-squares line in its log work
-    (work_units), the work held inside the range of the model rows that fitted it. The gap shrinks as kernels grow:
-    on this host a model's convolutions of under 0.1 M MACs ran at 0.58 of their designed twins' time (median), of
-    1–10 M at 0.77, of over 100 M at 0.92. One factor for all, the median, had put the transformers' Gemms (up to
+    """What running in a model adds to a designed kernel's log time: a Theil–Sen line in its log work (work_units),
+    the work held inside the range of the model rows that fitted it, and never above 0. The gap shrinks as kernels
+    grow: on this host a model's convolutions of under 0.1 M MACs ran at 0.58 of their designed twins' time (median),
+    of 1–10 M at 0.77, of over 100 M at 0.92. One factor for all, the median, had put the transformers' Gemms (up to
     0.9 G MACs, larger than any of the models' rows) at 0.65 of theirs: Swin-T −27%, ConvNeXt-Tiny −16%; the line
-    put them at −6.0% and +8.1% (docs/kernels.md)."""
+    put them at −6.0% and +8.1% (docs/kernels.md).
+    - Theil–Sen (the median of pairwise slopes), not least squares: a thin designed regressor misses a few model
+      rows many times over (a 3-minute probe's put 1×1 convolutions of 8 to 48 channels 13 to 20 times above their
+      time), and least squares followed them: on one session against two probes the line read 0.80 and 0.54 at
+      3 M units of work, Theil–Sen 0.80 and 0.74.
+    - Never above 0: a kernel in a model reuses buffers still in the cache, and runs no slower than alone in a probe
+      graph (convolutions and Gemms of one configuration in both ran at a median 0.50–0.95 of their probe time, per
+      kind and size). Fitted on two default probes' tables, the line rose above 0 at the models' largest kernels
+      (1.13 and 1.41 at 180 M units of work) and put the transformers' largest Gemms above their time: ConvNeXt-Tiny
+      +40%, Swin-T +29% on one table, +14% and +6% held at 0 (docs/kernels.md)."""
 
     slope: float = 0.0
     intercept: float = 0.0
@@ -111,7 +121,7 @@ class InContext:
     most: float = 0.0
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return self.intercept + self.slope * np.clip(work_units(x), self.least, self.most)
+        return np.minimum(self.intercept + self.slope * np.clip(work_units(x), self.least, self.most), 0.0)
 
 
 @dataclass
@@ -247,7 +257,7 @@ def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame, seen: set[
     if not pairs:
         return own, {kind: trees for kind, trees in own.items() if kind not in seen}, InContext()
     residuals, work = np.concatenate([r for r, _ in pairs]), np.concatenate([w for _, w in pairs])
-    slope, intercept = np.polyfit(work, residuals, 1)
+    slope, intercept, _, _ = stats.theilslopes(residuals, work)
     line = InContext(float(slope), float(intercept), float(work.min()), float(work.max()))
     return own, {kind: trees for kind, trees in own.items() if kind not in seen}, line
 
