@@ -27,6 +27,7 @@ from harness.kernels.designed import (
     OVERHEAD,
     PACK_KINDS,
     PACK_MACS,
+    Kernel,
     _stratum,
     boundary_shapes,
     macs,
@@ -71,6 +72,11 @@ def test_sampling_is_deterministic_and_covers_every_kind_and_convolution_stratum
     rng = random.Random(0)
     moved = [near(k, rng, "moved") for k in grouped for _ in range(3)]
     assert all(k.settings["cin"] == k.settings["cout"] for k in grouped + moved)  # as ResNeXt and RegNet group
+    def width(k: Kernel) -> int:
+        return k.settings["cin"] // k.settings["groups"]
+    assert all(width(m) == width(k) or m.settings["groups"] == k.settings["groups"]
+               for k, m in zip([k for k in grouped for _ in range(3)], moved, strict=True))
+    assert all(near(k, rng, "moved").config != k.config for k in first)  # a neighbour is never the kernel itself
 
 
 def test_packs_keep_every_kernel_apart() -> None:

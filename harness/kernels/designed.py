@@ -184,7 +184,9 @@ def sample(count: int, seed: int, kinds: Sequence[str] = KINDS, start: int = 0) 
 
 def near(kernel: Kernel, rng: random.Random, name: str) -> Kernel:
     """A neighbour of `kernel` in its space: one setting moved to another value of its kind (nn-Meter's adaptive
-    sampling draws new configurations around those its predictor misses most)."""
+    sampling draws new configurations around those its predictor misses most); a grouped convolution moves its width
+    or its groups, the other kept. A setting its stratum fixes (kernel size, stride), or drawn at the value it had,
+    is drawn again: a neighbour is never the kernel itself (half of a grouped one's had been)."""
     stratum = _stratum(kernel)
     for _ in range(100):
         fresh = _config(kernel.kind, rng, stratum)
@@ -192,12 +194,19 @@ def near(kernel: Kernel, rng: random.Random, name: str) -> Kernel:
         config = {**kernel.settings, key: fresh[key]}
         if stratum == (config.get("kernel"), config.get("stride"), "depthwise"):
             config["cin"] = config["cout"] = config["groups"] = fresh["cin"]
-        elif stratum is not None and stratum[2] == "grouped" and key in ("cin", "cout"):
-            config["cin"] = config["cout"] = fresh[key]
+        elif stratum is not None and stratum[2] == "grouped" and key in ("cin", "cout", "groups"):
+            width, groups = kernel.settings["cin"] // kernel.settings["groups"], kernel.settings["groups"]
+            if key == "groups":  # as many groups as another of its kind, of the same width; else the same groups
+                groups = fresh["groups"]
+            else:
+                width = fresh["cin"] // fresh["groups"]
+            config.update(cin=width * groups, cout=width * groups, groups=groups)
+            if width * groups > GROUPED_CHANNELS:
+                continue
         if kernel.kind == CONV and (config["cin"] % config["groups"] or config["cout"] % config["groups"]):
             continue
         moved = Kernel(name, kernel.kind, tuple(sorted(config.items())))
-        if macs(moved) <= MAX_MACS:
+        if macs(moved) <= MAX_MACS and moved.config != kernel.config:
             return moved
     return Kernel(name, kernel.kind, kernel.config)
 
