@@ -186,7 +186,7 @@ def near(kernel: Kernel, rng: random.Random, name: str) -> Kernel:
     """A neighbour of `kernel` in its space: one setting moved to another value of its kind (nn-Meter's adaptive
     sampling draws new configurations around those its predictor misses most); a grouped convolution moves its width
     or its groups, the other kept. A setting its stratum fixes (kernel size, stride), or drawn at the value it had,
-    is drawn again: a neighbour is never the kernel itself (half of a grouped one's had been)."""
+    is drawn again: a neighbour is never the kernel itself (three in five of a grouped one's had been)."""
     stratum = _stratum(kernel)
     for _ in range(100):
         fresh = _config(kernel.kind, rng, stratum)
