@@ -28,7 +28,7 @@ from harness.kernels.predictor import (
     samples_of,
     without_profiler,
 )
-from harness.kernels.regressors import ALIAS, DESIGNED, POOLED, KernelRegressors, kind_view
+from harness.kernels.regressors import ALIAS, DESIGNED, POOLED, KernelRegressors, kind_view, work_units
 from harness.kernels.rules import host_block, load_rules
 from harness.kernels.table import write_table
 from harness.kernels.training import ModelTable, as_table_rows, median_of_runs, session_tables
@@ -280,33 +280,6 @@ def test_a_kind_no_model_runs_is_its_designed_kernels_in_context() -> None:
     assert not alone.alone and alone.predict("GroupedConv", grouped, 10.0)[1] == "GroupedConv"
 
 
-def test_what_running_in_a_model_takes_off_a_designed_kernel_shrinks_as_kernels_grow() -> None:
-    """Models of three families run small dense convolutions at 0.6 of their designed twins' time and large ones at
-    0.95, the factor a line in log work: a grouped convolution no model runs is predicted at the factor of its size
-    (the smallest models' below their size), where one factor for all would put the large ones far too low."""
-    rng = np.random.default_rng(13)
-    def work(x: np.ndarray) -> float:
-        return float(np.log1p(np.expm1(x[0]) + np.expm1(x[1])))
-    def rows(kind: str, groups: int, count: int, alone: bool, family: str) -> pd.DataFrame:
-        channels, sizes = rng.choice([16, 32, 64, 128, 256], count), rng.choice([7, 14, 28, 56], count)
-        x = [[*conv(int(c), int(c), groups, int(s)), 0.0] for c, s in zip(channels, sizes, strict=True)]
-        return samples_frame(kind, x, [float(np.expm1(v[0])) * 2e-7 + 0.002 for v in x], alone, family)
-    designed = pd.concat([rows("Conv", 1, 120, True, "designed"), rows("GroupedConv", 8, 80, True, "designed")])
-    models = pd.concat([rows("Conv", 1, 40, False, family) for family in ("a", "b", "c")], ignore_index=True)
-    works = np.array([work(x) for x in models["x"]])
-    least, most = works.min(), works.max()
-    factor = 0.6 + 0.35 * (works - least) / (most - least)  # 0.6 for the smallest, 0.95 for the largest
-    models["ms"] = models["ms"] * factor
-    regressors = KernelRegressors.fit(pd.concat([models, designed], ignore_index=True))
-    small, large = np.array([[*conv(16, 16, 8, 7), 0.0]]), np.array([[*conv(256, 256, 4, 56), 0.0]])
-    expected = [0.6 + 0.35 * (min(max(work(x[0]), least), most) - least) / (most - least) for x in (small, large)]
-    assert expected[1] / expected[0] > 1.4
-    for x, factor in zip((small, large), expected, strict=True):
-        times, carried = regressors.predict("GroupedConv", x, 10.0)
-        in_probe = np.exp(regressors.designed["GroupedConv"].predict(kind_view("GroupedConv", x))[0] + work(x[0]))
-        assert carried == DESIGNED and times[0] / in_probe == pytest.approx(factor, rel=0.05)
-
-
 def in_context_of(model_factor: Callable[[np.ndarray], float], seed: int) -> tuple[KernelRegressors, np.ndarray]:
     """Regressors fitted on designed dense and grouped convolutions and on models of three families whose dense
     convolutions ran at `model_factor(x)` of their designed twins' time; and the models' rows."""
@@ -319,6 +292,26 @@ def in_context_of(model_factor: Callable[[np.ndarray], float], seed: int) -> tup
     models = pd.concat([rows("Conv", 1, 40, False, family) for family in ("a", "b", "c")], ignore_index=True)
     models["ms"] = models["ms"] * [model_factor(x) for x in models["x"]]
     return KernelRegressors.fit(pd.concat([models, designed], ignore_index=True)), np.vstack(list(models["x"]))
+
+
+def test_what_running_in_a_model_takes_off_a_designed_kernel_shrinks_as_kernels_grow() -> None:
+    """Models of three families run small dense convolutions at 0.6 of their designed twins' time and large ones at
+    0.95, the factor a line in log work: a grouped convolution no model runs is predicted at the factor of its size
+    (the smallest models' below their size), where one factor for all would put the large ones far too low."""
+    def work(x: np.ndarray) -> float:
+        return float(np.log1p(np.expm1(x[0]) + np.expm1(x[1])))
+    least, most = work(np.array(conv(16, 16, 1, 7))), work(np.array(conv(256, 256, 1, 56)))
+    def factor(x: np.ndarray) -> float:  # 0.6 for the smallest, 0.95 for the largest
+        return 0.6 + 0.35 * (work(x) - least) / (most - least)
+    regressors, x = in_context_of(factor, 13)
+    assert [min(map(work, x)), max(map(work, x))] == pytest.approx([least, most])  # both drawn
+    small, large = np.array([[*conv(16, 16, 8, 7), 0.0]]), np.array([[*conv(256, 256, 4, 56), 0.0]])
+    expected = [0.6 + 0.35 * (min(max(work(x[0]), least), most) - least) / (most - least) for x in (small, large)]
+    assert expected[1] / expected[0] > 1.4
+    for x, factor in zip((small, large), expected, strict=True):
+        times, carried = regressors.predict("GroupedConv", x, 10.0)
+        in_probe = np.exp(regressors.designed["GroupedConv"].predict(kind_view("GroupedConv", x))[0] + work(x[0]))
+        assert carried == DESIGNED and times[0] / in_probe == pytest.approx(factor, rel=0.05)
 
 
 def test_a_few_model_rows_the_designed_regressor_misses_do_not_move_what_running_in_a_model_takes_off() -> None:
@@ -342,9 +335,8 @@ def test_running_in_a_model_never_adds_to_a_designed_kernels_time() -> None:
     small, large = np.array([[*conv(16, 16, 8, 7), 0.0]]), np.array([[*conv(256, 256, 4, 56), 0.0]])
     assert regressors.in_context(large)[0] == 0.0 and np.exp(regressors.in_context(small)[0]) < 0.8
     times, carried = regressors.predict("GroupedConv", large, 10.0)
-    in_probe = np.exp(regressors.designed["GroupedConv"].predict(kind_view("GroupedConv", large))[0]
-                      + np.log1p(np.expm1(large[0, 0]) + np.expm1(large[0, 1])))
-    assert carried == DESIGNED and times[0] == pytest.approx(in_probe)
+    in_probe = np.exp(regressors.designed["GroupedConv"].predict(kind_view("GroupedConv", large)) + work_units(large))
+    assert carried == DESIGNED and times[0] == pytest.approx(in_probe[0])
 
 
 def gemm(rows: int, cin: int, cout: int) -> list[float]:

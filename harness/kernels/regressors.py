@@ -69,7 +69,7 @@ def work_units(x: np.ndarray) -> np.ndarray:
     return np.log1p(np.expm1(x[:, 0]) + np.expm1(x[:, 1]))
 
 
-def _channels_a_group(x: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _divided_by_groups(x: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Feature rows with the features `names` divided by each row's group count, and the group counts."""
     raw = np.expm1(x)
     groups = np.maximum(raw[:, FEATURES.index("groups")], 1.0)
@@ -82,7 +82,7 @@ def _channels_a_group(x: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray
 def per_group(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Grouped convolutions' feature rows as one group's dense convolution (MACs, bytes, channels divided by the
     groups, one group), and each row's group count: an engine runs a grouped convolution as that many dense ones."""
-    one, groups = _channels_a_group(x, ("macs", "bytes", "in_bytes", "out_bytes", "weight_bytes", "cin", "cout"))
+    one, groups = _divided_by_groups(x, ("macs", "bytes", "in_bytes", "out_bytes", "weight_bytes", "cin", "cout"))
     one[:, FEATURES.index("groups")] = np.log1p(1.0)
     return one, groups
 
@@ -94,7 +94,7 @@ def kind_view(kind: str, x: np.ndarray) -> np.ndarray:
     4, 0.04 in groups of 8 and 24; blocked ones at 0.017–0.021), which trees read from channels and groups only by
     splitting on both: from a 3-minute probe's 27 designed grouped kernels, eight RegNet and ResNeXt models' grouped
     convolutions came out at 0.80–1.42 of their profiled time, and 0.89–1.05 with the width (docs/kernels.md)."""
-    return _channels_a_group(x, ("cin", "cout"))[0] if kind == PER_GROUP and len(x) else x
+    return _divided_by_groups(x, ("cin", "cout"))[0] if kind == PER_GROUP and len(x) else x
 
 
 @dataclass(frozen=True)
