@@ -39,9 +39,10 @@ from harness.kernels.designed import (
 from harness.kernels.detect import detect
 from harness.kernels.learn import examples_from_table, learn
 from harness.kernels.predictor import graph_resolver, samples_of
-from harness.kernels.probed import kernel_times
+from harness.kernels.probed import kernel_times, session_rows
 from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules
 from harness.kernels.table import find_kernel_table
+from harness.run.probe import Costs, ZooRepeats
 from tests.boards import BoardFactory
 from tests.test_target import harness, set_up
 
@@ -141,6 +142,18 @@ def test_adaptive_rounds_go_where_the_line_misses() -> None:
     assert len({k.name for k in chosen} | {k.name for k in kernels}) == 128
 
 
+def test_the_zoo_models_repeats_spread_over_the_budget_left() -> None:
+    """Three repeats with 600 s left: one now, the others 200 s and 400 s on, so that a slow spell of the machine
+    (seconds to a minute) slows one of them, not all three; the adaptive rounds leave room for those still to run."""
+    zoo = ZooRepeats.spread(["a", "b"], [1_000_000, 3_000_000], 3, now_s=100.0, left_s=600.0)
+    assert zoo.due_s == [100.0, 300.0, 500.0]
+    costs = Costs(graph_run_s=1.0, fixed_s=2.0, ms_per_mac=1e-6, calls=100, repeats=3)
+    one = costs.models_s([1_000_000, 3_000_000]) / 3  # a repeat of both models: 2 × 2 s + 400 ms of calls
+    assert one == pytest.approx(4.4) and zoo.reserve_s(costs) == pytest.approx(3 * one)
+    zoo.due_s.pop(0)
+    assert zoo.reserve_s(costs) == pytest.approx(2 * one)
+
+
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = tmp_path_factory.mktemp("probe")
@@ -158,13 +171,24 @@ def test_a_probe_writes_a_table_the_devices_command_lists(probed: Path, capsys: 
         ("host-onnxruntime-1t-fp32", "host", "onnxruntime", 1, "fp32")]
     table = find_kernel_table("host-onnxruntime-1t-fp32", probed)
     assert table is not None
-    assert 0 < table.meta["probing_s"] < 2 * BUDGET_S and len(table.meta["sessions"]) == 2
+    # the designed kernels' session, then the zoo models' three repeats, a session each
+    assert 0 < table.meta["probing_s"] < 2 * BUDGET_S and len(table.meta["sessions"]) == 4
     assert all((probed / session / "runs.jsonl").is_file() for session in table.meta["sessions"])
     rows = table.rows()
     zoo = rows[rows["source"] == "zoo"]
     assert set(zoo["model"]) == {"resnet8_cifar10", "kws_dscnn"}
     assert set(zoo["family"]) == {"resnet8_cifar10", "kws_dscnn"} and (zoo["model_latency_ms"] > 0).all()
     assert zoo.loc[zoo["op_type"] == "Conv", "mean_ms"].gt(0).all()
+    repeats = [session_rows([probed / session], {}) for session in table.meta["sessions"][1:]]
+    assert [len(r) for r in repeats] == [len(zoo)] * 3  # each repeat one run of each model, every node
+    for model, own in zoo.groupby("model"):
+        each = [r[r["model"] == model] for r in repeats]
+        convs = own[own["op_type"].eq("Conv")].set_index("node")["mean_ms"]
+        # each node at the median of its three repeats (matched by name), the latency at the median of theirs
+        assert convs.to_numpy() == pytest.approx(np.median(
+            [r.set_index("node")["mean_ms"].reindex(convs.index).to_numpy() for r in each], axis=0))
+        latencies = [r["model_latency_ms"].iloc[0] for r in each]
+        assert own["model_latency_ms"].iloc[0] == pytest.approx(np.median(latencies))
     for graph in set(zoo["graph"]):  # the zoo graphs travel in the table: it predicts where the zoo is not
         assert onnx.load(str(table.graph_path(graph))).graph.node
 

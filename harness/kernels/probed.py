@@ -1,12 +1,12 @@
-"""A probe session's runs as kernel-table rows: each model's per-op table (each node's median of its runs' times),
-with the model's headline latency from the same session's timed phase, and each designed row mapped back to the
+"""A probe's sessions' runs as kernel-table rows: each model's per-op table (each node's median of its runs' times),
+with the model's headline latency from the same runs' timed phases, and each designed row mapped back to the
 designed kernel it times."""
 
 from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import onnx
@@ -108,21 +108,23 @@ def merged(table: pd.DataFrame) -> pd.DataFrame:
     return joined.sort_values("node_index", na_position="last", kind="stable", ignore_index=True)[table.columns]
 
 
-def session_rows(session_dir: Path, designed: Mapping[str, Path]) -> pd.DataFrame:
-    """Every model's per-op rows in the session `session_dir` (ok runs with a per-op profile, each node at the median
-    of its runs' times: harness.kernels.training.median_of_runs), with model, source, family, model_latency_ms and
-    graph; a designed probe graph's rows (`designed`: the model's name -> its graph) also with kernel and
-    kernel_kind, and graph naming the kernel's own graph under the table's graphs/; a zoo model's graph names its
-    file there too (the probe copies it in), so a table predicts where the zoo is not. A model with no per-op
-    profile gives no rows."""
-    by_model: dict[str, list[RunRecord]] = {}
-    for run in load_runs(session_dir):
-        if run.ok and run.line.get("per_op", {}).get("iterations"):
-            by_model.setdefault(run.model_name, []).append(run)
+def session_rows(session_dirs: Sequence[Path], designed: Mapping[str, Path]) -> pd.DataFrame:
+    """Every model's per-op rows in the sessions `session_dirs` (ok runs with a per-op profile, each node at the
+    median of its runs' times across the sessions: harness.kernels.training.median_of_runs), with model, source,
+    family, model_latency_ms and graph; a designed probe graph's rows (`designed`: the model's name -> its graph)
+    also with kernel and kernel_kind, and graph naming the kernel's own graph under the table's graphs/; a zoo
+    model's graph names its file there too (the probe copies it in), so a table predicts where the zoo is not. A
+    model with no per-op profile gives no rows."""
+    by_model: dict[str, list[tuple[Path, RunRecord]]] = {}
+    for session_dir in session_dirs:
+        for run in load_runs(session_dir):
+            if run.ok and run.line.get("per_op", {}).get("iterations"):
+                by_model.setdefault(run.model_name, []).append((session_dir, run))
     frames = []
-    for model, runs in sorted(by_model.items()):
+    for model, found in sorted(by_model.items()):
+        runs = [run for _, run in found]
         tables = []
-        for run in runs:
+        for session_dir, run in found:
             try:
                 tables.append(merged(pooled(session_dir, [run]).table))
             except DataError:

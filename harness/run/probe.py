@@ -7,9 +7,11 @@ rounds, a warmup and a timed phase for the headline latency, then the per-op pha
 1. designed kernels, stratified (designed.sample), packed into probe graphs: the first PRICING_PACKS whatever the
    budget, since their runs price the device (a run's fixed seconds and its milliseconds per MAC, from which the
    rest is sized to the budget), then as many of the others as fit FIRST_SHARE of it;
-2. zoo models (`--models`), those whose estimated runs fit ZOO_SHARE of the budget left, in the order given;
-3. designed kernels, adaptively (adaptive.next_round), round after round while one fits in the budget; the last
-   round shrinks to the probe graphs that fit what is left.
+2. zoo models (`--models`), those whose estimated runs fit ZOO_SHARE of the budget left, in the order given: one
+   session a repeat, the first now and the others spread over the budget left between the next phase's rounds
+   (ZooRepeats), each node's time the median of its repeats;
+3. designed kernels, adaptively (adaptive.next_round), round after round while one fits in the budget left less
+   the zoo repeats still to run; the last round shrinks to the probe graphs that fit what is left.
 
 The repeats, iterations and warmup are PROBE_DEFAULTS where the profile leaves them at env.template's defaults
 (500 iterations x 7 repeats of each probe graph would take the whole budget for a few graphs).
@@ -99,6 +101,28 @@ class Costs:
 
 
 @dataclass
+class ZooRepeats:
+    """The zoo models' repeats, one session each, spread over the probe: a machine's slow spells last seconds to a
+    minute and slow every run inside them alike (on this host a probe's three interleaved rounds of ten models, run
+    back to back in 36 s, all came out 10–60% slow, 9 models of 10 off by over 10% between rounds, where the models'
+    sessions an hour apart agreed within 10%), so repeats minutes apart outvote a spell that repeats seconds apart
+    share. `due_s`: when each repeat still to run is due, in seconds since the probe started."""
+
+    models: list[str]
+    work: list[int]
+    due_s: list[float]
+
+    @classmethod
+    def spread(cls, models: list[str], work: list[int], repeats: int, now_s: float, left_s: float) -> ZooRepeats:
+        """`repeats` repeats, the first due now and the others evenly over the `left_s` seconds left."""
+        return cls(models, work, [now_s + i * left_s / max(1, repeats) for i in range(max(1, repeats))])
+
+    def reserve_s(self, costs: Costs) -> float:
+        """Seconds the repeats still to run will take."""
+        return len(self.due_s) * replace(costs, repeats=1).models_s(self.work)
+
+
+@dataclass
 class Probe:
     """A probe in progress: its sessions, rows, kernels and the clock."""
 
@@ -114,14 +138,23 @@ class Probe:
     runs: list[RunRecord] = field(default_factory=list)
     pack_macs: dict[str, int] = field(default_factory=dict)
     """a probe graph's name -> the MACs of its kernels"""
+    zoo_dirs: list[Path] = field(default_factory=list)
+    zoo: ZooRepeats | None = None
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
 
     @property
     def left_s(self) -> float:
-        return self.request.budget_s - (time.monotonic() - self.started)
+        return self.request.budget_s - self.elapsed_s
 
-    def session(self, paths: Sequence[str], designed: dict[str, Path]) -> tuple[str, int, int]:
-        """One session of `paths` -> (its id, its ok runs, the rows it gave)."""
-        start = start_session(self.profile, SessionRequest(models=tuple(paths), seed=self.request.seed))
+    def session(self, paths: Sequence[str], designed: dict[str, Path],
+                profile: DeviceProfile | None = None, seed: int = 0) -> tuple[str, int, int]:
+        """One session of `paths` (under `profile`, the probe's by default) -> (its id, its ok runs, the rows it
+        gave: a zoo repeat's rows are read with the other repeats' at the end, by _rows)."""
+        start = start_session(profile or self.profile,
+                              SessionRequest(models=tuple(paths), seed=self.request.seed + seed))
         for note in start.new_notes:
             self.say(f"  note: {note}")
         started = start.session
@@ -133,10 +166,31 @@ class Probe:
         self.graphs.update({f"{run.model_name}.onnx": Path(run.line["model_path"]) for run in runs
                             if run.ok and run.model_name not in designed
                             and Path(str(run.line.get("model_path") or "")).is_file()})
-        rows = session_rows(session_dir, designed)
+        if not designed:
+            self.zoo_dirs.append(session_dir)
+            return session_dir.name, sum(run.ok for run in runs), len(session_rows([session_dir], designed))
+        rows = session_rows([session_dir], designed)
         if len(rows):
             self.frames.append(rows)
         return session_dir.name, sum(run.ok for run in runs), len(rows)
+
+    def zoo_repeat(self, left_out: Sequence[str] = ()) -> None:
+        """Run the zoo models' next repeat, one session of one repeat."""
+        assert self.zoo is not None and self.zoo.due_s
+        self.zoo.due_s.pop(0)
+        done = len(self.zoo_dirs)
+        began = time.monotonic()
+        once = replace(self.profile, repeats=1, max_repeats=1)
+        session, ok, count = self.session(self.zoo.models, {}, once, seed=done)
+        self.say(f"zoo models, repeat {done + 1} of {done + 1 + len(self.zoo.due_s)}: {len(self.zoo.models)} models, "
+                 f"{ok} runs ok, {count} rows, {time.monotonic() - began:.0f} s (session {session})"
+                 + (f"; left out for the budget: {', '.join(left_out)}" if left_out else ""))
+
+    def zoo_due(self) -> bool:
+        return self.zoo is not None and bool(self.zoo.due_s) and self.elapsed_s >= self.zoo.due_s[0]
+
+    def zoo_reserve_s(self, costs: Costs) -> float:
+        return self.zoo.reserve_s(costs) if self.zoo is not None else 0.0
 
     def designed_round(self, kernels: list[Kernel], phase: str) -> None:
         if self.request.designed is not None:  # the first in sampling order (k0000, k0001, ...): every kind in turn
@@ -200,12 +254,16 @@ def fitting(packs: Sequence[Sequence[Kernel]], costs: Costs, seconds: float) -> 
     return kept
 
 
+def model_macs(name: str) -> int:
+    """A zoo model's MACs, which price its runs."""
+    return int(onnx_facts(resolve_model(name, check_runtime=False).path).get("macs") or 0)
+
+
 def zoo_fitting(models: Sequence[str], costs: Costs, seconds: float) -> tuple[list[str], list[str]]:
     """The models (in order) whose estimated runs fit in `seconds`, and those left out."""
     kept, left, spent = [], [], 0.0
     for name in models:
-        info = resolve_model(name, check_runtime=False)
-        estimate = costs.models_s([int(onnx_facts(info.path).get("macs") or 0)])
+        estimate = costs.models_s([model_macs(name)])
         if spent + estimate <= seconds:
             kept.append(name)
             spent += estimate
@@ -252,22 +310,24 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
         costs = state.costs()
         kept, left = zoo_fitting(request.models, costs, max(0.0, state.left_s * ZOO_SHARE))
         if kept:
-            began = time.monotonic()
-            session, ok, count = state.session(kept, {})
-            say(f"zoo models: {len(kept)} models, {ok} runs ok, {count} rows, {time.monotonic() - began:.0f} s "
-                f"(session {session})" + (f"; left out for the budget: {', '.join(left)}" if left else ""))
+            state.zoo = ZooRepeats.spread(kept, [model_macs(name) for name in kept], profile.repeats,
+                                          state.elapsed_s, state.left_s)
+            state.zoo_repeat(left)
         elif request.models:
             say(f"zoo models: none fits the budget left ({max(0.0, state.left_s):.0f} s); left out: {', '.join(left)}")
         rounds = 0
         while request.designed is None or len(state.kernels) < request.designed:
+            if state.zoo_due():
+                state.zoo_repeat()
             count = ROUND_KERNELS if request.designed is None else min(ROUND_KERNELS,
                                                                        request.designed - len(state.kernels))
-            times = {str(kernel): float(ms) for kernel, ms in kernel_times(_rows(state)).items()}
+            times = {str(kernel): float(ms) for kernel, ms in kernel_times(_designed_rows(state)).items()}
             kernels = next_round(state.kernels, times, count,
                                  request.seed + rounds + 1, len(state.kernels))
             costs = state.costs()  # priced again after every round: the machine's load moves
             packs = pack(kernels)
-            fit = fitting(packs, costs, state.left_s)  # the last round shrinks to what the budget has left
+            # the last round shrinks to what the budget has left after the zoo repeats still to run
+            fit = fitting(packs, costs, state.left_s - state.zoo_reserve_s(costs))
             if not fit:
                 break
             rounds += 1
@@ -276,6 +336,8 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
                                     if len(fit) < len(packs) else ""))
             if len(fit) < len(packs):
                 break
+        while state.zoo is not None and state.zoo.due_s:
+            state.zoo_repeat()
         rows = _rows(state)
         device, cpu = device_of(profile, state.runs)
         name = request.name or table_name(device, profile.runtime, threads, "fp32")
@@ -291,8 +353,14 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
     return table
 
 
-def _rows(state: Probe) -> pd.DataFrame:
+def _designed_rows(state: Probe) -> pd.DataFrame:
     if not state.frames:
         raise DataError("harness probe: no run gave a per-op profile; see the sessions' errors "
                         f"({', '.join(state.sessions)})")
     return pd.concat(state.frames, ignore_index=True)
+
+
+def _rows(state: Probe) -> pd.DataFrame:
+    """The designed rows, then the zoo models' rows over all their repeats."""
+    zoo = session_rows(state.zoo_dirs, {}) if state.zoo_dirs else pd.DataFrame()
+    return pd.concat([_designed_rows(state), zoo], ignore_index=True)
