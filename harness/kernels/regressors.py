@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from sklearn.ensemble import GradientBoostingRegressor
+from sklearn.isotonic import IsotonicRegression
 
 from harness.kernels.features import FEATURES
 from harness.kernels.trees import PackedTrees
@@ -97,31 +97,46 @@ def kind_view(kind: str, x: np.ndarray) -> np.ndarray:
     return _divided_by_groups(x, ("cin", "cout"))[0] if kind == PER_GROUP and len(x) else x
 
 
+IN_CONTEXT_BINS = 8
+"""The model rows that fit the in-context curve, in this many bins of equal count by work (fewer where a bin would
+hold under MIN_KIND_ROWS rows): each bin's median."""
+
+
 @dataclass(frozen=True)
 class InContext:
-    """What running in a model adds to a designed kernel's log time: a Theil–Sen line in its log work (work_units),
-    the work held inside the range of the model rows that fitted it, and never above 0. The gap shrinks as kernels
-    grow: on this host a model's convolutions of under 0.1 M MACs ran at 0.58 of their designed twins' time (median),
-    of 1–10 M at 0.77, of over 100 M at 0.92. One factor for all, the median, had put the transformers' Gemms (up to
-    0.9 G MACs, larger than any of the models' rows) at 0.65 of theirs: Swin-T −27%, ConvNeXt-Tiny −16%; the line
-    put them at −6.0% and +8.1% (docs/kernels.md).
-    - Theil–Sen (the median of pairwise slopes), not least squares: a thin designed regressor misses a few model
-      rows many times over (a 3-minute probe's put 1×1 convolutions of 8 to 48 channels 13 to 20 times above their
-      time), and least squares followed them: on one session against two probes the line read 0.80 and 0.54 at
-      3 M units of work, Theil–Sen 0.80 and 0.74.
+    """What running in a model adds to a designed kernel's log time, as a curve in its log work (work_units): the
+    medians of the model rows' residuals in bins of their work, made non-decreasing (isotonic regression) and never
+    above 0, joined linearly and held flat beyond the outer bins. The gap shrinks as kernels grow: on this host a
+    model's convolutions of under 0.1 M MACs ran at 0.58 of their designed twins' time (median), of 1–10 M at 0.77,
+    of over 100 M at 0.92. One factor for all, the median, had put the transformers' Gemms (up to 0.9 G MACs, larger
+    than any of the models' rows) at 0.65 of theirs: Swin-T −27%, ConvNeXt-Tiny −16% (docs/kernels.md).
+    - Medians of bins, not one line: a 3-minute probe's thin designed regressor put the models' convolutions of
+      0.1–1 M MACs at 5 times their time (median residual −1.65), and a line through every row, even fitted by
+      Theil–Sen, followed them down the whole range: it read 0.59 at 10 M units of work and 0.70 at 100 M, where
+      that table's rows of 10–100 M had run at 0.83 of their designed twins (median), and it put RegNets' grouped
+      convolutions 11–21% and Swin-T and MaxViT-T 15% and 28% below their time (docs/kernels.md).
     - Never above 0: a kernel in a model reuses buffers still in the cache, and runs no slower than alone in a probe
       graph (convolutions and Gemms of one configuration in both ran at a median 0.50–0.95 of their probe time, per
-      kind and size). Fitted on two default probes' tables, the line rose above 0 at the models' largest kernels
+      kind and size). Fitted on two default probes' tables, a line rose above 0 at the models' largest kernels
       (1.13 and 1.41 at 180 M units of work) and put the transformers' largest Gemms above their time: ConvNeXt-Tiny
       +40%, Swin-T +29% on one table, +14% and +6% held at 0 (docs/kernels.md)."""
 
-    slope: float = 0.0
-    intercept: float = 0.0
-    least: float = 0.0
-    most: float = 0.0
+    work: tuple[float, ...] = (0.0,)
+    log_factor: tuple[float, ...] = (0.0,)
+
+    @classmethod
+    def fit(cls, residuals: np.ndarray, work: np.ndarray) -> InContext:
+        """The curve of the model rows' `residuals` (log time less the designed regressor's) on their `work`."""
+        order = np.argsort(work, kind="stable")
+        bins = np.array_split(order, max(1, min(IN_CONTEXT_BINS, len(order) // MIN_KIND_ROWS)))
+        centres = np.array([np.median(work[b]) for b in bins])
+        medians = np.array([np.median(residuals[b]) for b in bins])
+        curve = IsotonicRegression(increasing=True, y_max=0.0).fit(centres, medians,
+                                                                   sample_weight=[len(b) for b in bins])
+        return cls(tuple(float(c) for c in centres), tuple(float(v) for v in curve.predict(centres)))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return np.minimum(self.intercept + self.slope * np.clip(work_units(x), self.least, self.most), 0.0)
+        return np.interp(work_units(x), self.work, self.log_factor)
 
 
 @dataclass
@@ -256,10 +271,8 @@ def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame, seen: set[
              for kind, group in shared.groupby("kind") for x_kind, y_kind in [targets(group, False)]]
     if not pairs:
         return own, {kind: trees for kind, trees in own.items() if kind not in seen}, InContext()
-    residuals, work = np.concatenate([r for r, _ in pairs]), np.concatenate([w for _, w in pairs])
-    slope, intercept, _, _ = stats.theilslopes(residuals, work)
-    line = InContext(float(slope), float(intercept), float(work.min()), float(work.max()))
-    return own, {kind: trees for kind, trees in own.items() if kind not in seen}, line
+    curve = InContext.fit(np.concatenate([r for r, _ in pairs]), np.concatenate([w for _, w in pairs]))
+    return own, {kind: trees for kind, trees in own.items() if kind not in seen}, curve
 
 
 def compute_kinds(samples: pd.DataFrame) -> list[str]:
