@@ -39,7 +39,7 @@ from harness.kernels.designed import (
 from harness.kernels.detect import detect
 from harness.kernels.learn import examples_from_table, learn
 from harness.kernels.predictor import graph_resolver, samples_of
-from harness.kernels.probed import kernel_times, session_rows
+from harness.kernels.probed import kernel_times, per_op_tables, session_rows
 from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules
 from harness.kernels.table import find_kernel_table
 from harness.run.probe import Costs, ZooRepeats
@@ -179,7 +179,7 @@ def test_a_probe_writes_a_table_the_devices_command_lists(probed: Path, capsys: 
     assert set(zoo["model"]) == {"resnet8_cifar10", "kws_dscnn"}
     assert set(zoo["family"]) == {"resnet8_cifar10", "kws_dscnn"} and (zoo["model_latency_ms"] > 0).all()
     assert zoo.loc[zoo["op_type"] == "Conv", "mean_ms"].gt(0).all()
-    repeats = [session_rows([probed / session], {}) for session in table.meta["sessions"][1:]]
+    repeats = [session_rows(per_op_tables(probed / session), {}) for session in table.meta["sessions"][1:]]
     assert [len(r) for r in repeats] == [len(zoo)] * 3  # each repeat one run of each model, every node
     for model, own in zoo.groupby("model"):
         each = [r[r["model"] == model] for r in repeats]

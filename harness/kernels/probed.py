@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import onnx
@@ -108,27 +108,35 @@ def merged(table: pd.DataFrame) -> pd.DataFrame:
     return joined.sort_values("node_index", na_position="last", kind="stable", ignore_index=True)[table.columns]
 
 
-def session_rows(session_dirs: Sequence[Path], designed: Mapping[str, Path]) -> pd.DataFrame:
-    """Every model's per-op rows in the sessions `session_dirs` (ok runs with a per-op profile, each node at the
-    median of its runs' times across the sessions: harness.kernels.training.median_of_runs), with model, source,
-    family, model_latency_ms and graph; a designed probe graph's rows (`designed`: the model's name -> its graph)
-    also with kernel and kernel_kind, and graph naming the kernel's own graph under the table's graphs/; a zoo
-    model's graph names its file there too (the probe copies it in), so a table predicts where the zoo is not. A
-    model with no per-op profile gives no rows."""
-    by_model: dict[str, list[tuple[Path, RunRecord]]] = {}
-    for session_dir in session_dirs:
-        for run in load_runs(session_dir):
-            if run.ok and run.line.get("per_op", {}).get("iterations"):
-                by_model.setdefault(run.model_name, []).append((session_dir, run))
-    frames = []
-    for model, found in sorted(by_model.items()):
-        runs = [run for _, run in found]
-        tables = []
-        for session_dir, run in found:
+ModelRuns = dict[str, list[tuple[RunRecord, pd.DataFrame | None]]]
+"""Per model, its ok runs with a per-op profile, each with its per-op table (None where the profile does not read)."""
+
+
+def per_op_tables(session_dir: Path) -> ModelRuns:
+    """The session's ok runs with a per-op profile, each with its per-op table (merged), by model: read once, as a
+    session ends, and combined with other sessions' runs of the same models by session_rows."""
+    found: ModelRuns = {}
+    for run in load_runs(session_dir):
+        if run.ok and run.line.get("per_op", {}).get("iterations"):
             try:
-                tables.append(merged(pooled(session_dir, [run]).table))
+                table: pd.DataFrame | None = merged(pooled(session_dir, [run]).table)
             except DataError:
-                continue
+                table = None
+            found.setdefault(run.model_name, []).append((run, table))
+    return found
+
+
+def session_rows(found: ModelRuns, designed: Mapping[str, Path]) -> pd.DataFrame:
+    """Every model's per-op rows from its runs (per_op_tables, of one session or several: each node at the median of
+    its runs' times, harness.kernels.training.median_of_runs), with model, source, family, model_latency_ms and
+    graph; a designed probe graph's rows (`designed`: the model's name -> its graph) also with kernel and
+    kernel_kind, and graph naming the kernel's own graph under the table's graphs/; a zoo model's graph names its
+    file there too (the probe copies it in), so a table predicts where the zoo is not. A model with no per-op
+    profile gives no rows."""
+    frames = []
+    for model, pairs in sorted(found.items()):
+        runs = [run for run, _ in pairs]
+        tables = [table for _, table in pairs if table is not None]
         if not tables:
             continue
         table = median_of_runs(tables)

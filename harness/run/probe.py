@@ -36,7 +36,7 @@ from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.kernels.adaptive import next_round
 from harness.kernels.designed import CONV_STRATA, CONV_WEIGHT, KINDS, Kernel, macs, pack, sample, write_probe
-from harness.kernels.probed import kernel_times, session_rows
+from harness.kernels.probed import ModelRuns, kernel_times, per_op_tables, session_rows
 from harness.kernels.table import GRAPHS_DIR, KernelTable, kernels_root, now_utc, table_name, write_table
 from harness.models.facts import onnx_facts
 from harness.models.resolve import resolve_model
@@ -111,6 +111,9 @@ class ZooRepeats:
     models: list[str]
     work: list[int]
     due_s: list[float]
+    ran: int = 0
+    runs: ModelRuns = field(default_factory=dict)
+    """the repeats' runs so far, each with its per-op table"""
 
     @classmethod
     def spread(cls, models: list[str], work: list[int], repeats: int, now_s: float, left_s: float) -> ZooRepeats:
@@ -138,7 +141,6 @@ class Probe:
     runs: list[RunRecord] = field(default_factory=list)
     pack_macs: dict[str, int] = field(default_factory=dict)
     """a probe graph's name -> the MACs of its kernels"""
-    zoo_dirs: list[Path] = field(default_factory=list)
     zoo: ZooRepeats | None = None
 
     @property
@@ -149,10 +151,9 @@ class Probe:
     def left_s(self) -> float:
         return self.request.budget_s - self.elapsed_s
 
-    def session(self, paths: Sequence[str], designed: dict[str, Path],
-                profile: DeviceProfile | None = None, seed: int = 0) -> tuple[str, int, int]:
-        """One session of `paths` (under `profile`, the probe's by default) -> (its id, its ok runs, the rows it
-        gave: a zoo repeat's rows are read with the other repeats' at the end, by _rows)."""
+    def session(self, paths: Sequence[str], profile: DeviceProfile | None = None,
+                seed: int = 0) -> tuple[Path, list[RunRecord]]:
+        """One session of `paths` (under `profile`, the probe's by default) -> its folder and its runs."""
         start = start_session(profile or self.profile,
                               SessionRequest(models=tuple(paths), seed=self.request.seed + seed))
         for note in start.new_notes:
@@ -164,27 +165,27 @@ class Probe:
         runs = load_runs(session_dir)
         self.runs += runs
         self.graphs.update({f"{run.model_name}.onnx": Path(run.line["model_path"]) for run in runs
-                            if run.ok and run.model_name not in designed
+                            if run.ok and run.model_name not in self.pack_macs
                             and Path(str(run.line.get("model_path") or "")).is_file()})
-        if not designed:
-            self.zoo_dirs.append(session_dir)
-            return session_dir.name, sum(run.ok for run in runs), len(session_rows([session_dir], designed))
-        rows = session_rows([session_dir], designed)
-        if len(rows):
-            self.frames.append(rows)
-        return session_dir.name, sum(run.ok for run in runs), len(rows)
+        return session_dir, runs
 
     def zoo_repeat(self, left_out: Sequence[str] = ()) -> None:
-        """Run the zoo models' next repeat, one session of one repeat."""
-        assert self.zoo is not None and self.zoo.due_s
-        self.zoo.due_s.pop(0)
-        done = len(self.zoo_dirs)
+        """Run the zoo models' next repeat, one session of one repeat; its runs join the repeats' before it."""
+        zoo = self.zoo
+        assert zoo is not None and zoo.due_s
+        zoo.due_s.pop(0)
         began = time.monotonic()
         once = replace(self.profile, repeats=1, max_repeats=1)
-        session, ok, count = self.session(self.zoo.models, {}, once, seed=done)
-        self.say(f"zoo models, repeat {done + 1} of {done + 1 + len(self.zoo.due_s)}: {len(self.zoo.models)} models, "
-                 f"{ok} runs ok, {count} rows, {time.monotonic() - began:.0f} s (session {session})"
-                 + (f"; left out for the budget: {', '.join(left_out)}" if left_out else ""))
+        session_dir, runs = self.session(zoo.models, once, seed=zoo.ran)
+        found = per_op_tables(session_dir)
+        for model, pairs in found.items():
+            zoo.runs.setdefault(model, []).extend(pairs)
+        zoo.ran += 1
+        rows = sum(len(table) for pairs in found.values() for _, table in pairs if table is not None)
+        self.say(f"zoo models, repeat {zoo.ran} of {zoo.ran + len(zoo.due_s)}: {len(zoo.models)} models, "
+                 f"{sum(run.ok for run in runs)} runs ok, {rows} rows, {time.monotonic() - began:.0f} s "
+                 f"(session {session_dir.name})" + (f"; left out for the budget: {', '.join(left_out)}"
+                                                    if left_out else ""))
 
     def zoo_due(self) -> bool:
         return self.zoo is not None and bool(self.zoo.due_s) and self.elapsed_s >= self.zoo.due_s[0]
@@ -206,9 +207,12 @@ class Probe:
             self.graphs.update({f"{k.name}.onnx": self.work / GRAPHS_DIR / f"{k.name}.onnx" for k in members})
         self.kernels += kernels
         began = time.monotonic()
-        session, ok, rows = self.session([str(p) for p in designed.values()], designed)
-        self.say(f"{phase}: {len(kernels)} kernels in {len(designed)} probe graphs, {ok} runs ok, {rows} rows, "
-                 f"{time.monotonic() - began:.0f} s (session {session})")
+        session_dir, runs = self.session([str(p) for p in designed.values()])
+        rows = session_rows(per_op_tables(session_dir), designed)
+        if len(rows):
+            self.frames.append(rows)
+        self.say(f"{phase}: {len(kernels)} kernels in {len(designed)} probe graphs, {sum(run.ok for run in runs)} "
+                 f"runs ok, {len(rows)} rows, {time.monotonic() - began:.0f} s (session {session_dir.name})")
 
     def costs(self) -> Costs:
         """The device's price per run, from the designed runs so far: means, not medians, since a loaded machine's
@@ -362,5 +366,5 @@ def _designed_rows(state: Probe) -> pd.DataFrame:
 
 def _rows(state: Probe) -> pd.DataFrame:
     """The designed rows, then the zoo models' rows over all their repeats."""
-    zoo = session_rows(state.zoo_dirs, {}) if state.zoo_dirs else pd.DataFrame()
+    zoo = session_rows(state.zoo.runs, {}) if state.zoo is not None else pd.DataFrame()
     return pd.concat([_designed_rows(state), zoo], ignore_index=True)
