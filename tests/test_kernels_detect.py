@@ -403,3 +403,35 @@ def test_a_convolution_of_an_output_alignment_never_profiled_takes_its_inputs_la
     detected = {graph.nodes[k.nodes[0]]["name"]: k.features["blocked"]
                 for k in detect(graph, rules) if k.kind == "Conv"}
     assert detected == ran and sum(ran.values()) >= 1, (detected, ran)
+
+
+def window_attention_layout(path: Path) -> Path:
+    """MaxViT's layout moves: a 64×56×56 map cut into 7×7 windows, channels last (a Transpose of 6 axes that moves
+    the innermost), then the windows' tokens split into 2 heads of 32 (a Transpose that keeps the innermost)."""
+    def shape(name: str, dims: list[int]) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(dims, dtype=np.int64), name)
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Reshape", ["r", "s6"], ["x6"], name="split_windows"),
+             helper.make_node("Transpose", ["x6"], ["w6"], perm=[0, 2, 4, 3, 5, 1], name="partition"),
+             helper.make_node("Reshape", ["w6", "s5"], ["w5"], name="split_heads"),
+             helper.make_node("Transpose", ["w5"], ["h5"], perm=[0, 1, 3, 2, 4], name="heads"),
+             helper.make_node("Relu", ["h5"], ["y"], name="relu_out")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 56, 56])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 2, 49, 32])
+    graph = helper.make_graph(nodes, "windows", [x], [y], [shape("s6", [1, 64, 8, 7, 8, 7]),
+                                                           shape("s5", [1, 64, 49, 2, 32])])
+    return save_checked(graph, path)
+
+
+def test_a_transpose_that_moves_the_innermost_axis_is_a_kind_of_its_own(tmp_path: Path) -> None:
+    """The window partition gathers element by element (InnerTranspose, 5 axes once the unit batch is dropped, runs
+    of 1 element); the head split copies rows of 32 (Transpose, 3 axes: the windows stay outermost). The engine runs
+    both, each as a row of its own that detection maps one to one."""
+    model = window_attention_layout(tmp_path / "windows.onnx")
+    [table] = profiled([model], tmp_path / "results")
+    kernels = kernels_of(model, "onnxruntime")
+    assert Counter(kernel.kind for kernel in kernels) == engine_kinds(table)
+    moves = {kernel.kind: (kernel.features["axes"], kernel.features["run"]) for kernel in kernels
+             if "Transpose" in kernel.kind}
+    assert moves == {"InnerTranspose": (5, 1), "Transpose": (3, 32)}, moves
+

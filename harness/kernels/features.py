@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import math
 
-from harness.kernels.graph import CONV_TYPES, Graph, Kernel, conv_config, elements
+from harness.kernels.graph import CONV_TYPES, Graph, Kernel, conv_config, elements, transpose_layout
 
 ACTIVATION_BYTES = 4
 FEATURES = ("macs", "bytes", "in_bytes", "out_bytes", "weight_bytes", "intensity", "cin", "cout", "kernel", "stride",
-            "groups", "resolution", "inputs", "fused", "blocked", "activation_pass")
+            "groups", "resolution", "inputs", "fused", "blocked", "activation_pass", "axes", "run")
 """Every kernel has every feature (0 where it does not apply), so one regressor can pool kinds. `blocked`: a
 depthwise convolution whose channels are not a multiple of 4 runs in the plain layout, about 3.5 times slower a MAC
 than a blocked one of the same size (CPUS=1 on this host), which no size feature tells apart. `activation_pass`:
-whether the kernel's fused activation runs as a pass of its own over the output (any fused node not in INLINE_FUSED)."""
+whether the kernel's fused activation runs as a pass of its own over the output (any fused node not in INLINE_FUSED).
+`axes` and `run`: a Transpose's permuted axes and the elements it copies in one run (harness.kernels.graph.
+transpose_layout): an NCHW to NHWC conversion (2 axes) has a fast path in an engine such as onnxruntime, a window
+partition (5 axes) gathers element by element, and rows of 32 elements copy slower a byte than rows of 784."""
 INLINE_FUSED = frozenset({"Relu", "Add", "Sum"})
 """Fused nodes an engine applies inside the kernel's own loop: onnxruntime's MLAS kernels take a Relu and a residual
 sum as flags (RELU_ACTIVATION, ACCUMULATE_OUTPUT); any other fused activation (Clip, HardSigmoid, HardSwish, Sigmoid,
@@ -64,6 +67,7 @@ def with_features(graph: Graph, kernel: Kernel) -> Kernel:
     moved = in_bytes + out_bytes + weight_bytes
     conv = conv_config(anchor) if anchor["op_type"] in CONV_TYPES else {}
     out_shape = outs[0] if outs else None
+    axes, run = transpose_layout(anchor)
     kernel.features = {
         "macs": macs, "bytes": moved, "in_bytes": in_bytes, "out_bytes": out_bytes, "weight_bytes": weight_bytes,
         "intensity": macs / moved if moved else 0.0,
@@ -73,6 +77,7 @@ def with_features(graph: Graph, kernel: Kernel) -> Kernel:
         "resolution": conv.get("resolution", out_shape[2] if out_shape and len(out_shape) > 2 else 0),
         "inputs": len(ins), "fused": len(kernel.nodes) - 1,
         "activation_pass": float(any(graph.nodes[index]["op_type"] not in INLINE_FUSED for index in kernel.nodes[1:])),
+        "axes": axes, "run": run,
     }
     return kernel
 

@@ -35,6 +35,7 @@ from sklearn.ensemble import GradientBoostingRegressor
 from sklearn.isotonic import IsotonicRegression
 
 from harness.kernels.features import FEATURES
+from harness.kernels.graph import INNER_TRANSPOSE
 from harness.kernels.trees import PackedTrees
 
 MODEL_FAMILIES = 3
@@ -89,14 +90,28 @@ def per_group(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return one, groups
 
 
+TRANSPOSE_KINDS = frozenset({"Transpose", INNER_TRANSPOSE})
+PERMUTATION = [FEATURES.index("axes"), FEATURES.index("run")]
+"""The features only a Transpose has (harness.kernels.features), which only the transposes' own regressors read (of
+models' rows or designed kernels). Always 0 for the other kinds, they are never split on, but their columns change
+the trees' random draws: read by every regressor, they moved three of the zoo's held-out models that run no
+Transpose by 1.8–3.3 points across ±10%; by every regressor but the pooled one, still two (docs/kernels.md). The
+pooled regressor sees the transposes of a table's models only, ShuffleNet's in the zoo: none moves the innermost
+axis, none copies runs shorter than 49 elements."""
+
+
 def kind_view(kind: str, x: np.ndarray) -> np.ndarray:
-    """The feature rows a kind's own regressor reads (per kind, designed or in context): a grouped convolution's
-    channels a group (its width) in place of its channels, its MACs, bytes and group count as they are. A grouped
-    convolution's time a unit of work follows its width (a plain 3×3 one ran at 0.12 ns a unit of work in groups of
-    4, 0.04 in groups of 8 and 24; blocked ones at 0.017–0.021), which trees read from channels and groups only by
-    splitting on both: from a 3-minute probe's 27 designed grouped kernels, eight RegNet and ResNeXt models' grouped
-    convolutions came out at 0.80–1.42 of their profiled time, and 0.89–1.05 with the width (docs/kernels.md)."""
-    return _divided_by_groups(x, ("cin", "cout"))[0] if kind == PER_GROUP and len(x) else x
+    """The feature rows a kind's own regressor reads (per kind, designed or in context; POOLED: the pooled one's): a
+    Transpose's permutation (PERMUTATION) for the transposes alone, and a grouped convolution's channels a group (its
+    width) in place of its channels, its MACs, bytes and group count as they are. A grouped convolution's time a unit
+    of work follows its width (a plain 3×3 one ran at 0.12 ns a unit of work in groups of 4, 0.04 in groups of 8 and
+    24; blocked ones at 0.017–0.021), which trees read from channels and groups only by splitting on both: from a
+    3-minute probe's 27 designed grouped kernels, eight RegNet and ResNeXt models' grouped convolutions came out at
+    0.80–1.42 of their profiled time, and 0.89–1.05 with the width (docs/kernels.md)."""
+    if kind in TRANSPOSE_KINDS:
+        return x
+    view = _divided_by_groups(x, ("cin", "cout"))[0] if kind == PER_GROUP and len(x) else x
+    return np.delete(view, PERMUTATION, axis=1)
 
 
 IN_CONTEXT_BINS = 8
@@ -188,7 +203,8 @@ class KernelRegressors:
         kinds = sorted(samples["kind"].unique())
         x, y = targets(samples, input_footprint)
         onehot = (samples["kind"].to_numpy()[:, None] == np.array(kinds)[None, :]).astype(float)
-        pooled = PackedTrees.of(_regressor().fit(np.column_stack([x, samples["footprint"], onehot]), y))
+        pooled = PackedTrees.of(_regressor().fit(np.column_stack([kind_view(POOLED, x), samples["footprint"], onehot]),
+                                                 y))
         per_kind = {}
         for kind in kinds:
             mask = (samples["kind"] == kind).to_numpy()
@@ -214,13 +230,14 @@ class KernelRegressors:
                     DESIGNED)
         if kind == PER_GROUP and "Conv" in self.per_kind:
             one, groups = per_group(x)
-            return groups * np.exp(self.per_kind["Conv"].predict(one) + work_units(one)), "Conv per group"
+            return groups * np.exp(self.per_kind["Conv"].predict(kind_view("Conv", one)) + work_units(one)), \
+                "Conv per group"
         assert self.pooled is not None
         onehot = np.zeros((len(x), len(self.kinds)))
         if kind in self.kinds:
             onehot[:, self.kinds.index(kind)] = 1.0
         footprints = np.full((len(x), 1), graph_footprint)
-        times = np.exp(self.pooled.predict(np.column_stack([x, footprints, onehot])) + work_units(x))
+        times = np.exp(self.pooled.predict(np.column_stack([kind_view(POOLED, x), footprints, onehot])) + work_units(x))
         beyond = self.beyond_models(kind, x)
         if not beyond.any():
             return times, POOLED

@@ -103,6 +103,15 @@ def _is_depthwise(node: onnx.NodeProto, shapes: dict[str, Shape]) -> bool:
     return group > 1 and x is not None and len(x) > 1 and x[1] == group
 
 
+def _perm(node: onnx.NodeProto, shapes: dict[str, Shape]) -> list[int]:
+    """A Transpose's permutation (its input's axes reversed where it names none); [] for any other node."""
+    if node.op_type != "Transpose":
+        return []
+    given = next((list(attr.ints) for attr in node.attribute if attr.name == "perm"), None)
+    x = shapes.get(node.input[0])
+    return given if given is not None else list(reversed(range(len(x)))) if x else []
+
+
 def _gemm_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
     a, out = shapes.get(node.input[0]), shapes.get(node.output[0])
     if a is None or out is None or len(a) != 2:
@@ -259,10 +268,10 @@ def onnx_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> dict[
 
 def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """One entry per graph node: index, name, op type, input/output names and shapes, MACs (as onnx_facts
-    counts them, 0 for unweighted ops), the bytes of the initializers it reads (its parameters) and whether it
-    is a depthwise convolution, with the named dimensions of `dims` at their sizes; `weights` lists its inputs that
-    are initializers; `static_inputs`, whether every input's dims are known before the graph runs (an engine folds a
-    Shape node of such an input into a constant)."""
+    counts them, 0 for unweighted ops), the bytes of the initializers it reads (its parameters), whether it is a
+    depthwise convolution and a Transpose's `perm`, with the named dimensions of `dims` at their sizes; `weights`
+    lists its inputs that are initializers; `static_inputs`, whether every input's dims are known before the graph
+    runs (an engine folds a Shape node of such an input into a constant)."""
     model, _ = _load(Path(path), dims)
     graph = model.graph
     shapes = _shapes(graph)
@@ -278,5 +287,6 @@ def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[
         "param_bytes": sum(weight_bytes.get(name, 0) for name in node.input),
         "weights": [name for name in node.input if name in weight_bytes],
         "depthwise": _is_depthwise(node, shapes),
+        "perm": _perm(node, shapes),
         "static_inputs": all(name in static for name in node.input if name),
     } for index, node in enumerate(graph.node)]
