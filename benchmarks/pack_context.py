@@ -26,7 +26,8 @@ import onnxruntime as ort
 from _common import print_table, write_report
 
 from harness.analysis.per_op import parse_onnxruntime
-from harness.kernels.designed import OVERHEAD, pack, probe_model, sample
+from harness.kernels.designed import OVERHEAD, probe_model, sample
+from harness.kernels.packing import pack
 
 SETTLE = 10
 """Profiled inferences left out at the start of each session."""

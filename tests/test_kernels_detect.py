@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 from harness.cli import main
-from harness.kernels.designed import Kernel, kernel_model
+from harness.kernels.designed import PERMUTES, Kernel, kernel_model
 from harness.kernels.detect import absorbs, detect, kernels_of
 from harness.kernels.features import ACTIVATION_BYTES, shape_of
 from harness.kernels.graph import Graph, conv_config, elements
@@ -435,3 +435,24 @@ def test_a_transpose_that_moves_the_innermost_axis_is_a_kind_of_its_own(tmp_path
              if "Transpose" in kernel.kind}
     assert moves == {"InnerTranspose": (5, 1), "Transpose": (3, 32)}, moves
 
+
+def test_designed_permutes_and_einsums_are_of_the_kinds_windowed_attention_runs(tmp_path: Path) -> None:
+    """Each designed permute is an InnerTranspose (NCHW to NHWC and back, keys transposed per window: 2 axes; rows
+    into windows and back: 4), and a designed einsum an Einsum: the kinds of MaxViT's partitions and attention
+    products and Swin's keys transposed, which a default probe's models never run."""
+    found = []
+    for layout in range(len(PERMUTES)):
+        settings = (("blocks", 2), ("c", 16), ("layout", layout), ("window", 7))
+        found.append(save_kernel(Kernel(f"k{layout:04d}_permute", "permute", settings), tmp_path))
+    settings = (("dim", 32), ("heads", 2), ("layout", 0), ("tokens", 49), ("windows", 4))
+    found.append(save_kernel(Kernel("k0009_einsum", "einsum", settings), tmp_path))
+    assert found == [("InnerTranspose", 2), ("InnerTranspose", 2), ("InnerTranspose", 2), ("InnerTranspose", 4),
+                     ("InnerTranspose", 4), ("Einsum", 0)], found
+
+
+def save_kernel(kernel: Kernel, folder: Path) -> tuple[str, float]:
+    """The kind and permuted axes of the one kernel (other than a view) detected in the designed kernel's graph."""
+    path = folder / f"{kernel.name}.onnx"
+    onnx.save(kernel_model(kernel), path)
+    [(kind, axes)] = [(k.kind, k.features["axes"]) for k in kernels_of(path, "onnxruntime") if k.kind != "Reshape"]
+    return kind, axes

@@ -26,18 +26,16 @@ from harness.kernels.designed import (
     MAX_MACS,
     OVERHEAD,
     PACK_KINDS,
-    PACK_MACS,
     Kernel,
     _stratum,
-    boundary_shapes,
     macs,
     near,
-    pack,
     sample,
     write_probe,
 )
 from harness.kernels.detect import detect
 from harness.kernels.learn import examples_from_table, learn
+from harness.kernels.packing import PACK_MACS, boundary_shapes, pack
 from harness.kernels.predictor import graph_resolver, samples_of
 from harness.kernels.probed import kernel_times, per_op_tables, session_rows
 from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules

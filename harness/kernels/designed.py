@@ -6,14 +6,13 @@ purpose (nn-Meter's designed kernels, Zhang et al. 2021), sampled stratified by 
 kernel size, stride and grouping.
 
 Timing one kernel per process would spend most of a 2-core board's budget on process start and engine load, so
-`pack` puts many independent kernels into one probe graph: each kernel has its own graph inputs and keeps its
-outputs as graph outputs, so an engine can neither prune nor constant-fold it, and no kernel feeds another, so none
-is fused with another. One PER_OP=1 run then gives every kernel's time. Every node of kernel `k0012_conv` is named
-`k0012_conv/...`, which is how a per-op row maps back to its kernel. A pack also holds OVERHEAD_NODES trivial nodes
-(a Relu on one float, kind `overhead`): their per-op time is the profiler's own cost per node, to subtract from the
-other rows. Rows an engine adds (ONNX Runtime's ReorderInput/ReorderOutput around an NCHWc convolution) carry no
-graph node's name; a pack gives each kernel tensor shapes no other kernel of the pack has, so those rows map back by
-shape (harness.kernels.probed.owner).
+`pack` puts many independent kernels into one probe graph, none feeding another (so none is fused with another), each
+read by a node of the pack (_Builder) so that no engine prunes it. One PER_OP=1 run gives every kernel's time. Every
+node of kernel `k0012_conv` is named `k0012_conv/...`: how a per-op row maps back to its kernel. A pack also holds
+OVERHEAD_NODES trivial nodes (a Relu on one float, kind `overhead`), whose per-op time is the profiler's own cost per
+node. Rows an engine adds (ONNX Runtime's ReorderInput/ReorderOutput around an NCHWc convolution) name no graph node;
+a pack gives each kernel tensor shapes no other kernel of it has, so those map back by shape
+(harness.kernels.probed.owner).
 """
 
 from __future__ import annotations
@@ -35,7 +34,9 @@ CHANNELS = (8, 12, 16, 20, 24, 32, 40, 48, 64, 72, 96, 120, 128, 144, 160, 192, 
 """Channel counts on and off the 8/16 blocking engines use (12, 20, 40, 72, 120, 144, 240, 480 are MobileNetV2 and
 EfficientNet widths at 0.75x and 1x that fall between blocks)."""
 RESOLUTIONS = (7, 14, 28, 56, 112)
-SEQUENCES = (16, 32, 64, 128)
+SEQUENCES = (16, 32, 49, 64, 128, 197)
+"""Tokens of a layer norm, softmax or attention: powers of two, and 49 (a 7×7 window: Swin, MaxViT) and 197 (ViT-B/16's
+patches and class token), rows off the vector width whose remainder loops an engine runs too."""
 HIDDEN = (64, 128, 256, 384, 512)
 GEMM_ROWS = (1, 8, 49, 196)
 """Rows of a MatMul's input (tokens, or a feature map's positions); a Gemm is a classifier's head: one row, as at
@@ -52,6 +53,12 @@ GROUPED_CHANNELS = 1024
 """A grouped convolution's channels go up to this many (ResNeXt-50's last stage, RegNetX-1.6GF's 912): its groups, 2
 up to this over its width, are drawn log-uniformly, so channels are a width's multiple as networks' are (408, 912),
 not one of CHANNELS."""
+PERMUTES = ((0, 2, 3, 1), (0, 3, 1, 2), (0, 1, 3, 2), (0, 3, 2, 4, 1), (0, 4, 2, 1, 3))
+"""Transposes that move the innermost axis (harness.kernels.graph.INNER_TRANSPOSE): NCHW to NHWC and back, and
+attention's keys transposed per window (2 axes), and a C×H×W map's rows cut into windows, channels last, and back (4
+axes; MaxViT's partitions of 6-D tensors permute 5, which an engine such as ncnn takes no input of)."""
+EINSUMS = ("bghid,bghjd->bghij", "bghij,bghjd->bghid")
+"""Windowed attention's two products as MaxViT writes them: queries by keys, then weights by values."""
 MAX_MACS = 250_000_000
 """A designed kernel costs at most this many MACs (a 224x224 ResNet stage's worth), so one pack stays short."""
 OVERHEAD_NODES = 3
@@ -63,12 +70,11 @@ PACK_KINDS = frozenset({OVERHEAD, WARM, SINK})
 outputs (_Builder)."""
 CONV = "conv"
 KINDS = (CONV, "gemm", "matmul", "maxpool", "avgpool", "globalpool", "add", "mul", "concat", "split", "shuffle", "se",
-         "relu", "relu6", "hardswish", "sigmoid", "swish", "layernorm", "softmax", "attention", "gelu")
+         "relu", "relu6", "hardswish", "sigmoid", "swish", "layernorm", "softmax", "attention", "gelu", "permute",
+         "einsum")
 CONV_WEIGHT = 4
 """Convolution is sampled this many times as often as any other kind: its space is the largest, and it carries most
 of a CNN's time."""
-PACK_MACS = 400_000_000
-PACK_KERNELS = 24
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,12 @@ def _config(kind: str, rng: random.Random, stratum: tuple[int, int, str] | None 
         return {"c": rng.choice([c for c in CHANNELS if c >= 16]), "hw": rng.choice(RESOLUTIONS)}
     if kind == "mul":
         return {"c": rng.choice(CHANNELS), "hw": rng.choice(RESOLUTIONS), "broadcast": rng.choice((0, 1))}
+    if kind == "permute":
+        return {"c": rng.choice(CHANNELS), "window": rng.choice((4, 7, 8)), "blocks": rng.choice((1, 2, 4, 8)),
+                "layout": rng.randrange(len(PERMUTES))}
+    if kind == "einsum":
+        return {"windows": rng.choice((1, 4, 16, 64)), "heads": rng.choice((1, 2, 4, 8)),
+                "tokens": rng.choice((16, 49, 64)), "dim": rng.choice((16, 32, 64)), "layout": rng.randrange(2)}
     if kind in ("layernorm", "softmax", "attention"):
         hidden = rng.choice(HIDDEN)
         return {"seq": rng.choice(SEQUENCES), "hidden": hidden, "heads": rng.choice((2, 4, 8)) if kind != "layernorm"
@@ -155,6 +167,10 @@ def macs(kernel: Kernel) -> int:
         return s["heads"] * s["seq"] * s["seq"]
     if kernel.kind == "layernorm":
         return s["seq"] * s["hidden"]
+    if kernel.kind == "permute":
+        return s["c"] * (s["window"] * s["blocks"]) ** 2
+    if kernel.kind == "einsum":
+        return s["windows"] * s["heads"] * s["tokens"] ** 2 * s["dim"]
     return s.get("c", 1) * s.get("hw", 1) ** 2
 
 
@@ -395,6 +411,20 @@ class _Builder:
             self.node("Mul", [f"{p}/h", f"{p}/a"], [f"{p}/m"], f"{p}/mul")
             self.node("Mul", [f"{p}/m", self.scalar(f"{p}/half", 0.5)], [f"{p}/y"], f"{p}/half_mul")
             self.output(f"{p}/y", (1, s["rows"], s["cout"]))
+        elif kind == "permute":
+            c, size, blocks, perm = s["c"], s["window"], s["blocks"], PERMUTES[s["layout"]]
+            n = size * blocks
+            dims = [(1, c, n, n), (1, n, n, c), (1, blocks * blocks, size * size, c), (1, c, n, blocks, size),
+                    (1, blocks, n, size, c)][s["layout"]]
+            self.node("Transpose", [self.input(f"{p}/x", dims)], [f"{p}/t"], f"{p}/transpose", perm=list(perm))
+            flat = (1, math.prod(dims))  # read through a view, as networks do: a Reduce would take the permute away
+            self.node("Reshape", [f"{p}/t", self.ints(f"{p}/shape", flat)], [f"{p}/y"], f"{p}/reshape")
+            self.output(f"{p}/y", flat)
+        elif kind == "einsum":
+            g, h, t, d, scores = s["windows"], s["heads"], s["tokens"], s["dim"], s["layout"] == 0
+            left, right = self.input(f"{p}/a", (1, g, h, t, d if scores else t)), self.input(f"{p}/b", (1, g, h, t, d))
+            self.node("Einsum", [left, right], [f"{p}/y"], f"{p}/einsum", equation=EINSUMS[s["layout"]])
+            self.output(f"{p}/y", (1, g, h, t, t if scores else d))
         elif kind == OVERHEAD:
             self.node("Relu", [self.input(f"{p}/x", (1, 1, 1, 1))], [f"{p}/y"], f"{p}/relu")  # ncnn: 4-D, one value
             self.output(f"{p}/y", (1, 1, 1, 1))
@@ -427,45 +457,6 @@ def probe_model(kernels: Iterable[Kernel], pack_index: int, in_context: bool = T
     for kernel in kernels:
         builder.add(kernel)
     return builder.model(f"probe_{pack_index:03d}")
-
-
-def tensor_shapes(model: onnx.ModelProto) -> dict[str, set[tuple[int, ...]]]:
-    """Each designed kernel of a graph (its name before the `/` of its tensors') -> the shapes of its tensors: graph
-    inputs, outputs and, inferred, those between its nodes."""
-    inferred = onnx.shape_inference.infer_shapes(model).graph
-    found: dict[str, set[tuple[int, ...]]] = {}
-    for value in [*inferred.input, *inferred.output, *inferred.value_info]:
-        if "/" in value.name and value.type.tensor_type.HasField("shape"):
-            shape = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
-            found.setdefault(value.name.split("/")[0], set()).add(shape)
-    return found
-
-
-def boundary_shapes(kernel: Kernel) -> set[tuple[int, ...]]:
-    """The shapes of a kernel's tensors (tensor_shapes)."""
-    return tensor_shapes(kernel_model(kernel)).get(kernel.name, set())
-
-
-def pack(kernels: Sequence[Kernel], max_macs: int = PACK_MACS, max_kernels: int = PACK_KERNELS) -> list[list[Kernel]]:
-    """Kernels into packs, in order: a pack takes a kernel while it stays under `max_macs` and `max_kernels` and no
-    kernel of it has a tensor of a shape the newcomer has (so an engine's unnamed rows map back by shape); a kernel
-    that fits no open pack opens the next one."""
-    packs: list[list[Kernel]] = []
-    seen: list[set[tuple[int, ...]]] = []
-    totals: list[int] = []
-    for kernel in kernels:
-        shapes, cost = boundary_shapes(kernel), macs(kernel)
-        index = next((i for i, members in enumerate(packs) if len(members) < max_kernels
-                      and totals[i] + cost <= max_macs and not shapes & seen[i]), None)
-        if index is None:
-            packs.append([])
-            seen.append(set())
-            totals.append(0)
-            index = len(packs) - 1
-        packs[index].append(kernel)
-        seen[index] |= shapes
-        totals[index] += cost
-    return packs
 
 
 def write_probe(kernels: Sequence[Kernel], pack_index: int, folder: Path) -> Path:

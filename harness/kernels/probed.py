@@ -16,7 +16,8 @@ from harness.analysis.per_op import pooled
 from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.core.records import RunRecord
-from harness.kernels.designed import OVERHEAD, PACK_KINDS, WARM, tensor_shapes
+from harness.kernels.designed import OVERHEAD, PACK_KINDS, WARM
+from harness.kernels.packing import tensor_shapes
 from harness.kernels.table import DESIGNED_FAMILY, GRAPHS_DIR
 from harness.kernels.training import median_of_runs
 from harness.measure.ncnn_param import param_layers
