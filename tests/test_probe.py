@@ -240,9 +240,10 @@ def test_a_probes_designed_kernels_teach_the_layouts_they_ran(probed: Path) -> N
 
 def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> None:
     """ncnn's per-op rows are its layers (named by pnnx, with no shapes): each maps back through the converted
-    .param's blobs to the probe graph's input it reads, and the pack's own layers to the pack."""
+    .param's blobs to the probe graph's input it reads, and the pack's own layers to the pack. Its 26 kernels reach
+    past the first permute and hold no einsum, which ncnn cannot load (one had failed its whole probe graph)."""
     pytest.importorskip("ncnn")
-    assert main(["probe", "--runtime", "ncnn", "--models", "--designed", "22", "--budget-min", "1", "--cpus", "1",
+    assert main(["probe", "--runtime", "ncnn", "--models", "--designed", "26", "--budget-min", "1", "--cpus", "1",
                  "--backend", "local", "--results-dir", str(tmp_path)]) == 0
     table = find_kernel_table("host-ncnn-1t-fp32", tmp_path)
     assert table is not None and table.meta["engine"] == "ncnn"
@@ -254,7 +255,8 @@ def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> No
     # the pack's own layers: the Abs writing each kernel input, the ReduceMean reading each kernel output
     assert set(layers.loc[layers["op_type"].eq("UnaryOp"), "kernel_kind"]) == {"warm"}
     assert set(layers.loc[layers["op_type"].eq("Reduction"), "kernel_kind"]) == {"sink"}
-    assert (kernel_times(rows) > 0).sum() >= 20 and len(kernel_times(rows)) == 22
+    assert (kernel_times(rows) > 0).sum() >= 24 and len(kernel_times(rows)) == 26
+    assert "permute" in set(layers["kernel_kind"]) and "einsum" not in set(layers["kernel_kind"])
 
 
 def test_a_probe_on_a_loopback_board_writes_the_boards_table(board_factory: BoardFactory, tmp_path: Path) -> None:

@@ -41,14 +41,14 @@ def spreads(kernels: Sequence[Kernel], times: Mapping[str, float], kinds: Sequen
 
 
 def next_round(kernels: Sequence[Kernel], times: Mapping[str, float], count: int, seed: int,
-               start: int) -> list[Kernel]:
+               start: int, kinds: Sequence[str] = KINDS) -> list[Kernel]:
     """`count` new kernels named from k<start>: half stratified as the first round is (designed.sample: every kind,
     convolution's strata in turn), so no kind's coverage depends on how well a line fits it; half shared among the
     kinds in proportion to their spread, each drawn near one of the kind's worst-missed kernels (fresh where the
-    kind has no line yet)."""
+    kind has no line yet); `kinds`: the engine's (designed.engine_kinds)."""
     rng = random.Random(seed)
-    chosen = sample(count // 2, seed, start=start)
-    spread = spreads(kernels, times)
+    chosen = sample(count // 2, seed, kinds, start=start)
+    spread = spreads(kernels, times, kinds)
     total = sum(spread.values()) or 1.0
     missed = residuals(kernels, times)
     by_name = {k.name: k for k in kernels}

@@ -72,6 +72,10 @@ CONV = "conv"
 KINDS = (CONV, "gemm", "matmul", "maxpool", "avgpool", "globalpool", "add", "mul", "concat", "split", "shuffle", "se",
          "relu", "relu6", "hardswish", "sigmoid", "swish", "layernorm", "softmax", "attention", "gelu", "permute",
          "einsum")
+ENGINE_REFUSES = {"ncnn": frozenset({"einsum"})}
+"""Kinds an engine cannot run, left out of its probes and exports (engine_kinds): ncnn loads no Einsum layer of
+windowed attention's 5-D products (`layer load_param einsum_0 failed`), and one such kernel fails its whole probe
+graph."""
 CONV_WEIGHT = 4
 """Convolution is sampled this many times as often as any other kind: its space is the largest, and it carries most
 of a CNN's time."""
@@ -147,6 +151,11 @@ def _config(kind: str, rng: random.Random, stratum: tuple[int, int, str] | None 
         return {"seq": rng.choice(SEQUENCES), "hidden": hidden, "heads": rng.choice((2, 4, 8)) if kind != "layernorm"
                 else 1}
     return {"c": rng.choice(CHANNELS), "hw": rng.choice(RESOLUTIONS)}  # add, globalpool, the activations
+
+
+def engine_kinds(engine: str) -> tuple[str, ...]:
+    """The designed kinds `engine` runs (KINDS less ENGINE_REFUSES')."""
+    return tuple(kind for kind in KINDS if kind not in ENGINE_REFUSES.get(engine, frozenset()))
 
 
 def macs(kernel: Kernel) -> int:

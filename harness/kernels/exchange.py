@@ -35,7 +35,7 @@ from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.device import tflite_benchmark
 from harness.device.readings import OpTime, tool_lines
-from harness.kernels.designed import kernel_model, macs, sample
+from harness.kernels.designed import engine_kinds, kernel_model, macs, sample
 from harness.kernels.probed import kernel_kind
 from harness.kernels.table import (
     DESIGNED_FAMILY,
@@ -108,15 +108,16 @@ def _ncnn_shape(shape: list[int]) -> str:
 
 def export(folder: Path, engine: str, count: int, seed: int,
            convert: Callable[[Path, str], list[Path]] | None = None) -> Export:
-    """`count` designed kernels (designed.sample(count, seed)) in `engine`'s format under `folder`, with the script
-    and the manifest. A kernel the engine's converter refuses is left out and named in the manifest."""
+    """`count` designed kernels of the kinds the engine runs (designed.sample(count, seed, engine_kinds(engine))) in
+    `engine`'s format under `folder`, with the script and the manifest. A kernel the engine's converter refuses is
+    left out and named in the manifest."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / GRAPHS_DIR).mkdir(exist_ok=True)
     convert = convert or (_to_litert if engine == "litert" else _to_ncnn)
     kept: list[dict[str, Any]] = []
     refused: dict[str, str] = {}
     shapes: list[str] = []
-    for kernel in sample(count, seed):
+    for kernel in sample(count, seed, engine_kinds(engine)):
         graph = folder / GRAPHS_DIR / f"{kernel.name}.onnx"
         onnx.save(kernel_model(kernel), graph)
         try:

@@ -35,7 +35,7 @@ from harness.core.config import DeviceProfile
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.kernels.adaptive import next_round
-from harness.kernels.designed import CONV_STRATA, CONV_WEIGHT, KINDS, Kernel, macs, sample, write_probe
+from harness.kernels.designed import CONV_STRATA, CONV_WEIGHT, KINDS, Kernel, engine_kinds, macs, sample, write_probe
 from harness.kernels.packing import pack
 from harness.kernels.probed import ModelRuns, kernel_times, per_op_tables, session_rows
 from harness.kernels.table import GRAPHS_DIR, KernelTable, kernels_root, now_utc, table_name, write_table
@@ -52,9 +52,14 @@ DEFAULT_MODELS = ("mobilenet_v2_0.5_160", "mobilenet_v1_0.5_160", "shufflenet_v2
                   "mnasnet_0.5_224", "mobilenet_v3_small_0.75_224", "efficientnet_lite0", "ghostnet_0.5_224",
                   "resnet8_cifar10", "kws_dscnn", "resnet18", "inception_v1")
 """Small image models of ten families: depthwise and dense convolutions, shuffles, squeeze-excite, concat, pooling."""
-FIRST_ROUND = len(CONV_STRATA) // CONV_WEIGHT * (len(KINDS) - 1 + CONV_WEIGHT)
-"""Kernels in the stratified first round: every kind six times, convolution four times as often, so that every
-(kernel size, stride, grouping) stratum of convolution is drawn once."""
+def first_round(kinds: Sequence[str]) -> int:
+    """Kernels in the stratified first round: every kind six times, convolution four times as often, so that every
+    (kernel size, stride, grouping) stratum of convolution is drawn once."""
+    return len(CONV_STRATA) // CONV_WEIGHT * (len(kinds) - 1 + CONV_WEIGHT)
+
+
+FIRST_ROUND = first_round(KINDS)
+"""The first round of an engine that runs every designed kind (onnxruntime)."""
 PRICING_PACKS = 2
 """The stratified round's first packs run before anything else whatever the budget: their runs price the device."""
 FIRST_SHARE = 0.5
@@ -304,7 +309,8 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
     work = root / f".probe-{time.strftime('%Y%m%d-%H%M%S')}"
     state = Probe(profile, request, work, say)
     try:
-        packs = pack(sample(FIRST_ROUND, request.seed))
+        kinds = engine_kinds(profile.runtime)
+        packs = pack(sample(first_round(kinds), request.seed, kinds))
         state.designed_round([k for members in packs[:PRICING_PACKS] for k in members],
                              "designed kernels, stratified, first packs (they price the device)")
         costs = state.costs()
@@ -327,8 +333,7 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
             count = ROUND_KERNELS if request.designed is None else min(ROUND_KERNELS,
                                                                        request.designed - len(state.kernels))
             times = {str(kernel): float(ms) for kernel, ms in kernel_times(_designed_rows(state)).items()}
-            kernels = next_round(state.kernels, times, count,
-                                 request.seed + rounds + 1, len(state.kernels))
+            kernels = next_round(state.kernels, times, count, request.seed + rounds + 1, len(state.kernels), kinds)
             costs = state.costs()  # priced again after every round: the machine's load moves
             packs = pack(kernels)
             # the last round shrinks to what the budget has left after the zoo repeats still to run
