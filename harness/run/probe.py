@@ -52,6 +52,8 @@ DEFAULT_MODELS = ("mobilenet_v2_0.5_160", "mobilenet_v1_0.5_160", "shufflenet_v2
                   "mnasnet_0.5_224", "mobilenet_v3_small_0.75_224", "efficientnet_lite0", "ghostnet_0.5_224",
                   "resnet8_cifar10", "kws_dscnn", "resnet18", "inception_v1")
 """Small image models of ten families: depthwise and dense convolutions, shuffles, squeeze-excite, concat, pooling."""
+
+
 def first_round(kinds: Sequence[str]) -> int:
     """Kernels in the stratified first round: every kind six times, convolution four times as often, so that every
     (kernel size, stride, grouping) stratum of convolution is drawn once."""
