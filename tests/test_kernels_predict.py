@@ -21,6 +21,7 @@ from harness.kernels.predictor import (
     KernelModel,
     footprint_line,
     held_out_line_residuals,
+    held_out_sums,
     interval_factors,
     predict_graph,
     predictions_per_second,
@@ -93,6 +94,30 @@ def test_each_models_interval_residual_is_against_a_footprint_line_fitted_withou
     assert held[-1] == pytest.approx(residuals[-1] - 0.05 * (nearest - others))  # the others' slope: 0.05
     slope, centre, _, _ = footprint_line(residuals, footprints)
     assert held[-1] - (residuals[-1] - slope * (footprints[-1] - centre)) > 0.1
+
+
+def test_each_models_held_out_sum_is_from_regressors_of_every_other_family() -> None:
+    """Five families run the same convolutions at 1.0 to 2.0 times one time a unit of work. Each model's held-out sum
+    is what regressors fitted on the other four families alone predict for its kernels: as a new model's sum is
+    predicted by regressors of every family of the table, not of two thirds of them."""
+    rng = np.random.default_rng(7)
+    frames = []
+    for family, scale in zip("abcde", (1.0, 1.2, 1.5, 1.7, 2.0), strict=True):
+        for model in (f"{family}1", f"{family}2"):
+            xs = [[*conv(int(c), int(c), 1, int(s)), 0.0] for c, s in zip(rng.choice([16, 32, 64, 128], 12),
+                                                                           rng.choice([7, 14, 28], 12), strict=True)]
+            ms = [scale * float(work) * 1e-8 for work in np.expm1(work_units(np.array(xs)))]
+            frames.append(samples_frame("Conv", xs, ms, False, family).assign(model=model))
+    samples = pd.concat(frames, ignore_index=True)
+    regressors = KernelRegressors.fit(samples)
+    sums = held_out_sums(samples, samples, regressors)
+    assert sorted(sums.index) == sorted(samples["model"].unique())
+    for model, group in samples.groupby("model"):
+        others = KernelRegressors.fit(samples[samples["family"].ne(group["family"].iloc[0])])
+        expected = others.predict("Conv", np.vstack(list(group["x"])), 10.0)[0].sum()
+        assert sums[model] == pytest.approx(expected, rel=1e-9), model
+    one_family = samples[samples["family"].eq("a")]
+    assert held_out_sums(one_family, one_family, regressors).empty  # no other family to predict it from
 
 
 @pytest.mark.parametrize("cost_ms", [0.004, 0.3, 2.0])

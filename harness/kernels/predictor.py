@@ -23,6 +23,13 @@ misses, and an interval from held-out errors.
   0.10 ms in ShuffleNetV2 0.5× and 0.25 ms in MobileNetV2 1.0, CPUS=1), so regressors trained on other families put
   a small model's kernels above their time and a large model's below (held-out error against log latency:
   correlation −0.47 to −0.63 on four of five sessions, docs/kernels.md).
+- Held-out sums (held_out_sums): each training model's kernel sum predicted by regressors fitted without its
+  family, one family out at a time, so that it errs as a new model's sum errs against regressors of every family.
+  With a third of a default probe's twelve families out at a time, regressors of the other eight put the smallest
+  and the largest models further from their time (log residuals: KWS −0.118 against −0.042 with one family out,
+  ResNet-18 +0.082 against +0.056), the footprint's line twice as steep, and its factor at 1.08 for every model
+  larger than the table's: own models of that size (ResNet-50, DenseNet-121), whose kernel sums were within 1% of
+  their time, came out +5 to +8% (docs/kernels.md).
 - Interval: split-conformal ranks of the training models' held-out log residuals (their family out of the kernel
   regressors, the footprint's line fitted without them: held_out_line_residuals; interval_factors), applied as
   factors, widened to hold the prediction itself: never negative.
@@ -65,7 +72,6 @@ ALIAS_KINDS: dict[str, frozenset[str]] = {"onnxruntime": frozenset({"Reshape"})}
 """Per engine, the kinds its CPU kernels run as an alias of their input (onnxruntime registers Reshape, Flatten,
 Squeeze and Unsqueeze with Alias(0, 0)): they move no bytes and take the same time at any size, so they are
 predicted by the median time of the table's rows of them, not by a regressor of time per unit of work."""
-HELD_OUT_FOLDS = 3
 FOOTPRINT_MODELS = 8
 """Training models with a held-out sum that the footprint's slope needs; with fewer, the slope is 0."""
 UNMEASURED_FACTORS = (0.5, 2.0)
@@ -165,6 +171,22 @@ def without_profiler(samples: pd.DataFrame, cost_ms: float) -> pd.DataFrame:
 NO_FOOTPRINT_LINE = (0.0, 0.0, -math.inf, math.inf)
 
 
+def held_out_sums(zoo: pd.DataFrame, samples: pd.DataFrame, regressors: KernelRegressors) -> pd.Series:
+    """Per model of `zoo` (samples of the table's models), its kernel sum predicted by regressors fitted on `samples`
+    without its family, one family out at a time: a new model's error against the regressors of every family
+    (module docstring). A family that is every sample's has none."""
+    sums: dict[str, float] = {}
+    for family, held in zoo.groupby("family"):
+        if samples["family"].eq(family).all():
+            continue
+        inner = KernelRegressors.fit(samples[samples["family"].ne(family)], frozenset(regressors.aliases),
+                                     regressors.designed)
+        for model, group in held.groupby("model"):
+            sums[str(model)] = sum(float(inner.predict(kind, np.vstack(list(g["x"])), float(g["footprint"].iloc[0]))[0]
+                                         .sum()) for kind, g in group.groupby("kind"))
+    return pd.Series(sums, dtype=float)
+
+
 def footprint_line(residuals: np.ndarray, footprints: np.ndarray) -> tuple[float, float, float, float]:
     """(γ, μ, least, most): the least-squares slope of the models' held-out log residuals on their footprints, the
     footprints' mean and range; NO_FOOTPRINT_LINE (no factor) with under FOOTPRINT_MODELS models or footprints that do
@@ -259,17 +281,7 @@ class KernelModel:
         term = model_term(op_sums - cost * counts, measured)
         if not interval:
             return cls(rules, regressors, term, (math.nan, math.nan), len(models), cost)
-        families = sorted(set(zoo["family"]))
-        sums = pd.Series(0.0, index=models.index)
-        for fold in range(min(HELD_OUT_FOLDS, len(families))):
-            held = set(families[fold::HELD_OUT_FOLDS])
-            if samples["family"].isin(held).all():
-                continue  # one family and nothing else: no held-out sum
-            inner = KernelRegressors.fit(samples[~samples["family"].isin(held)], frozenset(regressors.aliases),
-                                         regressors.designed)
-            for model, group in zoo[zoo["family"].isin(held)].groupby("model"):
-                sums[model] = sum(float(inner.predict(kind, np.vstack(list(g["x"])), float(g["footprint"].iloc[0]))[0]
-                                        .sum()) for kind, g in group.groupby("kind"))
+        sums = held_out_sums(zoo, samples, regressors).reindex(models.index, fill_value=0.0)
         known = sums.to_numpy() > 0
         residuals = np.log(measured[known] / np.maximum(term[0] * sums.to_numpy()[known] + term[1], 1e-6))
         footprints = zoo.groupby("model")["footprint"].first().reindex(models.index).to_numpy(dtype=float)[known]
