@@ -182,8 +182,9 @@ def held_out_sums(zoo: pd.DataFrame, samples: pd.DataFrame, regressors: KernelRe
         inner = KernelRegressors.fit(samples[samples["family"].ne(family)], frozenset(regressors.aliases),
                                      regressors.designed)
         for model, group in held.groupby("model"):
-            sums[str(model)] = sum(float(inner.predict(kind, np.vstack(list(g["x"])), float(g["footprint"].iloc[0]))[0]
-                                         .sum()) for kind, g in group.groupby("kind"))
+            sums[str(model)] = sum((float(inner.predict(str(kind), np.vstack(list(g["x"])),
+                                                        float(g["footprint"].iloc[0]))[0].sum())
+                                    for kind, g in group.groupby("kind")), 0.0)
     return pd.Series(sums, dtype=float)
 
 
