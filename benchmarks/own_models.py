@@ -13,13 +13,16 @@ table, unless `--table` gives one of this host;
 version of the predictor on the same truth); each is predicted as `harness predict --device TABLE` predicts it.
 Printed: per model its measured and predicted latency, the error, the 95% interval and the kinds no regressor of
 their own carried; then the share within ±10% and ±5%, the median error and the interval's coverage.
-Every figure is of this host at the hour it ran.
+Every figure is of this host at the hour it ran. A probe's table and a session made here stay in a folder under the
+temporary directory (bench-own-models-*, 3–4 GB after a default probe), which the notes name; a rescore, given both,
+removes its exports when it is done.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -65,8 +68,19 @@ def main() -> int:
     parser.add_argument("--budget-min", type=float, default=3.0, help="the probe's budget in minutes")
     parser.add_argument("--session", type=Path, help="a session that profiled these models (default: profile now)")
     args = parser.parse_args()
-    notes = [load_note("before the runs")]
     directory = Path(tempfile.mkdtemp(prefix="bench-own-models-"))
+    if args.table is not None and args.session is not None:  # a rescore: the folder holds the exports alone
+        try:
+            return score(args, directory)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+    return score(args, directory)
+
+
+def score(args: argparse.Namespace, directory: Path) -> int:
+    """Export, probe and profile what the arguments do not give, in `directory`, and print the figures. A probe's
+    table and a session made here stay in it (3–4 GB for a default probe), named in the notes, to score again."""
+    notes = [load_note("before the runs")]
     paths = export(directory, args.models)
     probe_s = 0.0
     if args.table is None:
@@ -82,6 +96,8 @@ def main() -> int:
         args.session = list_sessions(directory / "results")[-1]
     truth = headline(args.session)
     notes.append(load_note("after the runs"))
+    if args.table.is_relative_to(directory) or args.session.is_relative_to(directory):
+        notes.append(f"kept for --table and --session: {directory}")
     rows, errors, inside = [], [], []
     for name, path in paths.items():
         found = predict_graph(table, path)
