@@ -400,8 +400,9 @@ def test_a_kernel_larger_than_any_model_ran_of_its_kind_is_its_designed_kernels_
     designed Gemms reach 3,136 rows. A Gemm of a classifier's size stays with the pooled regressor; one larger than
     any model's (a channels-last pointwise layer) is predicted by the designed kernels' regressor at what running in a
     model takes off their time alone (0.8 here, from the convolutions both have), where the pooled regressor's trees
-    would hold the classifiers' time per MAC. One of more weights than any designed Gemm (AlexNet's 150 MB) stays
-    pooled."""
+    would hold the classifiers' time per MAC. One that reads more weights a row of output than any designed Gemm
+    (AlexNet's 150 MB, a row) stays pooled; one of more weights than any designed Gemm, reused for 49 rows (ConvNeXt's
+    and Swin's last stage), is the designed kernels'."""
     rng = np.random.default_rng(7)
     def ms_of(x: list[float], scale: float) -> float:
         return scale * (float(np.expm1(x[0])) * 2e-7 + 0.002)
@@ -427,6 +428,8 @@ def test_a_kernel_larger_than_any_model_ran_of_its_kind_is_its_designed_kernels_
     pooled = regressors.predict("Gemm", np.array(heads[:2]), 10.0)
     assert pooled[1] == POOLED and pooled[0] == pytest.approx([ms_of(x, 0.8) for x in heads[:2]], rel=0.15)
     assert regressors.predict("Gemm", np.array([gemm(1, 9216, 4096)]), 10.0)[1] == POOLED  # weights past the designed
+    last_stage = np.array([gemm(49, 768, 3072)])  # 9.4 MB of weights, four times the largest designed Gemm's
+    assert regressors.predict("Gemm", last_stage, 10.0)[1] == DESIGNED
 
 
 def test_only_a_table_of_enough_families_reads_the_input_footprint() -> None:

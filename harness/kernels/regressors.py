@@ -54,11 +54,22 @@ PER_GROUP = "GroupedConv"
 """The kind predicted, where it has no regressor of its own, as its groups' dense convolutions (per_group)."""
 
 POOLED = "pooled"
-REACH = FEATURES.index("weight_bytes")
-"""The feature whose largest designed value bounds the kernels designed kernels predict beyond the models' sizes:
-weights past every designed kernel's may be past the cache too. AlexNet's 150 MB of fully connected weights, against
-the largest designed Gemm's 5.2 MB, ran bound by memory as no designed Gemm did (carried by them, AlexNet held out
-went from −7.6% to −11.0%)."""
+WEIGHT_ELEMENT_BYTES = 4
+"""float32 weights, the precision kernels are probed at: a kernel's weight elements are its weight bytes over this."""
+
+
+def weights_a_row(x: np.ndarray) -> np.ndarray:
+    """log(1 + the weight bytes a row of output reads) of each feature row: its weights over the rows that reuse them
+    (MACs over weight elements; 1 for a classifier). Whose largest designed value bounds the kernels designed kernels
+    predict beyond the models' sizes (beyond_models): weights read for few rows, past every designed kernel's, may be
+    past the cache too. AlexNet's 150 MB of fully connected weights, a row each, against the largest designed Gemm's
+    5.2 MB, ran bound by memory as no designed Gemm did (carried by them, AlexNet held out went from −7.6% to
+    −11.0%); ConvNeXt-Tiny's and Swin-T's last stages reuse 9.4 MB of weights for 49 rows, bound by compute as the
+    designed Gemms are (docs/kernels.md)."""
+    raw = np.expm1(x)
+    weights = raw[:, FEATURES.index("weight_bytes")]
+    rows = np.maximum(raw[:, FEATURES.index("macs")] / np.maximum(weights / WEIGHT_ELEMENT_BYTES, 1.0), 1.0)
+    return np.log1p(weights / rows)
 
 
 def _regressor() -> GradientBoostingRegressor:
@@ -186,7 +197,7 @@ class KernelRegressors:
     """Per kind the models run too seldom for a regressor of its own, the log MACs of its largest model row: a
     kernel beyond it, of a kind with designed kernels, is predicted from them (beyond_models)."""
     designed_reach: dict[str, float] = field(default_factory=dict)
-    """Per kind with designed kernels, the largest log weight bytes among them (REACH)."""
+    """Per kind with designed kernels, the largest weights a row among them (weights_a_row)."""
 
     @classmethod
     def fit(cls, samples: pd.DataFrame, aliases: frozenset[str] = frozenset(),
@@ -213,7 +224,7 @@ class KernelRegressors:
         own, alone, in_context = designed_regressors(designed, samples, set(kinds) | set(aliases), designed_fits)
         largest = {kind: float(x[(samples["kind"] == kind).to_numpy(), 0].max())
                    for kind in kinds if kind not in per_kind and kind not in alias_ms}
-        reach = {str(kind): float(np.vstack(list(group["x"]))[:, REACH].max())
+        reach = {str(kind): float(weights_a_row(np.vstack(list(group["x"]))).max())
                  for kind, group in designed.groupby("kind") if kind in own}
         return cls(per_kind, pooled, kinds, alias_ms, input_footprint, alone, in_context, own, largest, reach)
 
@@ -248,15 +259,15 @@ class KernelRegressors:
 
     def beyond_models(self, kind: str, x: np.ndarray) -> np.ndarray:
         """Which kernels of a kind the models run too seldom for a regressor of its own are larger (in MACs) than any
-        model row of it, where designed kernels of the kind were timed: there the pooled regressor's trees hold the
-        time per unit of work of the largest row they saw, and the designed kernels saw the size (of weights no larger
-        than theirs: REACH). A default probe's twelve models run one Gemm each, a classifier of one row; ConvNeXt-Tiny's
-        37 Gemms of 3,136 rows (its pointwise layers) came out 42.1 ms from the pooled regressor, 35.4 ms from
-        designed kernels, against 38.6 profiled (docs/kernels.md). Within the models' sizes the pooled regressor
+        model row of it, where designed kernels of the kind were timed: there the pooled regressor's trees hold the time
+        per unit of work of the largest row they saw, and the designed kernels saw the size (of weights a row no larger
+        than theirs: weights_a_row). A default probe's twelve models run one Gemm each, a classifier of one row;
+        ConvNeXt-Tiny's 37 Gemms of 3,136 rows (its pointwise layers) came out 42.1 ms from the pooled regressor, 35.4
+        ms from designed kernels, against 38.6 profiled (docs/kernels.md). Within the models' sizes the pooled regressor
         stays: designed Gemms for the classifiers put the zoo's held-out families from 76% to 68% within ±10%."""
         if kind not in self.designed or kind not in self.largest:
             return np.zeros(len(x), dtype=bool)
-        return (x[:, 0] > self.largest[kind]) & (x[:, REACH] <= self.designed_reach[kind])
+        return (x[:, 0] > self.largest[kind]) & (weights_a_row(x) <= self.designed_reach[kind])
 
 
 def targets(samples: pd.DataFrame, input_footprint: bool) -> tuple[np.ndarray, np.ndarray]:
