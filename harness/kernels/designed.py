@@ -37,7 +37,9 @@ RESOLUTIONS = (7, 14, 28, 56, 112)
 SEQUENCES = (16, 32, 49, 64, 128, 197)
 """Tokens of a layer norm, softmax or attention: powers of two, and 49 (a 7×7 window: Swin, MaxViT) and 197 (ViT-B/16's
 patches and class token), rows off the vector width whose remainder loops an engine runs too."""
-HIDDEN = (64, 128, 256, 384, 512)
+HIDDEN = (64, 96, 128, 192, 256, 384, 512, 768)
+"""Widths of a transformer's tokens: powers of two, Swin's and ConvNeXt's 96 to 768 (whose last stage's MLP, 768 to
+3,072 for 49 tokens, reads 9.4 MB of weights) and ViT-B's 768."""
 GEMM_ROWS = (1, 8, 49, 196)
 """Rows of a MatMul's input (tokens, or a feature map's positions); a Gemm is a classifier's head: one row, as at
 batch 1 (its 2-D input's first dim is the batch to an engine such as ncnn)."""
