@@ -69,17 +69,18 @@ def main() -> int:
     parser.add_argument("--session", type=Path, help="a session that profiled these models (default: profile now)")
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="bench-own-models-"))
-    if args.table is not None and args.session is not None:  # a rescore: the folder holds the exports alone
-        try:
-            return score(args, directory)
-        finally:
+    rescore = args.table is not None and args.session is not None  # the folder holds the exports alone
+    try:
+        return score(args, directory, keep=not rescore)
+    finally:
+        if rescore:
             shutil.rmtree(directory, ignore_errors=True)
-    return score(args, directory)
 
 
-def score(args: argparse.Namespace, directory: Path) -> int:
-    """Export, probe and profile what the arguments do not give, in `directory`, and print the figures. A probe's
-    table and a session made here stay in it (3–4 GB for a default probe), named in the notes, to score again."""
+def score(args: argparse.Namespace, directory: Path, keep: bool) -> int:
+    """Export, probe and profile what the arguments do not give, in `directory`, and print the figures. `keep`: the
+    folder then holds a probe's table or a session made here (3–4 GB after a default probe), named in the notes, to
+    score again."""
     notes = [load_note("before the runs")]
     paths = export(directory, args.models)
     probe_s = 0.0
@@ -96,7 +97,7 @@ def score(args: argparse.Namespace, directory: Path) -> int:
         args.session = list_sessions(directory / "results")[-1]
     truth = headline(args.session)
     notes.append(load_note("after the runs"))
-    if args.table.is_relative_to(directory) or args.session.is_relative_to(directory):
+    if keep:
         notes.append(f"kept for --table and --session: {directory}")
     rows, errors, inside = [], [], []
     for name, path in paths.items():

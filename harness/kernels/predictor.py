@@ -27,9 +27,9 @@ misses, and an interval from held-out errors.
   family, one family out at a time, so that it errs as a new model's sum errs against regressors of every family.
   With a third of a default probe's twelve families out at a time, regressors of the other eight put the smallest
   and the largest models further from their time (log residuals: KWS −0.118 against −0.042 with one family out,
-  ResNet-18 +0.082 against +0.056), the footprint's line twice as steep, and its factor at 1.08 for every model
-  larger than the table's: own models of that size (ResNet-50, DenseNet-121), whose kernel sums were within 1% of
-  their time, came out +5 to +8% (docs/kernels.md).
+  ResNet-18 +0.082 against +0.056), the footprint's line steeper (γ 0.037 against 0.020), and its factor at 1.08
+  for every model larger than the table's: own models of that size (ResNet-50, DenseNet-121), whose kernel sums
+  were within 1% of their time, came out +5 to +8% (docs/kernels.md).
 - Interval: split-conformal ranks of the training models' held-out log residuals (their family out of the kernel
   regressors, the footprint's line fitted without them: held_out_line_residuals; interval_factors), applied as
   factors, widened to hold the prediction itself: never negative.
