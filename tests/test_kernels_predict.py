@@ -29,7 +29,15 @@ from harness.kernels.predictor import (
     samples_of,
     without_profiler,
 )
-from harness.kernels.regressors import ALIAS, DESIGNED, POOLED, KernelRegressors, kind_view, work_units
+from harness.kernels.regressors import (
+    ALIAS,
+    DESIGNED,
+    POOLED,
+    KernelRegressors,
+    fitted_trees,
+    kind_view,
+    work_units,
+)
 from harness.kernels.rules import host_block, load_rules
 from harness.kernels.table import write_table
 from harness.kernels.training import ModelTable, as_table_rows, median_of_runs, session_tables
@@ -221,6 +229,19 @@ def samples_frame(kind: str, xs: Sequence[Sequence[float]], ms: float | Sequence
     vectors and times, in graphs of one footprint."""
     return pd.DataFrame({"kind": kind, "x": [np.array(x) for x in xs], "ms": ms, "footprint": 10.0, "alone": alone,
                          "family": family})
+
+
+def test_trees_weigh_each_row_by_the_square_root_of_its_time() -> None:
+    """Rows the features cannot tell apart are predicted at their mean weighted by √ms: ninety 1 µs rows at one time a
+    unit of work and ten 1 ms rows at e times it come out at 10/(10 + 90·√0.001) of the way to the slow rows' target,
+    not at the tenth an unweighted fit gives. A model's error is its kernels' weighted by their time."""
+    x = np.ones((100, 3))
+    ms = np.r_[np.full(90, 0.001), np.full(10, 1.0)]
+    y = np.r_[np.zeros(90), np.ones(10)]
+    weight = np.sqrt(ms)
+    predicted = fitted_trees(x, y, ms).predict(x[:1])[0]
+    assert predicted == pytest.approx(float(weight @ y / weight.sum()), rel=0.02)  # trees of 90% subsamples
+    assert predicted > 0.7  # unweighted: 0.1
 
 
 def test_a_grouped_convolutions_regressor_reads_its_width() -> None:
