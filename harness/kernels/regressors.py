@@ -1,7 +1,7 @@
 """Per-kind regressors of a kernel's time, the rows that train them, and which one carries each kind of a graph.
 
 - Per kind: a gradient-boosted regressor (scikit-learn's GradientBoostingRegressor, evaluated as packed arrays:
-  harness.kernels.trees; each model row weighted by √ms: fitted_trees) of the kernel's log time per unit of work,
+  harness.kernels.trees; each row weighted by √ms: fitted_trees) of the kernel's log time per unit of work,
   log ms − log(1 + MACs + bytes moved), on its log features (harness.kernels.features), and its input footprint:
   the graph's footprint for the kernel that reads the graph's input (harness.kernels.predictor.kernel_vector),
   whose buffers were last touched an inference ago.
