@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -53,3 +56,19 @@ def test_a_refused_limit_removes_the_cgroup_it_was_made_for() -> None:
     with pytest.raises(OSError):
         cgroups.create_run_cgroup(parent, name, replace(LIMITS, cpuset="4096"))
     assert not any((directory / name).exists() for directory in parent.dirs.values())
+
+
+
+def test_the_kernels_out_of_memory_notice_is_heard(run_cgroup: cgroups.RunCgroup) -> None:
+    """The notice a SIGKILL at the limit is read by when the oom_kill count misses it: none for a process that fits,
+    one after a process asked for twice its 32 MiB limit and was killed."""
+    cgroups.limit_run_cgroup(run_cgroup, replace(LIMITS, memory_bytes=32 * MIB, memory_swap_bytes=32 * MIB))
+    procs = run_cgroup.dirs["memory"] / "cgroup.procs"
+    watch = cgroups.OomWatch(run_cgroup)
+    try:
+        for size_mib, returncode, met in ((4, 0, False), (64, -signal.SIGKILL, True)):
+            ran = subprocess.run([sys.executable, "-c", f"b = bytearray({size_mib} * 2**20)"], check=False,
+                                 preexec_fn=lambda: procs.write_text(str(os.getpid())))
+            assert (ran.returncode, watch.met()) == (returncode, met), size_mib
+    finally:
+        watch.close()

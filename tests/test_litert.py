@@ -5,6 +5,8 @@ once for the module: about 40 s of conversions in all."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,9 +109,15 @@ def test_a_model_over_the_memory_limit_is_oom_and_the_session_goes_on(capsys, tm
     runs = {r["model_name"]: r for r in session_runs(tmp_path / "results")}
     big_run = runs["big_relu"]
     said = {k: big_run.get(k) for k in ("status", "exit_code", "signal", "oom_kills", "peak_memory_mib", "stderr_tail")}
-    assert big_run["status"] == "oom" and big_run["peak_memory_mib"] <= 64.5, said
+    assert big_run["status"] == "oom" and big_run["peak_memory_mib"] <= 64.5, json.dumps(said) + kernel_log_tail()
     assert runs["nb201_0"]["status"] == "ok"
     assert entry(summary, "big_relu")["statuses"] == {"oom": 1}
+
+
+def kernel_log_tail() -> str:
+    """The kernel's last lines (its OOM report, when it killed), for a failure's message; empty where unreadable."""
+    shown = subprocess.run(["dmesg"], capture_output=True, text=True, check=False) if shutil.which("dmesg") else None
+    return "\n" + "\n".join(shown.stdout.splitlines()[-12:]) if shown is not None and shown.returncode == 0 else ""
 
 
 def test_an_op_onnx2tf_cannot_convert_is_one_line_its_runs_are_errors_and_the_others_go_on(capsys,

@@ -21,9 +21,9 @@ RUNNER_KILLED = ("the harness's runner was killed at the memory limit (its own m
 
 
 def killed_at_the_limit(result: RunResult, oom_killed: bool) -> RunResult:
-    """The runner reads its cgroup's oom_kill count as the script ends; on cgroup v1 that read can miss a kill that a
-    later look (the backend's own read of the run cgroup, or the engine's OOMKilled flag) sees. A script that died of
-    SIGKILL counts as `oom` when either says so."""
+    """The runner reads its cgroup's oom_kill count as the script ends; on cgroup v1 that count can miss a kill that
+    the backend's own look (the kernel's out-of-memory notice for the run cgroup, or the engine's OOMKilled flag)
+    sees. A script that died of SIGKILL counts as `oom` when either says so."""
     if result.status == "error" and oom_killed and result.signal == 9:
         result.status = "oom"
     return result

@@ -127,6 +127,7 @@ class LocalBackend:
         clock = {"backend_called": started}
         ahead = self._take_warm()
         run_cgroup: cgroups.RunCgroup | None = None
+        oom: cgroups.OomWatch | None = None
         workdir: Path | None = None
         try:
             # On v2 the runner stays in the run's one cgroup, whose cpuset allows only the workload's cores.
@@ -147,6 +148,7 @@ class LocalBackend:
                     ahead = None  # a limit below what it already uses: a cold start in a cgroup of its own
                 run_cgroup = ahead.cgroup if ahead else cgroups.create_run_cgroup(
                     self.parent, f"harness-{spec.run_id}", limits)
+                oom = cgroups.OomWatch(run_cgroup)
                 runner_joins, workload_only = split_cgroups(run_cgroup, bool(runner_affinity))
                 runner_input = spec.runner_input(runner_affinity=runner_affinity,
                                                  workload_cgroup_procs=tuple(workload_only))
@@ -164,10 +166,13 @@ class LocalBackend:
             if ahead is not None:
                 warm.handover(ahead, runner_joins, spec_text)
             command = inside(runner_joins, runner_command(spec_path, out_path))
-            result = self._wait(ahead, command, spec, out_path, err_path, run_cgroup, clock)
+            result = self._wait(ahead, command, spec, out_path, err_path, oom, clock)
         except BaseException:
             clean_up(ahead, run_cgroup, workdir)
             raise
+        finally:
+            if oom is not None:
+                oom.close()
         if self.warm_runners:
             # Beside the next runner's start, removing a memory cgroup takes milliseconds (the kernel drains every
             # CPU's page lists): apart, joined before the next script starts.
@@ -244,7 +249,7 @@ class LocalBackend:
             earlier.remove()
 
     def _wait(self, ahead: warm.WarmRunner | None, command: list[str], spec: RunSpec, out_path: Path, err_path: Path,
-              run_cgroup: cgroups.RunCgroup | None, clock: dict[str, float]) -> RunResult:
+              oom: cgroups.OomWatch | None, clock: dict[str, float]) -> RunResult:
         """The runner's RunResult (one started ahead, else `command` spawned now); `clock` gets when the runner was
         spawned, when it had its spec and when it exited."""
         if ahead is not None:
@@ -274,13 +279,13 @@ class LocalBackend:
                 process.stdout.close()
         if out_path.exists():
             result = RunResult.from_dict(json.loads(out_path.read_text()))
-            return killed_at_the_limit(result, run_cgroup is not None and run_cgroup.oom_kills() > 0)
+            return killed_at_the_limit(result, oom is not None and oom.met())
         if process.returncode == RESULT_NOT_STORED_EXIT:
             raise StorageError(out_path, "the disk refused the run's result (full or failing)", None,
                                free_bytes(out_path))
         elapsed = time.monotonic() - started
         detail = err_path.read_text(errors="replace")
-        if run_cgroup is not None and run_cgroup.oom_kills() > 0:
+        if oom is not None and oom.met():
             detail = f"{RUNNER_KILLED}\n{detail}"
         code = process.returncode
         return RunResult.failure("error", elapsed, detail or "runner ended without a result",

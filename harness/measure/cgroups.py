@@ -78,6 +78,44 @@ class RunCgroup(NamedTuple):
             time.sleep(0.02)
 
 
+class OomWatch:
+    """Whether the OOM killer met a run cgroup: its oom_kill count, or the kernel's notice that the cgroup ran out of
+    memory (v1: an eventfd registered on memory.oom_control, as Docker's engine does; v2: memory.events' `oom`). On
+    cgroup v1 a script SIGKILLed at its limit has been seen with an oom_kill count of 0 in every read (CI, LiteRT's
+    64 MiB Relu); the notice is raised as the cgroup runs out, before the OOM killer chooses what to kill."""
+
+    def __init__(self, run: RunCgroup) -> None:
+        """Registered before the script starts; where the kernel refuses the registration, or Python has no eventfd
+        (3.9, on a board), the count alone decides."""
+        self.run = run
+        self._noticed = False
+        self._event = self._control = -1
+        if run.version != 1 or not hasattr(os, "eventfd"):
+            return
+        memory = run.dirs["memory"]
+        try:
+            self._event = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+            self._control = os.open(memory / "memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
+            _write(memory / "cgroup.event_control", f"{self._event} {self._control}")
+        except OSError:
+            self.close()
+
+    def met(self) -> bool:
+        """Read once the script has ended, before the cgroup is removed (a removal notifies the eventfd too)."""
+        if self._event >= 0 and not self._noticed:
+            with contextlib.suppress(BlockingIOError):
+                self._noticed = os.eventfd_read(self._event) > 0
+        if self.run.version == 2:
+            self._noticed |= parse_flat_keyed((self.run.dirs["memory"] / "memory.events").read_text()).get("oom", 0) > 0
+        return self._noticed or self.run.oom_kills() > 0
+
+    def close(self) -> None:
+        for fd in (self._event, self._control):
+            if fd >= 0:
+                os.close(fd)
+        self._event = self._control = -1
+
+
 def _subtree_enabled(directory: Path) -> bool:
     return set(V1_CONTROLLERS) <= set((directory / "cgroup.subtree_control").read_text().split())
 
