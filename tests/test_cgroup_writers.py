@@ -58,7 +58,6 @@ def test_a_refused_limit_removes_the_cgroup_it_was_made_for() -> None:
     assert not any((directory / name).exists() for directory in parent.dirs.values())
 
 
-
 def test_the_kernels_out_of_memory_notice_is_heard(run_cgroup: cgroups.RunCgroup) -> None:
     """The notice a SIGKILL at the limit is read by when the oom_kill count misses it: none for a process that fits,
     one after a process asked for twice its 32 MiB limit and was killed."""
