@@ -58,10 +58,12 @@ class RunCgroup(NamedTuple):
                     raise
         return found
 
-    def oom_kills(self) -> int:
+    def oom_events(self) -> dict[str, int]:
+        """The memory controller's OOM counters: v2's memory.events (`oom`, `oom_kill`, ...), v1's memory.oom_control
+        (`oom_kill`, and flags)."""
         memory = self.dirs["memory"]
         name = "memory.events" if self.version == 2 else "memory.oom_control"
-        return parse_flat_keyed((memory / name).read_text()).get("oom_kill", 0)
+        return parse_flat_keyed((memory / name).read_text())
 
     def remove(self) -> None:
         """Kill whatever is left inside, then rmdir; retried because exiting tasks linger briefly."""
@@ -105,9 +107,9 @@ class OomWatch:
         if self._event >= 0 and not self._noticed:
             with contextlib.suppress(BlockingIOError):
                 self._noticed = os.eventfd_read(self._event) > 0
-        if self.run.version == 2:
-            self._noticed |= parse_flat_keyed((self.run.dirs["memory"] / "memory.events").read_text()).get("oom", 0) > 0
-        return self._noticed or self.run.oom_kills() > 0
+        events = self.run.oom_events()  # v2's `oom` line is its notice; v1's file has none
+        self._noticed |= events.get("oom", 0) > 0
+        return self._noticed or events.get("oom_kill", 0) > 0
 
     def close(self) -> None:
         for fd in (self._event, self._control):
