@@ -107,6 +107,10 @@ def flat_keyed_value(text: str, key: str) -> int | None:
     return int(text[start + len(key) + 1:end if end >= 0 else None])
 
 
+OOM_EVENTS_FILE = {2: "memory.events", 1: "memory.oom_control"}
+"""The memory controller's file of OOM counters (`oom_kill`; v2 also `oom`, the notice), by cgroup version."""
+
+
 class MemoryProbe:
     """Reads a cgroup's memory usage, working set, kernel peak, OOM kills and CPU throttling."""
 
@@ -116,11 +120,11 @@ class MemoryProbe:
         self.version = version
         if version == 2:
             names = {"usage": "memory.current", "stat": "memory.stat", "peak": "memory.peak",
-                     "events": "memory.events"}
+                     "events": OOM_EVENTS_FILE[2]}
             self._inactive_key = "inactive_file"
         else:
             names = {"usage": "memory.usage_in_bytes", "stat": "memory.stat", "peak": "memory.max_usage_in_bytes",
-                     "events": "memory.oom_control"}
+                     "events": OOM_EVENTS_FILE[1]}
             self._inactive_key = "total_inactive_file"
         paths = {key: os.path.join(memory, name) for key, name in names.items()}
         self._readers = {key: FileReader(path) for key, path in paths.items() if os.path.exists(path)}

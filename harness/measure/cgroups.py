@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.core.records import Limits
-from harness.measure.cgroup_probe import V1_CONTROLLERS, own_cgroup_dirs, parse_flat_keyed
+from harness.measure.cgroup_probe import OOM_EVENTS_FILE, V1_CONTROLLERS, own_cgroup_dirs, parse_flat_keyed
 from harness.measure.spec import CPU_PERIOD_US
 
 SUPERVISOR_LEAF = "harness-supervisor"  # v2: where the harness's own processes live, beside its run cgroups
@@ -61,9 +61,7 @@ class RunCgroup(NamedTuple):
     def oom_events(self) -> dict[str, int]:
         """The memory controller's OOM counters: v2's memory.events (`oom`, `oom_kill`, ...), v1's memory.oom_control
         (`oom_kill`, and flags)."""
-        memory = self.dirs["memory"]
-        name = "memory.events" if self.version == 2 else "memory.oom_control"
-        return parse_flat_keyed((memory / name).read_text())
+        return parse_flat_keyed((self.dirs["memory"] / OOM_EVENTS_FILE[self.version]).read_text())
 
     def remove(self) -> None:
         """Kill whatever is left inside, then rmdir; retried because exiting tasks linger briefly."""
