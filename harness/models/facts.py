@@ -1,9 +1,10 @@
 """Static facts about an ONNX model, read from its graph after shape inference (onnx only, no runtime).
 
 MACs are multiply-accumulates of one sample (symbolic dimensions such as the batch count as 1), counted
-for the layers that dominate CNN and transformer cost: convolutions, Gemm and MatMul (attention's batched
-MatMuls of two activations included); elementwise ops, Softmax, pooling and normalisation (LayerNormalization
-too) are left out, as in the published counts (MobileNetV1 1.0/224: 569M; ResNet-18: 1.82G). FLOPs = 2 x MACs.
+for the layers that dominate CNN, transformer and recurrent cost: convolutions, Gemm and MatMul (attention's batched
+MatMuls of two activations included), RNN, GRU and LSTM layers (every step's products); elementwise ops, Softmax,
+pooling and normalisation (LayerNormalization too) are left out, as in the published counts (MobileNetV1 1.0/224:
+569M; ResNet-18: 1.82G). FLOPs = 2 x MACs.
 A model with named dynamic dimensions (a sequence length, an image size) is counted at the sizes DIMS gives them:
 they are fixed in the graph's inputs before shape inference, so every later shape follows.
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 from onnx import external_data_helper, helper
 
@@ -29,7 +31,7 @@ MIB = 2**20
 # Nodes counted as layers: those that carry learned weights and do the arithmetic.
 WEIGHTED_OPS = frozenset(
     {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "Gemm", "MatMul", "MatMulInteger", "QLinearMatMul",
-     "Einsum"}
+     "Einsum", "RNN", "GRU", "LSTM"}
 )
 _CONV_OPS = frozenset({"Conv", "ConvInteger", "QLinearConv"})
 # Where the weight / second operand sits among a node's inputs (QLinear ops put scales in between).
@@ -59,6 +61,15 @@ def _conv_transpose_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
     if x is None or weight is None:
         return 0
     return math.prod(x) * math.prod(weight[1:])
+
+
+def _recurrent_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
+    """An RNN, GRU or LSTM: every step of the sequence multiplies the step's input by W and the last hidden state by R
+    (W: directions × gates·hidden × input, R: directions × gates·hidden × hidden), for each sample."""
+    x, w, r = (shapes.get(name) for name in node.input[:3])
+    if x is None or w is None or r is None or len(x) < 2:
+        return 0
+    return x[0] * x[1] * (math.prod(w) + math.prod(r))
 
 
 def _matmul_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
@@ -91,6 +102,35 @@ def _einsum_macs(node: onnx.NodeProto, shapes: dict[str, Shape]) -> int:
     broadcast = [max([1, *(span[k - width + len(span)] for span in spans if k - width + len(span) >= 0)])
                  for k in range(width)]
     return math.prod(sizes.values()) * math.prod(broadcast)
+
+
+def _taps_inside(node: onnx.NodeProto, shapes: dict[str, Shape]) -> float:
+    """The share of a convolution's kernel taps, over all its outputs, that read its input rather than its padding;
+    1.0 for any other node. An engine's direct convolution skips the taps that land in the padding (onnxruntime's
+    NCHWc kernels do), so a dilated convolution on a small map does a fraction of the MACs its shapes count: a
+    960→256 3×3 convolution on a 14×14 map took 7.8 ms at dilation 1 and 1.3 ms at DeepLab's atrous rate 24, where
+    only the centre tap lands inside."""
+    if node.op_type not in _CONV_OPS:
+        return 1.0
+    x, out = shapes.get(node.input[0]), shapes.get(node.output[0])
+    weight = shapes.get(node.input[_WEIGHT_INPUT.get(node.op_type, 1)])
+    if not x or not out or not weight or not len(x) == len(out) == len(weight) > 2:
+        return 1.0
+    spatial = len(x) - 2
+    ints = {attr.name: list(attr.ints) for attr in node.attribute if attr.ints}
+    auto_pad = next((attr.s.decode() for attr in node.attribute if attr.name == "auto_pad"), "NOTSET")
+    strides, dilations = ints.get("strides", [1] * spatial), ints.get("dilations", [1] * spatial)
+    pads = ints.get("pads", [0] * 2 * spatial)
+    share = 1.0
+    for axis in range(spatial):
+        size, taps, count = x[2 + axis], weight[2 + axis], out[2 + axis]
+        begin = pads[axis]
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            total = max(0, (count - 1) * strides[axis] + (taps - 1) * dilations[axis] + 1 - size)
+            begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        read = (np.arange(count)[:, None] * strides[axis] - begin + np.arange(taps)[None, :] * dilations[axis])
+        share *= float(np.mean((read >= 0) & (read < size)))
+    return share
 
 
 def _is_depthwise(node: onnx.NodeProto, shapes: dict[str, Shape]) -> bool:
@@ -130,6 +170,9 @@ _MACS: dict[str, Callable[[onnx.NodeProto, dict[str, Shape]], int]] = {
     "MatMulInteger": _matmul_macs,
     "QLinearMatMul": _matmul_macs,
     "Einsum": _einsum_macs,
+    "RNN": _recurrent_macs,
+    "GRU": _recurrent_macs,
+    "LSTM": _recurrent_macs,
 }
 
 
@@ -269,9 +312,10 @@ def onnx_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> dict[
 def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """One entry per graph node: index, name, op type, input/output names and shapes, MACs (as onnx_facts
     counts them, 0 for unweighted ops), the bytes of the initializers it reads (its parameters), whether it is a
-    depthwise convolution and a Transpose's `perm`, with the named dimensions of `dims` at their sizes; `weights`
-    lists its inputs that are initializers; `static_inputs`, whether every input's dims are known before the graph
-    runs (an engine folds a Shape node of such an input into a constant)."""
+    depthwise convolution, a convolution's share of taps inside its input (`taps_inside`) and a Transpose's `perm`,
+    with the named dimensions of `dims` at their sizes; `weights` lists its inputs that are initializers;
+    `static_inputs`, whether every input's dims are known before the graph runs (an engine folds a Shape node of such
+    an input into a constant)."""
     model, _ = _load(Path(path), dims)
     graph = model.graph
     shapes = _shapes(graph)
@@ -287,6 +331,7 @@ def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[
         "param_bytes": sum(weight_bytes.get(name, 0) for name in node.input),
         "weights": [name for name in node.input if name in weight_bytes],
         "depthwise": _is_depthwise(node, shapes),
+        "taps_inside": _taps_inside(node, shapes),
         "perm": _perm(node, shapes),
         "static_inputs": all(name in static for name in node.input if name),
     } for index, node in enumerate(graph.node)]

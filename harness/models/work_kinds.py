@@ -14,13 +14,15 @@ WORK_FACTS: tuple[str, ...] = (
     "work_arithmetic_elements", "work_activation_elements", "work_other_elements",
 )
 """Per-kind work of one sample: spatial (kernel > 1), pointwise (1x1) and depthwise convolutions' MACs, fully
-connected MACs, then the output elements of pooling, elementwise arithmetic, activations and every other node."""
+connected MACs (a recurrent layer's included), then the output elements of pooling, elementwise arithmetic,
+activations and every other node."""
 _POOLS = frozenset({"AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceMax",
                     "LpPool", "GlobalLpPool"})
 _ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Div", "Sum", "Mean", "Max", "Min", "Pow"})
 _ACTIVATIONS = frozenset({"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu", "PRelu",
                           "Elu", "Selu", "Gelu", "Softmax", "LogSoftmax", "Erf", "Mish", "Softplus"})
-_DENSE = frozenset({"Gemm", "MatMul", "MatMulInteger", "QLinearMatMul", "Einsum"})
+_DENSE = frozenset({"Gemm", "MatMul", "MatMulInteger", "QLinearMatMul", "Einsum", "RNN", "GRU", "LSTM"})
+"""Matrix products: fully connected layers, attention's, and a recurrent layer's at every step."""
 
 
 def work_kind(op_type: str, weighted: bool, depthwise: bool, kernel_volume: int) -> str:
