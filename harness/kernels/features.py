@@ -10,6 +10,7 @@ converts: read once, written once."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from harness.kernels.graph import CONV_TYPES, Graph, Kernel, conv_config, elements, transpose_layout
 
@@ -23,6 +24,9 @@ whether the kernel's fused activation runs as a pass of its own over the output 
 `axes` and `run`: a Transpose's permuted axes and the elements it copies in one run (harness.kernels.graph.
 transpose_layout): an NCHW to NHWC conversion (2 axes) has a fast path in an engine such as onnxruntime, a window
 partition (5 axes) gathers element by element, and rows of 32 elements copy slower a byte than rows of 784."""
+TAPS_INSIDE = "taps_inside"
+"""Not a feature a regressor reads: the share of a dense 2-D convolution's taps inside its input (skips_padding), 1
+for any other kernel, which set_layout applies to a blocked kernel's MACs."""
 INLINE_FUSED = frozenset({"Relu", "Add", "Sum"})
 """Fused nodes an engine applies inside the kernel's own loop: onnxruntime's MLAS kernels take a Relu and a residual
 sum as flags (RELU_ACTIVATION, ACCUMULATE_OUTPUT); any other fused activation (Clip, HardSigmoid, HardSwish, Sigmoid,
@@ -49,7 +53,7 @@ def with_features(graph: Graph, kernel: Kernel) -> Kernel:
     covered = set(kernel.nodes)
     inside = {out for index in kernel.nodes for out in graph.nodes[index]["outputs"]
               if out and set(graph.consumers.get(out, [])) <= covered and out not in graph.outputs}
-    ins, outs, weight_bytes, macs = [], [], 0, 0
+    ins, outs, weight_bytes, macs = [], [], 0, 0.0
     for index in kernel.nodes:
         node = graph.nodes[index]
         names = [name for name in node["inputs"] if name]
@@ -77,9 +81,20 @@ def with_features(graph: Graph, kernel: Kernel) -> Kernel:
         "resolution": conv.get("resolution", out_shape[2] if out_shape and len(out_shape) > 2 else 0),
         "inputs": len(ins), "fused": len(kernel.nodes) - 1,
         "activation_pass": float(any(graph.nodes[index]["op_type"] not in INLINE_FUSED for index in kernel.nodes[1:])),
-        "axes": axes, "run": run,
+        "axes": axes, "run": run, TAPS_INSIDE: anchor.get("taps_inside", 1.0) if skips_padding(anchor) else 1.0,
     }
     return kernel
+
+
+def skips_padding(node: dict[str, Any]) -> bool:
+    """A 2-D convolution of one group: run blocked, the engine's direct kernel (onnxruntime's NCHWc) skips its taps
+    that land in the padding, so its MACs count only those inside its input (node_facts' `taps_inside`; set_layout).
+    The others compute every tap (benchmarks/padding_taps.py): at a dilation that leaves a ninth of the taps inside, a
+    dense 960→256 3×3 convolution on a 14×14 map took 0.16 of its time, a depthwise one on 28×28 0.98, a grouped one
+    0.99; 1-D and 3-D ones, and plain ones, run as a matrix product of their unfolded input, padding included."""
+    shapes = node["input_shapes"]
+    return (node["op_type"] in CONV_TYPES and bool(shapes) and shapes[0] is not None and len(shapes[0]) == 4
+            and conv_config(node).get("groups", 0) == 1)
 
 
 def reads_graph_input(graph: Graph, kernel: Kernel) -> bool:
@@ -96,7 +111,7 @@ def set_layout(features: dict[str, float], blocked: bool, block: int) -> None:
     """The kernel's layout as the feature `blocked`, and a blocked kernel's MACs and activation bytes at its channels
     padded up to the block, as the engine computes and moves them (a convolution reading fewer input channels than a
     block reads them plain, unpadded): at block 16 (onnxruntime on an AVX-512 host) a 24-channel output is computed
-    as 32 channels."""
+    as 32 channels. A blocked dense 2-D convolution's MACs are of its taps inside its input (skips_padding)."""
     features["blocked"] = float(blocked)
     if not blocked or block <= 0:
         return
@@ -107,7 +122,7 @@ def set_layout(features: dict[str, float], blocked: bool, block: int) -> None:
     grow_out = grown(cout)
     grow_in = grow_out if depthwise else grown(cin) if cin >= block else 1.0
     convolution = features["kernel"] > 0
-    features["macs"] *= grow_out * (grow_in if convolution and not depthwise else 1.0)
+    features["macs"] *= grow_out * (grow_in if convolution and not depthwise else 1.0) * features.get(TAPS_INSIDE, 1.0)
     features["in_bytes"] *= grow_in
     features["out_bytes"] *= grow_out
     features["bytes"] = features["in_bytes"] + features["out_bytes"] + features["weight_bytes"]
