@@ -1,6 +1,6 @@
 """How a designed kernel's time in a probe graph depends on what surrounds it: read from a cold graph input and
 written to a graph output of its own, or run as in a model (its inputs written just before it by the pack's warm
-nodes, its outputs read by a sink and their buffers reused: harness.kernels.designed._Builder).
+nodes, its outputs read by a sink and their buffers reused: harness.kernels.designed_graphs._Builder).
 
     .venv/bin/python benchmarks/pack_context.py [--kernels 120] [--seed 7] [--inferences 40]
 
@@ -26,7 +26,8 @@ import onnxruntime as ort
 from _common import print_table, write_report
 
 from harness.analysis.per_op import parse_onnxruntime
-from harness.kernels.designed import OVERHEAD, probe_model, sample
+from harness.kernels.designed import OVERHEAD, sample
+from harness.kernels.designed_graphs import probe_model
 from harness.kernels.packing import pack
 
 SETTLE = 10

@@ -13,7 +13,8 @@ from harness.analysis.per_op import TABLE_CSV, run_dir
 from harness.cli import main
 from harness.core import metric_registry
 from harness.core.errors import DataError
-from harness.kernels.designed import sample, write_probe
+from harness.kernels.designed import sample
+from harness.kernels.designed_graphs import write_probe
 from harness.kernels.table import (
     ROW_COLUMNS,
     KernelTable,

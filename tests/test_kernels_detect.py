@@ -15,7 +15,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 from harness.cli import main
-from harness.kernels.designed import PERMUTES, Kernel, kernel_model
+from harness.kernels.designed import PERMUTES, Kernel
+from harness.kernels.designed_graphs import kernel_model
 from harness.kernels.detect import absorbs, detect, kernels_of
 from harness.kernels.features import ACTIVATION_BYTES, shape_of
 from harness.kernels.graph import Graph, conv_config, elements

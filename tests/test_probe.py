@@ -31,8 +31,8 @@ from harness.kernels.designed import (
     macs,
     near,
     sample,
-    write_probe,
 )
+from harness.kernels.designed_graphs import write_probe
 from harness.kernels.detect import detect
 from harness.kernels.learn import examples_from_table, learn
 from harness.kernels.packing import PACK_MACS, boundary_shapes, pack

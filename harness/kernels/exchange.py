@@ -35,7 +35,8 @@ from harness.core import metric_registry
 from harness.core.errors import DataError
 from harness.device import tflite_benchmark
 from harness.device.readings import OpTime, tool_lines
-from harness.kernels.designed import engine_kinds, kernel_model, macs, sample
+from harness.kernels.designed import engine_kinds, macs, sample
+from harness.kernels.designed_graphs import kernel_model
 from harness.kernels.probed import kernel_kind
 from harness.kernels.table import (
     DESIGNED_FAMILY,

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import onnx
 
-from harness.kernels.designed import Kernel, kernel_model, macs
+from harness.kernels.designed import Kernel, macs
+from harness.kernels.designed_graphs import kernel_model
 
 PACK_MACS = 400_000_000
 PACK_KERNELS = 24

@@ -295,8 +295,8 @@ def designed_regressors(designed: pd.DataFrame, models: pd.DataFrame, seen: set[
     table, whose twelve models have none; a transformer's layer norms, softmaxes and GELUs in a table of CNNs) is
     then predicted from kernels of its kind timed on the device, not by the pooled regressor over other kinds, which
     put Swin-T's layer norms at a fifth of their time and its softmaxes at an eighth. Packed as in a model
-    (harness.kernels.designed._Builder), memory-bound kinds run as much faster in a model as compute kinds of their
-    size do (docs/kernels.md)."""
+    (harness.kernels.designed_graphs._Builder), memory-bound kinds run as much faster in a model as compute kinds of
+    their size do (docs/kernels.md)."""
     kinds = compute_kinds(designed)
     if not kinds:
         return {}, {}, InContext()

@@ -35,7 +35,8 @@ from harness.core.config import DeviceProfile
 from harness.core.errors import ConfigError, DataError
 from harness.core.records import RunRecord
 from harness.kernels.adaptive import next_round
-from harness.kernels.designed import CONV_STRATA, CONV_WEIGHT, KINDS, Kernel, engine_kinds, macs, sample, write_probe
+from harness.kernels.designed import CONV_STRATA, CONV_WEIGHT, KINDS, Kernel, engine_kinds, macs, sample
+from harness.kernels.designed_graphs import write_probe
 from harness.kernels.packing import pack
 from harness.kernels.probed import ModelRuns, kernel_times, per_op_tables, session_rows
 from harness.kernels.table import GRAPHS_DIR, KernelTable, kernels_root, now_utc, table_name, write_table
