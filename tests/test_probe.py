@@ -27,12 +27,13 @@ from harness.kernels.designed import (
     OVERHEAD,
     PACK_KINDS,
     Kernel,
+    _config,
     _stratum,
     macs,
     near,
     sample,
 )
-from harness.kernels.designed_graphs import write_probe
+from harness.kernels.designed_graphs import kernel_model, write_probe
 from harness.kernels.detect import detect
 from harness.kernels.learn import examples_from_table, learn
 from harness.kernels.packing import PACK_MACS, boundary_shapes, pack
@@ -40,6 +41,7 @@ from harness.kernels.predictor import graph_resolver, samples_of
 from harness.kernels.probed import kernel_times, per_op_tables, session_rows
 from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules
 from harness.kernels.table import find_kernel_table
+from harness.models.facts import node_facts
 from harness.run.probe import Costs, ZooRepeats
 from tests.boards import BoardFactory
 from tests.test_target import harness, set_up
@@ -105,6 +107,28 @@ def test_onnxruntime_runs_every_designed_kernel_of_a_probe_graph(tmp_path: Path)
         assert expected <= timed, expected - timed
         assert len({e for e in timed if e.endswith(OVERHEAD)}) == 3
         assert len(onnx.load(str(graph)).graph.output) >= len(members)
+
+
+@pytest.mark.parametrize("kind", ["gru", "lstm", "deconv", "resize"])
+def test_decoder_and_recurrent_kernels_run_at_the_size_they_are_drawn(tmp_path: Path, kind: str) -> None:
+    """A designed GRU, LSTM, transposed convolution or resize runs under onnxruntime, its output twice its input's map
+    (the decoders) or one hidden state (the recurrent layers), and its MACs are those the graph's facts count (a
+    resize, which has none there, by its output's elements)."""
+    rng = random.Random(5)
+    for index in range(6):
+        kernel = Kernel(f"k{index:04d}_{kind}", kind, tuple(sorted(_config(kind, rng).items())))
+        path = tmp_path / f"{kernel.name}.onnx"
+        onnx.save(kernel_model(kernel), path)
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        [x] = session.get_inputs()
+        [y] = session.run(None, {x.name: np.random.rand(*x.shape).astype(np.float32)})
+        s = kernel.settings
+        if kind in ("gru", "lstm"):
+            assert y.shape == (1, 1, s["hidden"])
+        else:
+            assert y.shape[2:] == (2 * s["hw"], 2 * s["hw"])
+        counted = sum(node["macs"] for node in node_facts(path))
+        assert macs(kernel) == (counted if kind != "resize" else y.size)
 
 
 def test_a_probe_graphs_kernels_read_what_a_node_just_wrote_and_write_no_graph_output(tmp_path: Path) -> None:

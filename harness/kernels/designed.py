@@ -49,6 +49,13 @@ attention's keys transposed per window (2 axes), and a C×H×W map's rows cut in
 axes; MaxViT's partitions of 6-D tensors permute 5, which an engine such as ncnn takes no input of)."""
 EINSUMS = ("bghid,bghjd->bghij", "bghij,bghjd->bghid")
 """Windowed attention's two products as MaxViT writes them: queries by keys, then weights by values."""
+STEPS = (8, 16, 32, 49, 64, 100)
+"""Steps of a recurrent layer's sequence: a keyword spotter's 49 frames of a second of audio, a sensor window's 100."""
+RECURRENT_WIDTHS = (16, 32, 40, 64, 96, 128, 256)
+"""A recurrent layer's input features (40 MFCCs, ...) and hidden units."""
+UPSAMPLED = (7, 14, 28, 56)
+"""Maps a decoder upsamples twofold (a transposed convolution or a resize): a segmentation head's and an
+autoencoder's."""
 MAX_MACS = 250_000_000
 """A designed kernel costs at most this many MACs (a 224x224 ResNet stage's worth), so one pack stays short."""
 OVERHEAD_NODES = 3
@@ -61,11 +68,12 @@ outputs (harness.kernels.designed_graphs._Builder)."""
 CONV = "conv"
 KINDS = (CONV, "gemm", "matmul", "maxpool", "avgpool", "globalpool", "add", "mul", "concat", "split", "shuffle", "se",
          "relu", "relu6", "hardswish", "sigmoid", "swish", "layernorm", "softmax", "attention", "gelu", "permute",
-         "einsum")
-ENGINE_REFUSES = {"ncnn": frozenset({"einsum"})}
+         "einsum", "gru", "lstm", "deconv", "resize")
+ENGINE_REFUSES = {"ncnn": frozenset({"einsum", "gru", "lstm"}), "litert": frozenset({"gru", "lstm"})}
 """Kinds an engine cannot run, left out of its probes and exports (engine_kinds): ncnn loads no Einsum layer of
 windowed attention's 5-D products (`layer load_param einsum_0 failed`), and one such kernel fails its whole probe
-graph."""
+graph; neither converter takes an ONNX GRU or LSTM (pnnx 20261020: `ncnn has no operator GRU`; onnx2tf 1.29 fails
+at the node)."""
 CONV_WEIGHT = 4
 """Convolution is sampled this many times as often as any other kind: its space is the largest, and it carries most
 of a CNN's time."""
@@ -136,6 +144,14 @@ def _config(kind: str, rng: random.Random, stratum: tuple[int, int, str] | None 
     if kind == "einsum":
         return {"windows": rng.choice((1, 4, 16, 64)), "heads": rng.choice((1, 2, 4, 8)),
                 "tokens": rng.choice((16, 49, 64)), "dim": rng.choice((16, 32, 64)), "layout": rng.randrange(2)}
+    if kind in ("gru", "lstm"):
+        return {"steps": rng.choice(STEPS), "input": rng.choice(RECURRENT_WIDTHS),
+                "hidden": rng.choice(RECURRENT_WIDTHS)}
+    if kind == "deconv":
+        return {"kernel": rng.choice((2, 3, 4)), "cin": rng.choice(CHANNELS), "cout": rng.choice(CHANNELS),
+                "hw": rng.choice(UPSAMPLED)}
+    if kind == "resize":
+        return {"c": rng.choice(CHANNELS), "hw": rng.choice(UPSAMPLED), "linear": rng.choice((0, 1))}
     if kind in ("layernorm", "softmax", "attention"):
         hidden = rng.choice(HIDDEN)
         return {"seq": rng.choice(SEQUENCES), "hidden": hidden, "heads": rng.choice((2, 4, 8)) if kind != "layernorm"
@@ -170,6 +186,12 @@ def macs(kernel: Kernel) -> int:
         return s["c"] * (s["window"] * s["blocks"]) ** 2
     if kernel.kind == "einsum":
         return s["windows"] * s["heads"] * s["tokens"] ** 2 * s["dim"]
+    if kernel.kind in ("gru", "lstm"):
+        return s["steps"] * (3 if kernel.kind == "gru" else 4) * s["hidden"] * (s["input"] + s["hidden"])
+    if kernel.kind == "deconv":
+        return s["hw"] ** 2 * s["cin"] * s["cout"] * s["kernel"] ** 2
+    if kernel.kind == "resize":
+        return s["c"] * (2 * s["hw"]) ** 2
     return s.get("c", 1) * s.get("hw", 1) ** 2
 
 

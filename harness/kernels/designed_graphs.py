@@ -213,6 +213,29 @@ class _Builder:
             left, right = self.input(f"{p}/a", (1, g, h, t, d if scores else t)), self.input(f"{p}/b", (1, g, h, t, d))
             self.node("Einsum", [left, right], [f"{p}/y"], f"{p}/einsum", equation=EINSUMS[s["layout"]])
             self.output(f"{p}/y", (1, g, h, t, t if scores else d))
+        elif kind in ("gru", "lstm"):  # one direction, as torch.onnx writes nn.GRU and nn.LSTM (a GRU's reset after)
+            gates, hidden = (3 if kind == "gru" else 4), s["hidden"]
+            x = self.input(f"{p}/x", (s["steps"], 1, s["input"]))
+            w = self.weight(f"{p}/w", (1, gates * hidden, s["input"]))
+            r, b = self.weight(f"{p}/r", (1, gates * hidden, hidden)), self.weight(f"{p}/b", (1, 2 * gates * hidden))
+            extra = {"linear_before_reset": 1} if kind == "gru" else {}
+            self.node(kind.upper(), [x, w, r, b], ["", f"{p}/h"], f"{p}/{kind}", hidden_size=hidden, **extra)
+            self.output(f"{p}/h", (1, 1, hidden))
+        elif kind == "deconv":  # twofold upsampling: kernel 2 unpadded, 3 with an output padding, 4 padded by 1
+            k, hw = s["kernel"], s["hw"]
+            x = self.input(f"{p}/x", (1, s["cin"], hw, hw))
+            w, b = self.weight(f"{p}/w", (s["cin"], s["cout"], k, k)), self.weight(f"{p}/b", (s["cout"],))
+            pads, extra = ([0] * 4, {}) if k == 2 else ([1] * 4, {"output_padding": [1, 1]} if k == 3 else {})
+            self.node("ConvTranspose", [x, w, b], [f"{p}/y"], f"{p}/deconv", kernel_shape=[k, k], strides=[2, 2],
+                      pads=pads, **extra)
+            self.output(f"{p}/y", (1, s["cout"], 2 * hw, 2 * hw))
+        elif kind == "resize":
+            c, hw = s["c"], s["hw"]
+            x = self.input(f"{p}/x", (1, c, hw, hw))
+            self.weights.append(numpy_helper.from_array(np.array([1.0, 1.0, 2.0, 2.0], np.float32), f"{p}/scales"))
+            self.node("Resize", [x, "", f"{p}/scales"], [f"{p}/y"], f"{p}/resize",
+                      mode="linear" if s["linear"] else "nearest")
+            self.output(f"{p}/y", (1, c, 2 * hw, 2 * hw))
         elif kind == OVERHEAD:
             self.node("Relu", [self.input(f"{p}/x", (1, 1, 1, 1))], [f"{p}/y"], f"{p}/relu")  # ncnn: 4-D, one value
             self.output(f"{p}/y", (1, 1, 1, 1))
