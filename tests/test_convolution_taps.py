@@ -1,7 +1,7 @@
 """A convolution's taps inside its input (node_facts' `taps_inside`), counted by onnxruntime itself: with every input
 and weight 1 and no bias, each output element is the number of input elements its taps read, the padding being 0.
-And the kernel features that count them: a blocked dense 2-D convolution's MACs are of its taps inside, as the
-engine's direct kernel skips the rest; a depthwise, 1-D or 3-D one keeps every tap's."""
+And the kernel features that count them: a blocked dilated dense 2-D convolution's MACs are of its taps inside, as
+the engine's direct kernel skips the rest; an undilated, depthwise, 1-D or 3-D one keeps every tap's."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.kernels.features import set_layout, skips_padding, with_features
+from harness.kernels.features import dilated_dense, set_layout, skips_padding, with_features
 from harness.kernels.graph import Graph, Kernel
 from harness.models.facts import node_facts
 
@@ -52,19 +52,20 @@ def test_taps_inside_are_those_the_engine_reads(tmp_path: Path, case: str) -> No
     assert conv["taps_inside"] < 1.0
 
 
-def test_a_blocked_dense_2d_convolution_counts_only_its_taps_inside_as_work(tmp_path: Path) -> None:
+def test_a_blocked_dilated_dense_2d_convolution_counts_only_its_taps_inside_as_work(tmp_path: Path) -> None:
     """At atrous rate 24 on a 14×14 map a dense convolution does a ninth of the MACs its shapes count (only the
-    centre tap lands inside) where the engine runs it blocked, and all of them where it runs it plain; a depthwise one
-    at rate 6, and a 1-D one, are counted whole."""
-    for case, dense in (("rate 24, only the centre tap inside", True), ("depthwise, rate 6", False),
-                        ("1-D, kernel 80 stride 4 (raw audio)", False)):
+    centre tap lands inside) where the engine runs it blocked, and all of them where it runs it plain. An undilated
+    one, whose padding is a border its map's size tells, a depthwise one at rate 6 and a 1-D one are counted whole."""
+    for case, counted in (("rate 24, only the centre tap inside", True), ("3×3 on 4×4, stride 1", False),
+                          ("depthwise, rate 6", False), ("1-D, kernel 80 stride 4 (raw audio)", False)):
         shape, cout, kernel, attrs = CASES[case]
-        graph = Graph.load(_conv(tmp_path / f"{len(shape)}{dense}.onnx", shape, cout, kernel, attrs))
+        graph = Graph.load(_conv(tmp_path / f"{case[:4]}.onnx", shape, cout, kernel, attrs))
         [node] = graph.nodes
-        assert skips_padding(node) is dense
+        assert dilated_dense(node) is counted
+        assert skips_padding(node) is (attrs.get("group", 1) == 1 and len(shape) == 4)
         for blocked in (False, True):
-            features = with_features(graph, Kernel("Conv" if dense else "DepthwiseConv", [0])).features
+            features = with_features(graph, Kernel("DepthwiseConv" if "group" in attrs else "Conv", [0])).features
             set_layout(features, blocked, block=cout)  # as many channels as the block: no padding to it
-            share = node["taps_inside"] if dense and blocked else 1.0
+            share = node["taps_inside"] if counted and blocked else 1.0
             assert features["macs"] == pytest.approx(node["macs"] * share)
-    assert node_facts(tmp_path / "4True.onnx")[0]["taps_inside"] == pytest.approx(1 / 9)
+    assert node_facts(tmp_path / "rate.onnx")[0]["taps_inside"] == pytest.approx(1 / 9)

@@ -312,7 +312,8 @@ def onnx_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> dict[
 def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """One entry per graph node: index, name, op type, input/output names and shapes, MACs (as onnx_facts
     counts them, 0 for unweighted ops), the bytes of the initializers it reads (its parameters), whether it is a
-    depthwise convolution, a convolution's share of taps inside its input (`taps_inside`) and a Transpose's `perm`,
+    depthwise convolution, a convolution's share of taps inside its input (`taps_inside`) and largest dilation
+    (`dilation`, 1 for any other node), a Transpose's `perm`,
     with the named dimensions of `dims` at their sizes; `weights` lists its inputs that are initializers;
     `static_inputs`, whether every input's dims are known before the graph runs (an engine folds a Shape node of such
     an input into a constant)."""
@@ -332,6 +333,7 @@ def node_facts(path: str | Path, dims: Mapping[str, int] | None = None) -> list[
         "weights": [name for name in node.input if name in weight_bytes],
         "depthwise": _is_depthwise(node, shapes),
         "taps_inside": _taps_inside(node, shapes),
+        "dilation": max((max(attr.ints, default=1) for attr in node.attribute if attr.name == "dilations"), default=1),
         "perm": _perm(node, shapes),
         "static_inputs": all(name in static for name in node.input if name),
     } for index, node in enumerate(graph.node)]
