@@ -6,7 +6,8 @@ user exports one, each predicted from its graph by the probe's kernel table and 
 
 The models (OWN_MODELS) are families the zoo has none of (RegNetX, ResNeXt, DenseNet, ConvNeXt, Wide ResNet, the
 Swin and MaxViT transformers) or sizes of its families it holds no model of (ResNet-34 and -50, RegNetY-800MF,
-EfficientNet-B1, ...), built with random weights and exported with torch's TorchScript exporter at opset 17. A
+EfficientNet-B1, ...), and other tasks and layers (OTHER_TASKS: segmentation, video, a GRU, transposed
+convolutions), built with random weights and exported with torch's TorchScript exporter at opset 17. A
 default probe (`harness probe --cpus N`, `--budget-min` minutes: its zoo models and designed kernels) makes the
 table, unless `--table` gives one of this host;
 `harness profile --cpus N` measures the models (`--session` takes a session of them made before, to score another
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from _common import Goal, harness, headline, load_note, print_table, profile_runs, shares, shown, write_report
@@ -43,24 +45,81 @@ GELU (ConvNeXt), windowed attention (Swin-T: padding computed from Shape nodes; 
 and grid partitions), and torchvision's own exports of families the zoo holds from other exporters."""
 
 
+OTHER_TASKS = ("deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large", "inception_v3", "efficientnet_v2_s",
+               "r2plus1d_18", "gru_keyword_spotter", "conv_autoencoder")
+"""Other tasks and layers: segmentation heads (DeepLabV3's atrous pyramid, whose dilated convolutions on a 14×14 map
+read mostly padding; LR-ASPP's), Inception-V3 at 299×299, EfficientNetV2's fused blocks, a video network's 3-D
+convolutions (R(2+1)D-18 on 8 frames of 56×56), a keyword spotter's two GRU layers (49 steps of 40 features) and an
+image autoencoder's transposed convolutions: kinds no row of a default probe's table runs."""
+
+
+def other_task(name: str) -> tuple[Any, tuple[int, ...]]:
+    """An OTHER_TASKS model with random weights and its example input's shape."""
+    import torch
+    import torchvision
+    from torch import nn
+
+    class SegmentationMap(nn.Module):
+        def __init__(self, model: nn.Module) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.model(x)["out"]
+
+    class KeywordSpotter(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gru, self.head = nn.GRU(40, 64, num_layers=2, batch_first=True), nn.Linear(64, 12)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(self.gru(x)[0][:, -1])
+
+    def autoencoder() -> nn.Module:
+        down = [layer for cin, cout in ((3, 32), (32, 64), (64, 128)) for layer in (nn.Conv2d(cin, cout, 3, 2, 1),
+                                                                                   nn.ReLU())]
+        up = [layer for cin, cout in ((128, 64), (64, 32)) for layer in (nn.ConvTranspose2d(cin, cout, 4, 2, 1),
+                                                                         nn.ReLU())]
+        return nn.Sequential(*down, *up, nn.ConvTranspose2d(32, 3, 4, 2, 1), nn.Sigmoid())
+
+    segmentation = torchvision.models.segmentation
+    return {
+        "deeplabv3_mobilenet_v3_large": (lambda: SegmentationMap(segmentation.deeplabv3_mobilenet_v3_large(
+            weights=None, weights_backbone=None, aux_loss=False)), (1, 3, 224, 224)),
+        "lraspp_mobilenet_v3_large": (lambda: SegmentationMap(segmentation.lraspp_mobilenet_v3_large(
+            weights=None, weights_backbone=None)), (1, 3, 224, 224)),
+        "inception_v3": (lambda: torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False),
+                         (1, 3, 299, 299)),
+        "efficientnet_v2_s": (lambda: torchvision.models.efficientnet_v2_s(weights=None), (1, 3, 224, 224)),
+        "r2plus1d_18": (lambda: torchvision.models.video.r2plus1d_18(weights=None), (1, 3, 8, 56, 56)),
+        "gru_keyword_spotter": (KeywordSpotter, (1, 49, 40)),
+        "conv_autoencoder": (autoencoder, (1, 3, 128, 128)),
+    }[name]
+
+
 def export(directory: Path, names: list[str]) -> dict[str, Path]:
-    """Each torchvision architecture with random weights, exported as a user would (TorchScript exporter, opset 17,
-    one 224×224 image)."""
+    """Each architecture with random weights, exported as a user would (TorchScript exporter, opset 17, one 224×224
+    image, or an OTHER_TASKS model's own input)."""
     import torch
     import torchvision
 
     paths = {}
     for name in names:
-        extra = {"aux_logits": False, "init_weights": False} if name == "googlenet" else {}
-        model = getattr(torchvision.models, name)(weights=None, **extra).eval()
+        if name in OTHER_TASKS:
+            build, shape = other_task(name)
+            model = build().eval()
+        else:
+            extra = {"aux_logits": False, "init_weights": False} if name == "googlenet" else {}
+            model, shape = getattr(torchvision.models, name)(weights=None, **extra).eval(), (1, 3, 224, 224)
         paths[name] = directory / f"{name}.onnx"
-        torch.onnx.export(model, torch.randn(1, 3, 224, 224), str(paths[name]), opset_version=17, dynamo=False)
+        torch.onnx.export(model, torch.randn(*shape), str(paths[name]), opset_version=17, dynamo=False)
     return paths
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+", default=list(OWN_MODELS), help="torchvision model builders")
+    parser.add_argument("--models", nargs="+", default=[*OWN_MODELS, *OTHER_TASKS],
+                        help="torchvision model builders, or OTHER_TASKS names")
     parser.add_argument("--cpus", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--table", type=Path, default=os.environ.get("HARNESS_BENCH_TABLE") or None,
@@ -96,6 +155,11 @@ def score(args: argparse.Namespace, directory: Path, keep: bool) -> int:
                      extra_flags=["--cpus", str(args.cpus), "--no-report"])
         args.session = list_sessions(directory / "results")[-1]
     truth = headline(args.session)
+    missing = [name for name in paths if name not in truth]
+    if missing:
+        print(f"session {args.session} holds no run of {', '.join(missing)}: give --models the models it profiled",
+              file=sys.stderr)
+        return 2
     notes.append(load_note("after the runs"))
     if keep:
         notes.append(f"kept for --table and --session: {directory}")
