@@ -218,16 +218,16 @@ class _Builder:
             x = self.input(f"{p}/x", (s["steps"], 1, s["input"]))
             w = self.weight(f"{p}/w", (1, gates * hidden, s["input"]))
             r, b = self.weight(f"{p}/r", (1, gates * hidden, hidden)), self.weight(f"{p}/b", (1, 2 * gates * hidden))
-            extra = {"linear_before_reset": 1} if kind == "gru" else {}
-            self.node(kind.upper(), [x, w, r, b], ["", f"{p}/h"], f"{p}/{kind}", hidden_size=hidden, **extra)
+            reset = {"linear_before_reset": 1} if kind == "gru" else {}
+            self.node(kind.upper(), [x, w, r, b], ["", f"{p}/h"], f"{p}/{kind}", hidden_size=hidden, **reset)
             self.output(f"{p}/h", (1, 1, hidden))
         elif kind == "deconv":  # twofold upsampling: kernel 2 unpadded, 3 with an output padding, 4 padded by 1
             k, hw = s["kernel"], s["hw"]
             x = self.input(f"{p}/x", (1, s["cin"], hw, hw))
             w, b = self.weight(f"{p}/w", (s["cin"], s["cout"], k, k)), self.weight(f"{p}/b", (s["cout"],))
-            pads, extra = ([0] * 4, {}) if k == 2 else ([1] * 4, {"output_padding": [1, 1]} if k == 3 else {})
+            grown = {"output_padding": [1, 1]} if k == 3 else {}
             self.node("ConvTranspose", [x, w, b], [f"{p}/y"], f"{p}/deconv", kernel_shape=[k, k], strides=[2, 2],
-                      pads=pads, **extra)
+                      pads=[0 if k == 2 else 1] * 4, **grown)
             self.output(f"{p}/y", (1, s["cout"], 2 * hw, 2 * hw))
         elif kind == "resize":
             c, hw = s["c"], s["hw"]
