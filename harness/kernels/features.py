@@ -88,7 +88,7 @@ def with_features(graph: Graph, kernel: Kernel) -> Kernel:
 
 def skips_padding(node: dict[str, Any]) -> bool:
     """A 2-D convolution of one group: run blocked, the engine's direct kernel (onnxruntime's NCHWc) skips its taps
-    that land in the padding, so its MACs count only those inside its input (node_facts' `taps_inside`; set_layout).
+    that land in the padding (node_facts' `taps_inside` is the share it computes; dilated_dense, where it counts).
     The others compute every tap (benchmarks/padding_taps.py): at a dilation that leaves a ninth of the taps inside, a
     dense 960→256 3×3 convolution on a 14×14 map took 0.16 of its time, a depthwise one on 28×28 0.98, a grouped one
     0.99; 1-D and 3-D ones, and plain ones, run as a matrix product of their unfolded input, padding included."""
