@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -31,11 +32,11 @@ MODELS = ("kws_dscnn", "resnet8_cifar10", "mobilenet_v1_0.25_128", "shufflenet_v
 EVICTING_MB = (0, 4, 16, 64)
 
 
-def latencies(name: str, inferences: int) -> dict[int, float]:
+def latencies(model: Path, inferences: int) -> dict[int, float]:
     """The model's median ms with each EVICTING_MB buffer written between inferences (0: none)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
-    session = ort.InferenceSession(str(zoo.export(name)), options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     [given] = session.get_inputs()
     shape = [dim if isinstance(dim, int) else 1 for dim in given.shape]
     feeds = {given.name: np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
@@ -61,9 +62,9 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for name in args.models:
-        ms = latencies(name, args.inferences)
-        weights = zoo.export(name).stat().st_size / 2**20
-        rows.append({"model": name, "file MB": weights, "ms": ms[0],
+        model = zoo.export(name)
+        ms = latencies(model, args.inferences)
+        rows.append({"model": name, "file MB": model.stat().st_size / 2**20, "ms": ms[0],
                      **{f"× with {mb} MB between": ms[mb] / ms[0] for mb in EVICTING_MB[1:]}})
     print_table(f"latency with the cache evicted between inferences, onnxruntime {ort.__version__}, one thread", rows)
     write_report("cache_warmth", rows, [])

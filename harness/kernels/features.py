@@ -53,7 +53,7 @@ def with_features(graph: Graph, kernel: Kernel) -> Kernel:
     covered = set(kernel.nodes)
     inside = {out for index in kernel.nodes for out in graph.nodes[index]["outputs"]
               if out and set(graph.consumers.get(out, [])) <= covered and out not in graph.outputs}
-    ins, outs, weight_bytes, macs = [], [], 0, 0.0
+    ins, outs, weight_bytes, macs = [], [], 0, 0
     for index in kernel.nodes:
         node = graph.nodes[index]
         names = [name for name in node["inputs"] if name]
