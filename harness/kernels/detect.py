@@ -78,7 +78,8 @@ def group_nodes(graph: Graph, rules: Rules) -> tuple[list[Kernel], dict[int, int
 
 
 def _channels(shape: list[int] | None) -> int | None:
-    return shape[1] if shape and len(shape) > 2 else None
+    """A 4-D (NCHW) tensor's channels; None for any other: a blocked layout (onnxruntime's NCHWc) is of 2-D maps."""
+    return shape[1] if shape and len(shape) == 4 else None
 
 
 def blocked_layouts(graph: Graph, rules: Rules, kernels: list[Kernel], owner: dict[int, int]) -> list[bool]:

@@ -24,6 +24,11 @@ shuffle, attention's head split) copies whole rows. On this host at CPUS=1 MaxVi
 3.5 ns an element (0.7 ms for 0.8 MB), 14 to 24 times its own row-copying Transposes of the same tensors
 (docs/kernels.md)."""
 CONV_TYPES = frozenset({"Conv", "ConvInteger", "QLinearConv", "FusedConv"})
+OTHER_RANK_CONV = {1: "Conv1D", 3: "Conv3D"}
+"""The kinds of a 1-D and a 3-D convolution (an audio or sensor network's, a video network's), any grouping: an
+engine runs them apart from 2-D ones (onnxruntime's blocked NCHWc kernels take 2-D ones only; the others run as a
+matrix product of their unfolded input), so no 2-D row tells their time: with theirs read as 2-D ones, two audio
+networks of 1-D convolutions (M5, MatchboxNet) came out 21–23% under their time, R3D-18 19% (docs/kernels.md)."""
 SCALAR_BYTES = 16
 """The weights an element-wise node may hold: Clip's min and max, a Mul's constant (four float32 scalars)."""
 BROADCAST = " (broadcast)"
@@ -127,23 +132,35 @@ def folded(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
+def spatial_rank(node: dict[str, Any]) -> int:
+    """The spatial axes of a node's first input (2 for NCHW); 0 where its shape is unknown."""
+    shapes = node["input_shapes"]
+    return max(0, len(shapes[0]) - 2) if shapes and shapes[0] else 0
+
+
 def conv_config(node: dict[str, Any]) -> dict[str, float]:
     """A convolution's configuration from its shapes: input and output channels, kernel size, stride, groups and output
-    resolution (NCHW; a 1-D or 3-D convolution's first spatial axis stands for all)."""
+    resolution (NCHW: the first spatial axis's, square in every 2-D network the harness has met; a 1-D or 3-D
+    convolution's kernel is its taps, its stride its input positions over its output's, and its resolution its
+    output positions: the products of its axes')."""
     shapes = node["input_shapes"]
     x, weight, out = (shapes[0] if shapes else None), (shapes[1] if len(shapes) > 1 else None), \
         (node["output_shapes"][0] if node["output_shapes"] else None)
     if not x or not weight or not out or len(x) < 3 or len(out) < 3 or not weight[1]:
         return {}
-    cin, cout = x[1], out[1]
-    return {"cin": cin, "cout": cout, "kernel": weight[2] if len(weight) > 2 else 1,
-            "stride": max(1, round(x[2] / out[2])) if out[2] else 1, "groups": max(1, cin // weight[1]),
-            "resolution": out[2]}
+    axes = slice(2, 3) if len(x) == 4 else slice(2, None)
+    positions = math.prod(out[axes])
+    return {"cin": x[1], "cout": out[1], "kernel": math.prod(weight[axes]) if len(weight) > 2 else 1,
+            "stride": max(1, round(math.prod(x[axes]) / positions)) if positions else 1,
+            "groups": max(1, x[1] // weight[1]), "resolution": positions}
 
 
 def node_kind(node: dict[str, Any]) -> str:
-    """The harness's kind of a node (harness.analysis.op_kinds), grouped convolutions apart from dense and depthwise."""
+    """The harness's kind of a node (harness.analysis.op_kinds), grouped convolutions apart from dense and depthwise,
+    1-D and 3-D ones kinds of their own (OTHER_RANK_CONV)."""
     kind = harness_kind(node["op_type"], bool(node.get("depthwise")))
+    if kind in ("Conv", DEPTHWISE) and spatial_rank(node) in OTHER_RANK_CONV:
+        return OTHER_RANK_CONV[spatial_rank(node)]
     if kind == "Conv":
         groups = conv_config(node).get("groups", 1)
         return GROUPED if groups > 1 else kind
@@ -195,5 +212,5 @@ class Kernel:
         return self.nodes[0] if self.nodes else None
 
 
-__all__ = ["DEPTHWISE", "GROUPED", "INNER_TRANSPOSE", "Graph", "Kernel", "conv_config", "elements", "node_kind",
-           "transpose_layout"]
+__all__ = ["DEPTHWISE", "GROUPED", "INNER_TRANSPOSE", "OTHER_RANK_CONV", "Graph", "Kernel", "conv_config", "elements",
+           "node_kind", "spatial_rank", "transpose_layout"]

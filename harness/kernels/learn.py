@@ -23,7 +23,7 @@ import pandas as pd
 from harness.kernels.designed import PACK_KINDS
 from harness.kernels.detect import blocked_layouts, group_nodes, layout_kernels
 from harness.kernels.features import shape_of
-from harness.kernels.graph import Graph, Kernel, conv_config
+from harness.kernels.graph import Graph, Kernel, conv_config, spatial_rank
 from harness.kernels.rules import (
     BLOCKED_MARK,
     ELEMENTWISE,
@@ -113,8 +113,9 @@ def learn_absorption(examples: Iterable[Example], designed: Iterable[Example] = 
 
 
 def learn_layout(examples: list[Example]) -> tuple[int, frozenset[str], dict[ConvKey, dict[str, int]]]:
-    """The block size, the op types that ran blocked (rows whose node name carries the blocked mark), and per
-    convolution configuration how often it ran blocked or plain."""
+    """The block size, the op types that ran blocked (rows whose node name carries the blocked mark), and per 2-D
+    convolution configuration how often it ran blocked or plain (a 1-D or 3-D one runs plain whatever its channels,
+    and its configuration would read as a 2-D one's)."""
     channels: list[int] = []
     types: set[str] = set()
     convs: list[tuple[dict[str, float], bool]] = []
@@ -125,7 +126,7 @@ def learn_layout(examples: list[Example]) -> tuple[int, frozenset[str], dict[Con
             if node is None:
                 continue
             marked = BLOCKED_MARK in str(row.node)
-            if node["op_type"] == "Conv" and conv_config(node):
+            if node["op_type"] == "Conv" and spatial_rank(node) == 2 and conv_config(node):
                 convs.append((conv_config(node), marked))
             if not marked:
                 continue
