@@ -16,14 +16,16 @@ import onnxruntime as ort
 import pytest
 
 from harness.cli import main
-from harness.kernels.adaptive import next_round, spreads
+from harness.kernels.adaptive import MIN_FIT, next_round, spreads
 from harness.kernels.designed import (
     CHANNELS,
     CONV_STRATA,
+    CONV_WEIGHT,
     GROUP_WIDTHS,
     GROUPED_CHANNELS,
     KINDS,
     MAX_MACS,
+    OTHER_RANK_KINDS,
     OVERHEAD,
     PACK_KINDS,
     Kernel,
@@ -31,10 +33,12 @@ from harness.kernels.designed import (
     _stratum,
     macs,
     near,
+    out_size,
     sample,
 )
 from harness.kernels.designed_graphs import kernel_model, write_probe
 from harness.kernels.detect import detect
+from harness.kernels.graph import OTHER_RANK_CONV, Graph
 from harness.kernels.learn import examples_from_table, learn
 from harness.kernels.packing import PACK_MACS, boundary_shapes, pack
 from harness.kernels.predictor import graph_resolver, samples_of
@@ -131,6 +135,32 @@ def test_decoder_and_recurrent_kernels_run_at_the_size_they_are_drawn(tmp_path: 
         assert macs(kernel) == (counted if kind != "resize" else y.size)
 
 
+@pytest.mark.parametrize("kind", OTHER_RANK_KINDS)
+def test_a_1d_or_3d_convolution_runs_at_its_drawn_size_as_a_kind_of_its_own(tmp_path: Path, kind: str) -> None:
+    """A designed 1-D or 3-D convolution runs under onnxruntime at the output size its settings give, its MACs are
+    those the graph's facts count, a neighbour of a depthwise one stays depthwise, and detection makes it a kernel of
+    its own kind, never in the blocked layout (onnxruntime blocks 2-D maps only)."""
+    rng = random.Random(11)
+    kernels = [Kernel(f"k{index:04d}_{kind}", kind, tuple(sorted(_config(kind, rng).items()))) for index in range(8)]
+    assert {k.settings["depthwise"] for k in kernels} == {0, 1}
+    for kernel in kernels:
+        path = tmp_path / f"{kernel.name}.onnx"
+        onnx.save(kernel_model(kernel), path)
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        [x] = session.get_inputs()
+        [y] = session.run(None, {x.name: np.random.rand(*x.shape).astype(np.float32)})
+        s = kernel.settings
+        axes = ([(s["length"], s["kernel"], s["stride"])] if kind == "conv1d" else
+                [(s["frames"], s["kt"], s["tstride"])] + [(s["hw"], s["kernel"], s["stride"])] * 2)
+        assert y.shape == (1, s["cout"], *(out_size(*axis) for axis in axes))
+        assert macs(kernel) == sum(node["macs"] for node in node_facts(path)) > 0
+        [found] = detect(Graph.load(path), load_rules("onnxruntime"))
+        assert found.kind == OTHER_RANK_CONV[len(axes)] and found.features["blocked"] == 0.0
+        if s["depthwise"]:
+            moved = near(kernel, rng, "moved")
+            assert moved.settings["depthwise"] == 0 or moved.settings["cout"] == moved.settings["cin"]
+
+
 def test_a_probe_graphs_kernels_read_what_a_node_just_wrote_and_write_no_graph_output(tmp_path: Path) -> None:
     """As in a model: every kernel input is written by the pack's warm node just before it, every kernel output is
     read by a sink of its own, and the graph's inputs and outputs are the pack's (overhead nodes aside)."""
@@ -152,16 +182,17 @@ def test_a_probe_graphs_kernels_read_what_a_node_just_wrote_and_write_no_graph_o
 
 
 def test_adaptive_rounds_go_where_the_line_misses() -> None:
-    kernels = sample(88, seed=4)
+    drawn = MIN_FIT * (len(KINDS) - 1 + CONV_WEIGHT)  # every kind MIN_FIT times: each has a line to miss
+    kernels = sample(drawn, seed=4)
     rng = np.random.default_rng(0)
     times = {k.name: macs(k) * 1e-6 * (float(np.exp(rng.normal(0, 1.0))) if k.kind == "concat" else 1.0)
              for k in kernels}
     spread = spreads(kernels, times)
     assert max(spread, key=spread.__getitem__) == "concat"
-    chosen = next_round(kernels, times, 40, seed=1, start=88)
+    chosen = next_round(kernels, times, 40, seed=1, start=drawn)
     counts = Counter(k.kind for k in chosen)
     assert counts.most_common(1)[0][0] == "concat" and len(chosen) == 40
-    assert len({k.name for k in chosen} | {k.name for k in kernels}) == 128
+    assert len({k.name for k in chosen} | {k.name for k in kernels}) == drawn + 40
 
 
 def test_the_zoo_models_repeats_spread_over_the_budget_left() -> None:

@@ -56,6 +56,17 @@ RECURRENT_WIDTHS = (16, 32, 40, 64, 96, 128, 256)
 UPSAMPLED = (7, 14, 28, 56)
 """Maps a decoder upsamples twofold (a transposed convolution or a resize): a segmentation head's and an
 autoencoder's."""
+LENGTHS = (32, 64, 101, 128, 250, 500, 1000, 4000, 16000)
+"""Lengths a 1-D convolution runs over: a sensor window's 32 to 128 steps, a keyword spotter's 101 frames of MFCCs, raw
+audio's 16,000 samples a second and what its strided first layers leave of it."""
+LINE_CHANNELS = (1, 3, 9, 12, 16, 24, 32, 40, 64, 96, 128, 160, 256, 512)
+"""Channels of a 1-D convolution: a waveform's one, an accelerometer's 3 to 9 axes, 40 MFCCs, and a network's widths."""
+LINE_KERNELS = (1, 3, 5, 9, 13, 25, 80)
+"""Taps of a 1-D convolution: pointwise, small, MatchboxNet's 13 to 25, and a raw-audio first layer's 80 (M5)."""
+FRAMES = (2, 4, 8, 16)
+"""Frames a 3-D convolution runs over: a video clip's 8 or 16, and what its temporal strides leave of them."""
+OTHER_RANK_KINDS = ("conv1d", "conv3d")
+"""Designed 1-D and 3-D convolutions (harness.kernels.graph.OTHER_RANK_CONV): dense or depthwise, their own kinds."""
 MAX_MACS = 250_000_000
 """A designed kernel costs at most this many MACs (a 224x224 ResNet stage's worth), so one pack stays short."""
 OVERHEAD_NODES = 3
@@ -68,7 +79,7 @@ outputs (harness.kernels.designed_graphs._Builder)."""
 CONV = "conv"
 KINDS = (CONV, "gemm", "matmul", "maxpool", "avgpool", "globalpool", "add", "mul", "concat", "split", "shuffle", "se",
          "relu", "relu6", "hardswish", "sigmoid", "swish", "layernorm", "softmax", "attention", "gelu", "permute",
-         "einsum", "gru", "lstm", "deconv", "resize")
+         "einsum", "gru", "lstm", "deconv", "resize", *OTHER_RANK_KINDS)
 ENGINE_REFUSES = {"ncnn": frozenset({"einsum", "gru", "lstm"}), "litert": frozenset({"gru", "lstm"})}
 """Kinds an engine cannot run, left out of its probes and exports (engine_kinds): ncnn loads no Einsum layer of
 windowed attention's 5-D products (`layer load_param einsum_0 failed`), and one such kernel fails its whole probe
@@ -152,11 +163,30 @@ def _config(kind: str, rng: random.Random, stratum: tuple[int, int, str] | None 
                 "hw": rng.choice(UPSAMPLED)}
     if kind == "resize":
         return {"c": rng.choice(CHANNELS), "hw": rng.choice(UPSAMPLED), "linear": rng.choice((0, 1))}
+    if kind == "conv1d":
+        return _depthwise_or_dense(rng, LINE_CHANNELS, kernel=rng.choice(LINE_KERNELS), stride=rng.choice((1, 2, 4)),
+                                   length=rng.choice(LENGTHS))
+    if kind == "conv3d":  # (3, 1, 1) and (1, 3, 3) as R(2+1)D factors a (3, 3, 3); (3, 7, 7) as a first layer
+        return _depthwise_or_dense(rng, CHANNELS, kt=rng.choice((1, 3)), kernel=rng.choice((1, 3, 7)),
+                                   tstride=rng.choice((1, 2)), stride=rng.choice((1, 2)), frames=rng.choice(FRAMES),
+                                   hw=rng.choice(RESOLUTIONS[:-1]))
     if kind in ("layernorm", "softmax", "attention"):
         hidden = rng.choice(HIDDEN)
         return {"seq": rng.choice(SEQUENCES), "hidden": hidden, "heads": rng.choice((2, 4, 8)) if kind != "layernorm"
                 else 1}
     return {"c": rng.choice(CHANNELS), "hw": rng.choice(RESOLUTIONS)}  # add, globalpool, the activations
+
+
+def _depthwise_or_dense(rng: random.Random, channels: Sequence[int], **settings: int) -> dict[str, int]:
+    """A 1-D or 3-D convolution's settings with its channels: depthwise (as many out as in) one time in three, as
+    MatchboxNet and X3D run them, else dense."""
+    cin, depthwise = rng.choice(channels), int(rng.random() < 1 / 3)
+    return {**settings, "cin": cin, "cout": cin if depthwise else rng.choice(channels), "depthwise": depthwise}
+
+
+def out_size(size: int, kernel: int, stride: int) -> int:
+    """An axis of `size` convolved by `kernel` taps at `stride`, padded by kernel // 2 on each side."""
+    return (size + 2 * (kernel // 2) - kernel) // stride + 1
 
 
 def engine_kinds(engine: str) -> tuple[str, ...]:
@@ -192,6 +222,11 @@ def macs(kernel: Kernel) -> int:
         return s["hw"] ** 2 * s["cin"] * s["cout"] * s["kernel"] ** 2
     if kernel.kind == "resize":
         return s["c"] * (2 * s["hw"]) ** 2
+    if kernel.kind in OTHER_RANK_KINDS:
+        taps = s["kernel"] if kernel.kind == "conv1d" else s["kt"] * s["kernel"] ** 2
+        positions = (out_size(s["length"], s["kernel"], s["stride"]) if kernel.kind == "conv1d" else
+                     out_size(s["frames"], s["kt"], s["tstride"]) * out_size(s["hw"], s["kernel"], s["stride"]) ** 2)
+        return positions * s["cout"] * (1 if s["depthwise"] else s["cin"]) * taps
     return s.get("c", 1) * s.get("hw", 1) ** 2
 
 
@@ -242,6 +277,8 @@ def near(kernel: Kernel, rng: random.Random, name: str) -> Kernel:
                 continue
         if kernel.kind == CONV and (config["cin"] % config["groups"] or config["cout"] % config["groups"]):
             continue
+        if kernel.kind in OTHER_RANK_KINDS and config["depthwise"]:
+            config["cout"] = config["cin"]
         moved = Kernel(name, kernel.kind, tuple(sorted(config.items())))
         if macs(moved) <= MAX_MACS and moved.config != kernel.config:
             return moved

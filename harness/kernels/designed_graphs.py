@@ -20,7 +20,19 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.kernels.designed import CONV, EINSUMS, OPSET, OVERHEAD, OVERHEAD_NODES, PERMUTES, SINK, WARM, Kernel
+from harness.kernels.designed import (
+    CONV,
+    EINSUMS,
+    OPSET,
+    OTHER_RANK_KINDS,
+    OVERHEAD,
+    OVERHEAD_NODES,
+    PERMUTES,
+    SINK,
+    WARM,
+    Kernel,
+    out_size,
+)
 
 
 class _Builder:
@@ -236,6 +248,19 @@ class _Builder:
             self.node("Resize", [x, "", f"{p}/scales"], [f"{p}/y"], f"{p}/resize",
                       mode="linear" if s["linear"] else "nearest")
             self.output(f"{p}/y", (1, c, 2 * hw, 2 * hw))
+        elif kind in OTHER_RANK_KINDS:
+            line = kind == "conv1d"
+            kernel_shape = [s["kernel"]] if line else [s["kt"], s["kernel"], s["kernel"]]
+            strides = [s["stride"]] if line else [s["tstride"], s["stride"], s["stride"]]
+            sizes = [s["length"]] if line else [s["frames"], s["hw"], s["hw"]]
+            groups = s["cin"] if s["depthwise"] else 1
+            x = self.input(f"{p}/x", (1, s["cin"], *sizes))
+            w = self.weight(f"{p}/w", (s["cout"], s["cin"] // groups, *kernel_shape))
+            self.node("Conv", [x, w, self.weight(f"{p}/b", (s["cout"],))], [f"{p}/y"], f"{p}/conv",
+                      kernel_shape=kernel_shape, strides=strides, pads=[k // 2 for k in kernel_shape] * 2,
+                      group=groups)
+            outs = [out_size(*axis) for axis in zip(sizes, kernel_shape, strides, strict=True)]
+            self.output(f"{p}/y", (1, s["cout"], *outs))
         elif kind == OVERHEAD:
             self.node("Relu", [self.input(f"{p}/x", (1, 1, 1, 1))], [f"{p}/y"], f"{p}/relu")  # ncnn: 4-D, one value
             self.output(f"{p}/y", (1, 1, 1, 1))
