@@ -7,9 +7,9 @@ user exports one, each predicted from its graph by the probe's kernel table and 
 The models (OWN_MODELS) are families the zoo has none of (RegNetX, ResNeXt, DenseNet, ConvNeXt, Wide ResNet, the
 Swin and MaxViT transformers) or sizes of its families it holds no model of (ResNet-34 and -50, RegNetY-800MF,
 EfficientNet-B1, ...), and other tasks and layers (OTHER_TASKS: segmentation, video, a GRU, transposed
-convolutions), built with random weights and exported with torch's TorchScript exporter at opset 17. A
-default probe (`harness probe --cpus N`, `--budget-min` minutes: its zoo models and designed kernels) makes the
-table, unless `--table` gives one of this host;
+convolutions, audio networks' 1-D convolutions), built with random weights and exported with torch's TorchScript
+exporter at opset 17. A default probe (`harness probe --cpus N`, `--budget-min` minutes: its zoo models and designed
+kernels) makes the table, unless `--table` gives one of this host;
 `harness profile --cpus N` measures the models (`--session` takes a session of them made before, to score another
 version of the predictor on the same truth); each is predicted as `harness predict --device TABLE` predicts it.
 Printed: per model its measured and predicted latency, the error, the 95% interval and the kinds no regressor of
@@ -46,11 +46,13 @@ and grid partitions), and torchvision's own exports of families the zoo holds fr
 
 
 OTHER_TASKS = ("deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large", "inception_v3", "efficientnet_v2_s",
-               "r2plus1d_18", "gru_keyword_spotter", "conv_autoencoder")
+               "r2plus1d_18", "r3d_18", "gru_keyword_spotter", "conv_autoencoder", "m5_audio", "matchbox_kws")
 """Other tasks and layers: segmentation heads (DeepLabV3's atrous pyramid, whose dilated convolutions on a 14×14 map
-read mostly padding; LR-ASPP's), Inception-V3 at 299×299, EfficientNetV2's fused blocks, a video network's 3-D
-convolutions (R(2+1)D-18 on 8 frames of 56×56), a keyword spotter's two GRU layers (49 steps of 40 features) and an
-image autoencoder's transposed convolutions: kinds no row of a default probe's table runs."""
+read mostly padding; LR-ASPP's), Inception-V3 at 299×299, EfficientNetV2's fused blocks, video networks' 3-D
+convolutions (R(2+1)D-18's factored ones and R3D-18's, on 8 frames of 56×56), a keyword spotter's two GRU layers (49
+steps of 40 features), an image autoencoder's transposed convolutions, and 1-D convolutions: M5's over a second of
+raw audio (16,000 samples, a first layer of 80 taps), MatchboxNet's depthwise-separable ones over 128 frames of 64
+MFCCs: kinds no row of a default probe's table runs."""
 
 
 def other_task(name: str) -> tuple[Any, tuple[int, ...]]:
@@ -82,6 +84,29 @@ def other_task(name: str) -> tuple[Any, tuple[int, ...]]:
                                                                          nn.ReLU())]
         return nn.Sequential(*down, *up, nn.ConvTranspose2d(32, 3, 4, 2, 1), nn.Sigmoid())
 
+    def m5() -> nn.Module:  # Dai et al. 2017, 35 keywords
+        layers: list[nn.Module] = []
+        for cin, cout, k, stride in ((1, 128, 80, 4), (128, 128, 3, 1), (128, 256, 3, 1), (256, 512, 3, 1)):
+            layers += [nn.Conv1d(cin, cout, k, stride, padding=k // 2), nn.BatchNorm1d(cout), nn.ReLU(),
+                       nn.MaxPool1d(4)]
+        return nn.Sequential(*layers, nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(512, 35))
+
+    class Separable(nn.Module):  # MatchboxNet's block: depthwise 1-D, pointwise, batch norm, a residual
+        def __init__(self, cin: int, cout: int, k: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv1d(cin, cin, k, padding=k // 2, groups=cin), nn.Conv1d(cin, cout, 1),
+                                      nn.BatchNorm1d(cout))
+            self.skip = nn.Sequential(nn.Conv1d(cin, cout, 1), nn.BatchNorm1d(cout))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.body(x) + self.skip(x))
+
+    def matchbox() -> nn.Module:  # 3x1x64 (Majumdar and Ginsburg 2020), 35 keywords
+        return nn.Sequential(nn.Conv1d(64, 128, 11, 2, padding=5), nn.BatchNorm1d(128), nn.ReLU(),
+                             Separable(128, 64, 13), Separable(64, 64, 15), Separable(64, 64, 17),
+                             nn.Conv1d(64, 128, 29, dilation=2, padding=28), nn.ReLU(), nn.Conv1d(128, 128, 1),
+                             nn.ReLU(), nn.Conv1d(128, 35, 1), nn.AdaptiveAvgPool1d(1), nn.Flatten())
+
     segmentation = torchvision.models.segmentation
     return {
         "deeplabv3_mobilenet_v3_large": (lambda: SegmentationMap(segmentation.deeplabv3_mobilenet_v3_large(
@@ -92,6 +117,9 @@ def other_task(name: str) -> tuple[Any, tuple[int, ...]]:
                          (1, 3, 299, 299)),
         "efficientnet_v2_s": (lambda: torchvision.models.efficientnet_v2_s(weights=None), (1, 3, 224, 224)),
         "r2plus1d_18": (lambda: torchvision.models.video.r2plus1d_18(weights=None), (1, 3, 8, 56, 56)),
+        "r3d_18": (lambda: torchvision.models.video.r3d_18(weights=None), (1, 3, 8, 56, 56)),
+        "m5_audio": (m5, (1, 1, 16000)),
+        "matchbox_kws": (matchbox, (1, 64, 128)),
         "gru_keyword_spotter": (KeywordSpotter, (1, 49, 40)),
         "conv_autoencoder": (autoencoder, (1, 3, 128, 128)),
     }[name]
