@@ -20,6 +20,7 @@ from harness.kernels.predictor import fitted_model
 from harness.kernels.table import find_kernel_table
 from harness.store.results import list_sessions
 from harness.zoo import export
+from harness.zoo.quantize import quantize
 from tests.conftest import make_matmul_model
 from tests.helpers import profile_json, session_runs
 
@@ -68,6 +69,20 @@ def test_predict_on_a_kernel_table_answers_from_the_graph(probed: Path, capsys: 
     assert predictor.heldout()[0]["fit"] == "kernels"
     with pytest.raises(harness.ConfigError, match="no session and no fit to choose"):
         harness.load_predictor(TABLE, results_dir=probed, fit="ols")
+
+
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_a_quantized_graph_is_refused_in_one_line_naming_its_int8_ops(probed: Path, tmp_path: Path, mode: str,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A table of float32 kernels would read an int8 graph's convolutions as float ones and predict them at float
+    time: the prediction is refused, naming the model, its quantized ops and what to do instead."""
+    int8 = quantize(shutil.copy(export("resnet8_cifar10"), tmp_path / "resnet8.onnx"), mode)
+    capsys.readouterr()
+    assert main(["predict", str(int8), "--device", TABLE, "--results-dir", str(probed)]) == 2
+    out, err = capsys.readouterr()
+    line = err.strip().splitlines()[-1]
+    assert f"model {int8.name}: a quantized graph (" in line and "float model" in line and "Traceback" not in err
+    assert ("QuantizeLinear" if mode == "static" else "DynamicQuantizeLinear") in line and not out.strip()
 
 
 def test_a_table_of_designed_kernels_alone_says_its_sum_goes_uncorrected(probed: Path, tmp_path: Path,

@@ -49,6 +49,7 @@ import pandas as pd
 from scipy import stats
 from scipy.optimize import nnls
 
+from harness.analysis.op_kinds import QUANTIZED_OPS
 from harness.core.errors import ConfigError, DataError
 from harness.kernels.designed import OVERHEAD, PACK_KINDS
 from harness.kernels.detect import detect
@@ -100,11 +101,13 @@ def kernel_vector(graph: Graph, kernel: Kernel, graph_footprint: float) -> list[
 
 @dataclass
 class LoadedGraph:
-    """A graph's kernels grouped by kind as feature matrices: what a prediction needs, computed once per graph."""
+    """A graph's kernels grouped by kind as feature matrices: what a prediction needs, computed once per graph; and the
+    quantized op types it holds (QUANTIZED_OPS), which no kernel table predicts."""
 
     kernels: int
     by_kind: dict[str, np.ndarray]
     footprint: float
+    quantized: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, graph: Graph, rules: Rules) -> LoadedGraph:
@@ -112,7 +115,8 @@ class LoadedGraph:
         grouped: dict[str, list[list[float]]] = {}
         for kernel in kernels:
             grouped.setdefault(kernel.kind, []).append(kernel_vector(graph, kernel, weights))
-        return cls(len(kernels), {kind: np.array(rows) for kind, rows in grouped.items()}, weights)
+        quantized = tuple(sorted({node["op_type"] for node in graph.nodes if node["op_type"] in QUANTIZED_OPS}))
+        return cls(len(kernels), {kind: np.array(rows) for kind, rows in grouped.items()}, weights, quantized)
 
 
 def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.DataFrame:
@@ -301,8 +305,14 @@ class KernelModel:
 
     def predict(self, model_path: str | Path) -> tuple[float, float, float, dict[str, Any]]:
         """(ms, low, high, detail): the model's latency, its 95% interval, and per kind its kernels, their predicted
-        ms and the regressor that carried them."""
+        ms and the regressor that carried them. A quantized graph is refused: its convolutions read as float ones, and
+        a table probed at float32 puts them at float time (MobileNetV2 0.5/160 quantized static ran in 0.64 of its
+        float time on this host, and was predicted at the float model's: +48%; docs/kernels.md)."""
         graph = self.load(model_path)
+        if graph.quantized:
+            raise DataError(f"model {Path(model_path).name}: a quantized graph ({', '.join(graph.quantized)}); kernel "
+                            "tables hold float32 kernels and would predict its kernels at float time: predict its "
+                            "float model, or profile this one (make profile MODEL=...)")
         total, by_kind = 0.0, {}
         for kind, x in graph.by_kind.items():
             times, carried = self.regressors.predict(kind, x, graph.footprint)

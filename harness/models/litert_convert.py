@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from harness.analysis.op_kinds import QUANTIZED_OPS
 from harness.core import progress
 from harness.core.cache import cache_dir
 from harness.core.errors import ModelError
@@ -91,8 +92,6 @@ def input_shapes(inputs: list[dict[str, Any]], name: str) -> list[list[int | str
 
 QUANTIZED_OUTPUTS = {"static": "model_integer_quant.tflite", "dynamic": "model_dynamic_range_quant.tflite"}
 """The .tflite onnx2tf -oiqt writes for each zoo quantization mode (harness.zoo.registry.QUANT_SUFFIXES)."""
-QUANTIZED_OPS = ("QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger",
-                 "MatMulInteger", "DynamicQuantizeLinear")
 
 
 def conversion_tool(quant: str | None = None) -> str:
