@@ -25,10 +25,6 @@ import re
 from harness.analysis.op_deltas import op_family
 
 DEPTHWISE = "DepthwiseConv"
-QUANTIZED_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger",
-                           "MatMulInteger", "DynamicQuantizeLinear"})
-"""ONNX op types of a quantized graph (QDQ, QOperator or dynamic): what makes it an int8 model whatever kinds its
-other nodes are of (op_family makes a QLinearConv a Conv)."""
 ONNX_ALIASES = {"MatMul": "Gemm", "GlobalAveragePool": "AveragePool", "ReduceMean": "AveragePool",
                 "GlobalMaxPool": "MaxPool", "Flatten": "Reshape", "Squeeze": "Reshape", "Unsqueeze": "Reshape"}
 TFLITE_KINDS = {

@@ -49,7 +49,6 @@ import pandas as pd
 from scipy import stats
 from scipy.optimize import nnls
 
-from harness.analysis.op_kinds import QUANTIZED_OPS
 from harness.core.errors import ConfigError, DataError
 from harness.kernels.designed import OVERHEAD, PACK_KINDS
 from harness.kernels.detect import detect
@@ -59,6 +58,7 @@ from harness.kernels.regressors import POOLED, KernelRegressors
 from harness.kernels.rules import Rules, load_rules
 from harness.kernels.table import GRAPHS_DIR, KernelTable
 from harness.kernels.training import GAP_ROWS, TIME_COLUMN, join_kernels
+from harness.models.facts import QUANTIZED_OPS
 
 PROFILER_FLOOR = 0.2
 """A row's time less the profiler's cost is kept at no less than this share of itself: a row the cost would take

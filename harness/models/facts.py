@@ -34,6 +34,10 @@ WEIGHTED_OPS = frozenset(
      "Einsum", "RNN", "GRU", "LSTM"}
 )
 _CONV_OPS = frozenset({"Conv", "ConvInteger", "QLinearConv"})
+QUANTIZED_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger",
+                           "MatMulInteger", "DynamicQuantizeLinear"})
+"""ONNX op types of a quantized graph (QDQ, QOperator or dynamic): what makes it an int8 model, whatever its other
+nodes are (harness.analysis.op_kinds makes a QLinearConv a Conv)."""
 # Where the weight / second operand sits among a node's inputs (QLinear ops put scales in between).
 _WEIGHT_INPUT = {"QLinearConv": 3, "QLinearMatMul": 3}
 

@@ -36,12 +36,11 @@ from typing import Any
 import numpy as np
 import onnx
 
-from harness.analysis.op_kinds import QUANTIZED_OPS
 from harness.core import progress
 from harness.core.cache import cache_dir
 from harness.core.errors import ModelError
 from harness.measure.provenance import installed_versions
-from harness.models.facts import fix_dims
+from harness.models.facts import QUANTIZED_OPS, fix_dims
 from harness.models.ncnn_convert import ConversionError
 from harness.zoo.cache import keyed_path, write_model_atomically
 
