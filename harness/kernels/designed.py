@@ -189,6 +189,15 @@ def out_size(size: int, kernel: int, stride: int) -> int:
     return (size + 2 * (kernel // 2) - kernel) // stride + 1
 
 
+def conv_axes(kernel: Kernel) -> list[tuple[int, int, int]]:
+    """(size, taps, stride) of each spatial axis of a designed 1-D or 3-D convolution: what its graph is built with
+    and its MACs are counted from."""
+    s = kernel.settings
+    if kernel.kind == "conv1d":
+        return [(s["length"], s["kernel"], s["stride"])]
+    return [(s["frames"], s["kt"], s["tstride"])] + [(s["hw"], s["kernel"], s["stride"])] * 2
+
+
 def engine_kinds(engine: str) -> tuple[str, ...]:
     """The designed kinds `engine` runs (KINDS less ENGINE_REFUSES')."""
     return tuple(kind for kind in KINDS if kind not in ENGINE_REFUSES.get(engine, frozenset()))
@@ -223,9 +232,8 @@ def macs(kernel: Kernel) -> int:
     if kernel.kind == "resize":
         return s["c"] * (2 * s["hw"]) ** 2
     if kernel.kind in OTHER_RANK_KINDS:
-        taps = s["kernel"] if kernel.kind == "conv1d" else s["kt"] * s["kernel"] ** 2
-        positions = (out_size(s["length"], s["kernel"], s["stride"]) if kernel.kind == "conv1d" else
-                     out_size(s["frames"], s["kt"], s["tstride"]) * out_size(s["hw"], s["kernel"], s["stride"]) ** 2)
+        axes = conv_axes(kernel)
+        positions, taps = math.prod(out_size(*axis) for axis in axes), math.prod(axis[1] for axis in axes)
         return positions * s["cout"] * (1 if s["depthwise"] else s["cin"]) * taps
     return s.get("c", 1) * s.get("hw", 1) ** 2
 

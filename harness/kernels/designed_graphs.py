@@ -31,6 +31,7 @@ from harness.kernels.designed import (
     SINK,
     WARM,
     Kernel,
+    conv_axes,
     out_size,
 )
 
@@ -249,18 +250,15 @@ class _Builder:
                       mode="linear" if s["linear"] else "nearest")
             self.output(f"{p}/y", (1, c, 2 * hw, 2 * hw))
         elif kind in OTHER_RANK_KINDS:
-            line = kind == "conv1d"
-            kernel_shape = [s["kernel"]] if line else [s["kt"], s["kernel"], s["kernel"]]
-            strides = [s["stride"]] if line else [s["tstride"], s["stride"], s["stride"]]
-            sizes = [s["length"]] if line else [s["frames"], s["hw"], s["hw"]]
+            axes = conv_axes(kernel)
+            sizes, kernel_shape, strides = ([axis[i] for axis in axes] for i in range(3))
             groups = s["cin"] if s["depthwise"] else 1
             x = self.input(f"{p}/x", (1, s["cin"], *sizes))
             w = self.weight(f"{p}/w", (s["cout"], s["cin"] // groups, *kernel_shape))
             self.node("Conv", [x, w, self.weight(f"{p}/b", (s["cout"],))], [f"{p}/y"], f"{p}/conv",
                       kernel_shape=kernel_shape, strides=strides, pads=[k // 2 for k in kernel_shape] * 2,
                       group=groups)
-            outs = [out_size(*axis) for axis in zip(sizes, kernel_shape, strides, strict=True)]
-            self.output(f"{p}/y", (1, s["cout"], *outs))
+            self.output(f"{p}/y", (1, s["cout"], *(out_size(*axis) for axis in axes)))
         elif kind == OVERHEAD:
             self.node("Relu", [self.input(f"{p}/x", (1, 1, 1, 1))], [f"{p}/y"], f"{p}/relu")  # ncnn: 4-D, one value
             self.output(f"{p}/y", (1, 1, 1, 1))
