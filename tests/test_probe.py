@@ -113,19 +113,27 @@ def test_onnxruntime_runs_every_designed_kernel_of_a_probe_graph(tmp_path: Path)
         assert len(onnx.load(str(graph)).graph.output) >= len(members)
 
 
+def drawn_and_run(kind: str, rng: random.Random, count: int, folder: Path) -> list[tuple[Kernel, Path, np.ndarray]]:
+    """`count` designed kernels of `kind` drawn from `rng`, each saved as a graph of its own in `folder` and run once
+    under onnxruntime: (kernel, its graph, its output)."""
+    ran = []
+    for index in range(count):
+        kernel = Kernel(f"k{index:04d}_{kind}", kind, tuple(sorted(_config(kind, rng).items())))
+        path = folder / f"{kernel.name}.onnx"
+        onnx.save(kernel_model(kernel), path)
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        [x] = session.get_inputs()
+        [y] = session.run(None, {x.name: np.random.rand(*x.shape).astype(np.float32)})
+        ran.append((kernel, path, y))
+    return ran
+
+
 @pytest.mark.parametrize("kind", ["gru", "lstm", "deconv", "resize"])
 def test_decoder_and_recurrent_kernels_run_at_the_size_they_are_drawn(tmp_path: Path, kind: str) -> None:
     """A designed GRU, LSTM, transposed convolution or resize runs under onnxruntime, its output twice its input's map
     (the decoders) or one hidden state (the recurrent layers), and its MACs are those the graph's facts count (a
     resize, which has none there, by its output's elements)."""
-    rng = random.Random(5)
-    for index in range(6):
-        kernel = Kernel(f"k{index:04d}_{kind}", kind, tuple(sorted(_config(kind, rng).items())))
-        path = tmp_path / f"{kernel.name}.onnx"
-        onnx.save(kernel_model(kernel), path)
-        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        [x] = session.get_inputs()
-        [y] = session.run(None, {x.name: np.random.rand(*x.shape).astype(np.float32)})
+    for kernel, path, y in drawn_and_run(kind, random.Random(5), 6, tmp_path):
         s = kernel.settings
         if kind in ("gru", "lstm"):
             assert y.shape == (1, 1, s["hidden"])
@@ -141,14 +149,9 @@ def test_a_1d_or_3d_convolution_runs_at_its_drawn_size_as_a_kind_of_its_own(tmp_
     those the graph's facts count, a neighbour of a depthwise one stays depthwise, and detection makes it a kernel of
     its own kind, never in the blocked layout (onnxruntime blocks 2-D maps only)."""
     rng = random.Random(11)
-    kernels = [Kernel(f"k{index:04d}_{kind}", kind, tuple(sorted(_config(kind, rng).items()))) for index in range(8)]
-    assert {k.settings["depthwise"] for k in kernels} == {0, 1}
-    for kernel in kernels:
-        path = tmp_path / f"{kernel.name}.onnx"
-        onnx.save(kernel_model(kernel), path)
-        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        [x] = session.get_inputs()
-        [y] = session.run(None, {x.name: np.random.rand(*x.shape).astype(np.float32)})
+    ran = drawn_and_run(kind, rng, 8, tmp_path)
+    assert {kernel.settings["depthwise"] for kernel, _, _ in ran} == {0, 1}
+    for kernel, path, y in ran:
         s = kernel.settings
         axes = ([(s["length"], s["kernel"], s["stride"])] if kind == "conv1d" else
                 [(s["frames"], s["kt"], s["tstride"])] + [(s["hw"], s["kernel"], s["stride"])] * 2)
