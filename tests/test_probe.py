@@ -341,3 +341,7 @@ def test_probe_refuses_what_it_cannot_do(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["probe", "--runtime", "litert", "--results-dir", str(tmp_path)]) != 0
     err = capsys.readouterr().err
     assert "probe export --engine litert" in err and "Traceback" not in err
+    assert main(["probe", "--cpus", "1", "--models", "resnet8", "--results-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("harness: error: --models: 'resnet8' is not a zoo model name") == 1 and "Traceback" not in err
+    assert not any(tmp_path.glob("*/runs.jsonl"))  # refused before any session ran: nothing measured, nothing lost

@@ -32,7 +32,7 @@ import pandas as pd
 from harness.analysis.boards import board_key
 from harness.core import metric_registry
 from harness.core.config import DeviceProfile
-from harness.core.errors import ConfigError, DataError
+from harness.core.errors import ConfigError, DataError, ModelError
 from harness.core.records import RunRecord
 from harness.kernels.adaptive import next_round
 from harness.kernels.designed import CONV_STRATA, CONV_WEIGHT, KINDS, Kernel, engine_kinds, macs, sample
@@ -44,7 +44,7 @@ from harness.models.facts import onnx_facts
 from harness.models.resolve import resolve_model
 from harness.run.assemble import SessionRequest, start_session
 from harness.store.results import load_runs
-from harness.zoo import unbuildable
+from harness.zoo import parse, unbuildable
 
 PROBE_DEFAULTS = {"REPEATS": 3, "ITERATIONS": 30, "WARMUP": 5, "MAX_REPEATS": 3}
 """Three repeats of 30 timed inferences: the issue's own check of per-op tables ran 3 x 30; MAX_REPEATS at REPEATS
@@ -272,6 +272,23 @@ def model_macs(name: str) -> int:
     return int(onnx_facts(resolve_model(name, check_runtime=False).path).get("macs") or 0)
 
 
+def check_models(names: Sequence[str]) -> None:
+    """Every `--models` name a file or a zoo model this install can build, before anything runs: a probe that ends at
+    its zoo phase loses the designed kernels it measured (given `resnet8` for `resnet8_cifar10`, an ncnn probe spent
+    2.6 minutes and wrote nothing)."""
+    for name in names:
+        if not Path(name).expanduser().exists():
+            try:
+                parse(name)
+            except ModelError as error:
+                raise ConfigError(f"--models: {error}, or give a path to a model file") from None
+    missing = unbuildable(names)
+    if missing:
+        raise ConfigError(f"harness probe: the zoo models {', '.join(missing)} need the zoo extra (torch, "
+                          "torchvision, onnxscript), which is missing: run `make setup-zoo`, or probe designed kernels "
+                          "only (`--models` with no name)")
+
+
 def zoo_fitting(models: Sequence[str], costs: Costs, seconds: float) -> tuple[list[str], list[str]]:
     """The models (in order) whose estimated runs fit in `seconds`, and those left out."""
     kept, left, spent = [], [], 0.0
@@ -302,11 +319,7 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
     """Probe the device of `profile` (this host through its backend, or TARGET's board) and write its kernel table
     under RESULTS_DIR/kernels/; `say` gets one line per phase."""
     profile = probe_profile(profile)
-    missing = unbuildable(request.models)
-    if missing:  # before anything runs: a probe that ends at its zoo phase loses the designed kernels measured
-        raise ConfigError(f"harness probe: the zoo models {', '.join(missing)} need the zoo extra (torch, "
-                          "torchvision, onnxscript), which is missing: run `make setup-zoo`, or probe designed kernels "
-                          "only (`--models` with no name)")
+    check_models(request.models)
     threads = max(1, math.ceil(profile.cpus))
     root = kernels_root(Path(profile.results_dir))
     work = root / f".probe-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -7,6 +7,7 @@ Nothing is downloaded. Torch is imported only when a model is built, so `is_zoo_
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,7 @@ def extra_missing() -> bool:
     return any(importlib.util.find_spec(module) is None for module in ZOO_EXTRA_MODULES)
 
 
-def unbuildable(names: list[str] | tuple[str, ...]) -> list[str]:
+def unbuildable(names: Sequence[str]) -> list[str]:
     """The zoo names among `names` (no file of that name exists) that are built through torch while the zoo extra is
     missing: a session of them would fail at its first export of one."""
     if not extra_missing():
