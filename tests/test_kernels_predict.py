@@ -4,6 +4,7 @@ around them, carried by the kinds' regressors or the pooled one, and a loaded gr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -17,12 +18,15 @@ from harness.cli import main
 from harness.kernels.features import FEATURES, vector
 from harness.kernels.predictor import (
     FOOTPRINT_MODELS,
+    LINE_MODELS,
     NO_FOOTPRINT_LINE,
     KernelModel,
     footprint_line,
     held_out_line_residuals,
     held_out_sums,
     interval_factors,
+    latency_line,
+    left_out_residuals,
     predict_graph,
     predictions_per_second,
     profiler_cost,
@@ -88,6 +92,25 @@ def test_the_footprints_slope_is_the_held_out_residuals_line(slope: float) -> No
     few = FOOTPRINT_MODELS - 1
     assert footprint_line(residuals[:few], footprints[:few]) == NO_FOOTPRINT_LINE
     assert footprint_line(residuals, np.full(25, 15.0)) == NO_FOOTPRINT_LINE
+
+
+def test_models_measured_end_to_end_give_a_line_in_logs_and_each_its_residual_against_the_others() -> None:
+    """Sums of designed kernels alone that run 4 times the smallest model's latency and 2 times the largest's: the
+    line in logs finds that power within noise; a model off the others' line keeps its whole miss as its residual;
+    with fewer than LINE_MODELS models, the median ratio at power 1."""
+    rng = np.random.default_rng(5)
+    sums = np.exp(rng.uniform(np.log(0.3), np.log(50.0), 12))
+    measured = 0.2 * sums ** 1.15 * np.exp(rng.normal(0.0, 0.03, 12))
+    scale, power = latency_line(sums, measured)
+    assert power == pytest.approx(1.15, abs=0.05) and scale == pytest.approx(0.2, rel=0.1)
+    measured[3] *= 1.5
+    residuals = left_out_residuals(sums, measured)
+    others = np.arange(12) != 3
+    c, k = latency_line(sums[others], measured[others])
+    assert residuals[3] == pytest.approx(math.log(measured[3] / (c * sums[3] ** k)))
+    assert residuals[3] > math.log(1.4) and np.all(np.abs(residuals[others]) < 0.2)
+    few = LINE_MODELS - 1
+    assert latency_line(sums[:few], measured[:few]) == (pytest.approx(np.median(measured[:few] / sums[:few])), 1.0)
 
 
 def test_each_models_interval_residual_is_against_a_footprint_line_fitted_without_it() -> None:

@@ -5,9 +5,11 @@ kernels, and adaptive sampling that goes where the kernels' times are hardest to
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +43,7 @@ from harness.kernels.detect import detect
 from harness.kernels.graph import OTHER_RANK_CONV, Graph
 from harness.kernels.learn import examples_from_table, learn
 from harness.kernels.packing import PACK_MACS, boundary_shapes, pack
-from harness.kernels.predictor import graph_resolver, samples_of
+from harness.kernels.predictor import end_to_end, fitted_model, graph_resolver, samples_of
 from harness.kernels.probed import kernel_times, per_op_tables, session_rows
 from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules
 from harness.kernels.table import find_kernel_table
@@ -296,17 +298,20 @@ def test_a_probes_designed_kernels_teach_the_layouts_they_ran(probed: Path) -> N
                 checked += 1
     assert checked >= 2
 
+NCNN_MODELS = ("resnet8_cifar10", "kws_dscnn")
+
+
 def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> None:
     """ncnn's per-op rows are its layers (named by pnnx, with no shapes): each maps back through the converted
     .param's blobs to the probe graph's input it reads, and the pack's own layers to the pack. Its 26 kernels reach
     past the first permute and hold no einsum, which ncnn cannot load (one had failed its whole probe graph)."""
     pytest.importorskip("ncnn")
-    assert main(["probe", "--runtime", "ncnn", "--models", "--designed", "26", "--budget-min", "1", "--cpus", "1",
-                 "--backend", "local", "--results-dir", str(tmp_path)]) == 0
+    assert main(["probe", "--runtime", "ncnn", "--models", *NCNN_MODELS, "--designed", "26", "--budget-min", "2",
+                 "--cpus", "1", "--backend", "local", "--results-dir", str(tmp_path)]) == 0
     table = find_kernel_table("host-ncnn-1t-fp32", tmp_path)
     assert table is not None and table.meta["engine"] == "ncnn"
     rows = table.rows()
-    layers = rows[~rows["op_type"].str.startswith("(")]
+    layers = rows[(rows["source"] == "designed") & ~rows["op_type"].str.startswith("(")]
     assert layers["kernel"].notna().all()
     assert set(layers["kernel_kind"]) >= {"conv", "gemm", "relu", "relu6", "hardswish", "sigmoid", "overhead"}
     assert set(layers["op_type"]) >= {"Convolution", "ReLU", "Pooling"}
@@ -315,6 +320,12 @@ def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> No
     assert set(layers.loc[layers["op_type"].eq("Reduction"), "kernel_kind"]) == {"sink"}
     assert (kernel_times(rows) > 0).sum() >= 23 and len(kernel_times(rows)) == 26  # a few at the profiler's own cost
     assert "permute" in set(layers["kernel_kind"]) and "einsum" not in set(layers["kernel_kind"])
+    # the zoo models' layers name no graph node, so they train nothing; their latency calibrates the term instead
+    model, measured = fitted_model(table), end_to_end(rows)
+    assert model.models == len(measured) == len(NCNN_MODELS)
+    uncalibrated = replace(model, term=np.array([1.0, 0.0]))
+    for graph, ms in zip(measured["graph"].map(graph_resolver(table)), measured["latency"], strict=True):
+        assert abs(math.log(model.predict(graph)[0] / ms)) < abs(math.log(uncalibrated.predict(graph)[0] / ms))
 
 
 def test_a_probe_on_a_loopback_board_writes_the_boards_table(board_factory: BoardFactory, tmp_path: Path) -> None:

@@ -18,7 +18,10 @@ from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.core.errors import DataError, HarnessError, ModelError
+from harness.kernels.detect import detect
 from harness.kernels.exchange import MANIFEST, SCRIPT, import_table
+from harness.kernels.graph import Graph
+from harness.kernels.predictor import graph_resolver, samples_of, table_rules
 from harness.kernels.table import find_kernel_table, kernels_root
 from tests.device_log_texts import benchmark_model_log
 from tests.test_device_fuzz import ENCODINGS, FAST, MUTATIONS, SCRATCH
@@ -97,6 +100,19 @@ def test_ncnn_export_and_benchncnn_output_round_trip(ncnn_export: Path, tmp_path
     capsys.readouterr()
     assert main(["devices", "--json", "--results-dir", str(results)]) == 0
     assert [t["name"] for t in json.loads(capsys.readouterr().out)["kernel_tables"]] == ["board-ncnn-1t"]
+    # each kernel's line names no graph node: it trains as the one kernel its own graph holds, at the time printed
+    samples = samples_of(table.rows(), graph_resolver(table), table_rules("ncnn")).set_index("model")
+    assert sorted(samples.index) == sorted(f"{n}.onnx" for n in names)
+    assert all(samples.loc[f"{k}.onnx", "ms"] == pytest.approx(averages[k]) for k in names)
+    assert all(samples.loc[f"{k}.onnx", "kind"] == detect(Graph.load(graph_resolver(table)(rows.loc[k, "graph"])),
+                                                         table_rules("ncnn"))[0].kind for k in names)
+    assert {"Gemm"} <= set(samples["kind"]) and set(samples["kind"]) & {"Conv", "DepthwiseConv", "GroupedConv"}
+    # and the table predicts a graph, as a board's table would (an engine with no fusion rules learned)
+    assert main(["predict", str(table.path / rows.loc[names[0], "graph"]), "--device", "board-ncnn-1t",
+                 "--results-dir", str(results), "--json"]) == 0
+    (prediction,) = json.loads(capsys.readouterr().out)["predictions"]
+    assert prediction["fit"] == "kernels"
+    assert 0 < prediction["pi_low"] <= prediction["predicted"] <= prediction["pi_high"]
 
 
 def test_litert_export_and_benchmark_model_logs_round_trip(tmp_path: Path) -> None:

@@ -134,16 +134,20 @@ def host_block(engine: str) -> int:
     return 16 if "avx512f" in flags else 8 if "avx2" in flags else 0
 
 
+def learned_engines() -> list[str]:
+    """The engines whose rules are stored, at any block."""
+    return sorted({p.stem.removeprefix("fusion_rules_").rsplit("_block", 1)[0]
+                   for p in RULES_DIR.glob("fusion_rules_*.json")})
+
+
 @cache
 def load_rules(engine: str) -> Rules:
     """The stored rules of an engine, learned at this host's layout block (host_block) where they are stored,
     else at the nearest block stored; one clear line where none were learned for the engine."""
     stored = {int(p.stem.rsplit("_block", 1)[1]): p for p in RULES_DIR.glob(f"fusion_rules_{engine}_block*.json")}
     if not stored:
-        learned = sorted({p.stem.removeprefix("fusion_rules_").rsplit("_block", 1)[0]
-                          for p in RULES_DIR.glob("fusion_rules_*.json")})
-        raise ConfigError(f"no fusion rules for engine {engine!r}; rules are learned for: {', '.join(learned)} "
-                          f"(learn them with `{REGENERATE}`)")
+        raise ConfigError(f"no fusion rules for engine {engine!r}; rules are learned for: "
+                          f"{', '.join(learned_engines())} (learn them with `{REGENERATE}`)")
     host = host_block(engine)
     block = min(stored, key=lambda b: (abs(b - host), b))
     return Rules.from_json(json.loads(stored[block].read_text(encoding="utf-8")))

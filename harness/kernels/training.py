@@ -18,7 +18,7 @@ import pandas as pd
 from harness.analysis.per_op import BETWEEN_OPS, OUTSIDE_RUN, TABLE_CSV, run_dir
 from harness.core import metric_registry
 from harness.core.config import dim_sizes
-from harness.kernels.detect import blocked_layouts, group_nodes
+from harness.kernels.detect import blocked_layouts, detect, group_nodes
 from harness.kernels.features import inserted_features, set_layout, shape_of, with_features
 from harness.kernels.graph import Graph, Kernel, node_kind
 from harness.kernels.rules import Rules
@@ -116,6 +116,17 @@ def join_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules) -> list[tuple[K
             set_layout(kernel.features, node in owner and blocked[owner[node]], rules.block)
         joined.append((kernel, float(str(getattr(row, TIME_COLUMN)))))
     return joined
+
+
+def whole_kernel(graph: Graph, rows: pd.DataFrame, rules: Rules) -> list[tuple[Kernel, float]]:
+    """A designed kernel's rows that name no graph node (ncnn's layers, an imported tool's lines) as the one kernel its
+    own graph holds, at the sum of their TIME_COLUMN ms (their mean_ms where a tool printed means alone: benchncnn,
+    benchmark_model): what the engine spent running it, whatever layers it made of it (ncnn runs a MatMul as a Split,
+    two Reshapes and a Gemm). A kernel whose graph detection splits into several (a squeeze-excite block, a GELU)
+    gives none, since nothing says how its time divides."""
+    kernels = detect(graph, rules)
+    ms = rows[TIME_COLUMN].astype(float).fillna(rows["mean_ms"].astype(float))
+    return [(kernels[0], float(ms.sum()))] if len(kernels) == 1 else []
 
 
 def row_kind(graph: Graph, row: Any) -> str:
