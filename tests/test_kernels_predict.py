@@ -18,15 +18,12 @@ from harness.cli import main
 from harness.kernels.features import FEATURES, vector
 from harness.kernels.predictor import (
     FOOTPRINT_MODELS,
-    LINE_MODELS,
     NO_FOOTPRINT_LINE,
     KernelModel,
     footprint_line,
     held_out_line_residuals,
     held_out_sums,
     interval_factors,
-    latency_line,
-    left_out_residuals,
     predict_graph,
     predictions_per_second,
     profiler_cost,
@@ -44,6 +41,7 @@ from harness.kernels.regressors import (
 )
 from harness.kernels.rules import host_block, load_rules
 from harness.kernels.table import write_table
+from harness.kernels.term import LINE_MODELS, latency_term, left_out_residuals, log_line, median_ratio
 from harness.kernels.training import ModelTable, as_table_rows, median_of_runs, session_tables
 from harness.kernels.trees import PackedTrees
 from harness.store.results import list_sessions, load_runs
@@ -94,23 +92,24 @@ def test_the_footprints_slope_is_the_held_out_residuals_line(slope: float) -> No
     assert footprint_line(residuals, np.full(25, 15.0)) == NO_FOOTPRINT_LINE
 
 
-def test_models_measured_end_to_end_give_a_line_in_logs_and_each_its_residual_against_the_others() -> None:
-    """Sums of designed kernels alone that run 4 times the smallest model's latency and 2 times the largest's: the
-    line in logs finds that power within noise; a model off the others' line keeps its whole miss as its residual;
-    with fewer than LINE_MODELS models, the median ratio at power 1."""
+def test_models_measured_end_to_end_choose_the_terms_form_by_each_models_residual_against_the_others() -> None:
+    """Sums that run 4 times the smallest model's latency and 2 times the largest's: the line in logs finds that power
+    within noise and is chosen over the median ratio; a model off the others' line keeps its whole miss as its
+    residual; with fewer than LINE_MODELS models, the median ratio."""
     rng = np.random.default_rng(5)
     sums = np.exp(rng.uniform(np.log(0.3), np.log(50.0), 12))
     measured = 0.2 * sums ** 1.15 * np.exp(rng.normal(0.0, 0.03, 12))
-    scale, power = latency_line(sums, measured)
+    scale, power = log_line(sums, measured)
     assert power == pytest.approx(1.15, abs=0.05) and scale == pytest.approx(0.2, rel=0.1)
+    assert latency_term(sums, measured) is log_line
+    assert latency_term(sums, 0.3 * sums * np.exp(rng.normal(0.0, 0.03, 12))) is median_ratio
     measured[3] *= 1.5
-    residuals = left_out_residuals(sums, measured)
+    residuals = left_out_residuals(sums, measured, log_line)
     others = np.arange(12) != 3
-    c, k = latency_line(sums[others], measured[others])
+    c, k = log_line(sums[others], measured[others])
     assert residuals[3] == pytest.approx(math.log(measured[3] / (c * sums[3] ** k)))
     assert residuals[3] > math.log(1.4) and np.all(np.abs(residuals[others]) < 0.2)
-    few = LINE_MODELS - 1
-    assert latency_line(sums[:few], measured[:few]) == (pytest.approx(np.median(measured[:few] / sums[:few])), 1.0)
+    assert latency_term(sums[:LINE_MODELS - 1], measured[:LINE_MODELS - 1]) is median_ratio
 
 
 def test_each_models_interval_residual_is_against_a_footprint_line_fitted_without_it() -> None:

@@ -5,11 +5,9 @@ kernels, and adaptive sampling that goes where the kernels' times are hardest to
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -42,12 +40,16 @@ from harness.kernels.designed_graphs import kernel_model, write_probe
 from harness.kernels.detect import detect
 from harness.kernels.graph import OTHER_RANK_CONV, Graph
 from harness.kernels.learn import examples_from_table, learn
+from harness.kernels.ncnn_layers import layer_join, weighted_nodes
 from harness.kernels.packing import PACK_MACS, boundary_shapes, pack
-from harness.kernels.predictor import end_to_end, fitted_model, graph_resolver, samples_of
+from harness.kernels.predictor import end_to_end, engine_evidence, fitted_model, graph_resolver, samples_of
 from harness.kernels.probed import kernel_times, per_op_tables, session_rows
 from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules
-from harness.kernels.table import find_kernel_table
-from harness.models.facts import node_facts
+from harness.kernels.table import GRAPHS_DIR, find_kernel_table
+from harness.measure.ncnn_param import param_text
+from harness.models.facts import node_facts, onnx_facts
+from harness.models.ncnn_convert import convert
+from harness.models.resolve import content_sha256
 from harness.run.probe import Costs, ZooRepeats
 from tests.boards import BoardFactory
 from tests.test_target import harness, set_up
@@ -320,12 +322,24 @@ def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> No
     assert set(layers.loc[layers["op_type"].eq("Reduction"), "kernel_kind"]) == {"sink"}
     assert (kernel_times(rows) > 0).sum() >= 23 and len(kernel_times(rows)) == 26  # a few at the profiler's own cost
     assert "permute" in set(layers["kernel_kind"]) and "einsum" not in set(layers["kernel_kind"])
-    # the zoo models' layers name no graph node, so they train nothing; their latency calibrates the term instead
-    model, measured = fitted_model(table), end_to_end(rows)
-    assert model.models == len(measured) == len(NCNN_MODELS)
-    uncalibrated = replace(model, term=np.array([1.0, 0.0]))
-    for graph, ms in zip(measured["graph"].map(graph_resolver(table)), measured["latency"], strict=True):
-        assert abs(math.log(model.predict(graph)[0] / ms)) < abs(math.log(uncalibrated.predict(graph)[0] / ms))
+    # the zoo models' weighted layers join their graph's convolutions and Gemm by order and channels; each trains
+    # its kernel (with the activation ncnn ran inside it), and the models' latency calibrates the term
+    rules, joins = engine_evidence("ncnn", rows, graph_resolver(table))
+    assert rules.absorb[("Relu", "Conv", True, True)]["absorbed"] > 0  # ResNet-8's `convrelu` layers
+    samples = samples_of(rows, graph_resolver(table), rules, joins)
+    for name in NCNN_MODELS:
+        graph = Graph.load(graph_resolver(table)(f"{GRAPHS_DIR}/{name}.onnx"))
+        assert len(joins[f"{GRAPHS_DIR}/{name}.onnx"]) == len(weighted_nodes(graph))
+        assert (samples["model"] == name).sum() == len(weighted_nodes(graph))
+    resnet8 = graph_resolver(table)(f"{GRAPHS_DIR}/resnet8_cifar10.onnx")
+    param = param_text(convert(resnet8, content_sha256(resnet8), resnet8.stem, onnx_facts(resnet8)["inputs"]).param)
+    assert layer_join(Graph.load(resnet8), param).keys() == joins[f"{GRAPHS_DIR}/resnet8_cifar10.onnx"].keys()
+    assert layer_join(Graph.load(resnet8), param.replace(" 0=16 ", " 0=17 ", 1)) == {}  # channels disagree: no join
+    model = fitted_model(table)
+    assert model.models == len(end_to_end(rows)) == len(NCNN_MODELS)  # under LINE_MODELS: the median ratio
+    assert model.term[0] > 0 and model.term[1] == 0 and model.power == 1.0
+    detail = model.predict(graph_resolver(table)(f"{GRAPHS_DIR}/kws_dscnn.onnx"))[3]
+    assert detail["calibration_models"] == 2
 
 
 def test_a_probe_on_a_loopback_board_writes_the_boards_table(board_factory: BoardFactory, tmp_path: Path) -> None:

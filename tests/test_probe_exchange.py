@@ -21,7 +21,7 @@ from harness.core.errors import DataError, HarnessError, ModelError
 from harness.kernels.detect import detect
 from harness.kernels.exchange import MANIFEST, SCRIPT, import_table
 from harness.kernels.graph import Graph
-from harness.kernels.predictor import graph_resolver, samples_of, table_rules
+from harness.kernels.predictor import engine_evidence, graph_resolver, samples_of
 from harness.kernels.table import find_kernel_table, kernels_root
 from tests.device_log_texts import benchmark_model_log
 from tests.test_device_fuzz import ENCODINGS, FAST, MUTATIONS, SCRATCH
@@ -101,11 +101,13 @@ def test_ncnn_export_and_benchncnn_output_round_trip(ncnn_export: Path, tmp_path
     assert main(["devices", "--json", "--results-dir", str(results)]) == 0
     assert [t["name"] for t in json.loads(capsys.readouterr().out)["kernel_tables"]] == ["board-ncnn-1t"]
     # each kernel's line names no graph node: it trains as the one kernel its own graph holds, at the time printed
-    samples = samples_of(table.rows(), graph_resolver(table), table_rules("ncnn")).set_index("model")
+    rules, joins = engine_evidence("ncnn", table.rows(), graph_resolver(table))
+    assert not rules.absorb and not joins  # no model measured: every node a kernel of its own
+    samples = samples_of(table.rows(), graph_resolver(table), rules).set_index("model")
     assert sorted(samples.index) == sorted(f"{n}.onnx" for n in names)
     assert all(samples.loc[f"{k}.onnx", "ms"] == pytest.approx(averages[k]) for k in names)
     assert all(samples.loc[f"{k}.onnx", "kind"] == detect(Graph.load(graph_resolver(table)(rows.loc[k, "graph"])),
-                                                         table_rules("ncnn"))[0].kind for k in names)
+                                                         rules)[0].kind for k in names)
     assert {"Gemm"} <= set(samples["kind"]) and set(samples["kind"]) & {"Conv", "DepthwiseConv", "GroupedConv"}
     # and the table predicts a graph, as a board's table would (an engine with no fusion rules learned)
     assert main(["predict", str(table.path / rows.loc[names[0], "graph"]), "--device", "board-ncnn-1t",

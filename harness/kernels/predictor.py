@@ -30,13 +30,14 @@ misses, and an interval from held-out errors.
   ResNet-18 +0.082 against +0.056), the footprint's line steeper (γ 0.037 against 0.020), and its factor at 1.08
   for every model larger than the table's: own models of that size (ResNet-50, DenseNet-121), whose kernel sums
   were within 1% of their time, came out +5 to +8% (docs/kernels.md).
-- Engines whose fusion rules are not learned (ncnn, LiteRT: table_rules): their per-op rows name their own layers,
-  no graph node, so a model's rows join no kernel and every graph node is a kernel of its own. Such a table trains on
-  its designed kernels alone, each timed whole (harness.kernels.training.whole_kernel), and the models it measured
-  end to end calibrate the per-model term on their graphs' predicted sums instead (KernelModel.by_latency). On this
-  host's ncnn, designed kernels summed to 2–3.5 times the latency of the twelve zoo models a probe measured: small
-  convolutions ran slower in a probe graph than in a model, and the activations ncnn runs inside a convolution are
-  kernels of their own here (docs/kernels.md).
+- Engines whose fusion rules are not learned (ncnn, LiteRT: engine_evidence): their per-op rows name their own layers,
+  no graph node. Every graph node is a kernel of its own, but the activations ncnn's weighted layers ran inside them
+  (read from the .param), and a model's weighted layers join its convolutions and Gemms by order and output channels
+  (harness.kernels.ncnn_layers); its other layers join nothing, so its rows give no whole per-op sum. Designed
+  kernels train whole (harness.kernels.training.whole_kernel), and the models measured end to end calibrate the term
+  on their graphs' kernel sums, each predicted without its family (KernelModel.by_latency; harness.kernels.term).
+  Without the join, on this host's ncnn, the designed kernels summed to 1.9–4.6 times the latency of a probe's twelve
+  zoo models: small convolutions ran slower in a probe graph than in a model (docs/kernels.md).
 - Interval: split-conformal ranks of the training models' held-out log residuals (their family out of the kernel
   regressors, the footprint's line fitted without them: held_out_line_residuals; interval_factors), applied as
   factors, widened to hold the prediction itself: never negative.
@@ -46,7 +47,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -54,16 +55,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
-from scipy.optimize import nnls
 
 from harness.core.errors import ConfigError, DataError
 from harness.kernels.designed import OVERHEAD, PACK_KINDS
 from harness.kernels.detect import detect
 from harness.kernels.features import reads_graph_input, vector
 from harness.kernels.graph import Graph, Kernel
+from harness.kernels.ncnn_layers import Joined, joined_kernels, layer_evidence
 from harness.kernels.regressors import POOLED, KernelRegressors
 from harness.kernels.rules import Rules, learned_engines, load_rules
 from harness.kernels.table import GRAPHS_DIR, KernelTable
+from harness.kernels.term import latency_term, left_out_residuals, model_term
 from harness.kernels.training import GAP_ROWS, TIME_COLUMN, join_kernels, whole_kernel
 from harness.models.facts import QUANTIZED_OPS
 
@@ -80,8 +82,6 @@ ALIAS_KINDS: dict[str, frozenset[str]] = {"onnxruntime": frozenset({"Reshape"})}
 """Per engine, the kinds its CPU kernels run as an alias of their input (onnxruntime registers Reshape, Flatten,
 Squeeze and Unsqueeze with Alias(0, 0)): they move no bytes and take the same time at any size, so they are
 predicted by the median time of the table's rows of them, not by a regressor of time per unit of work."""
-LINE_MODELS = 4
-"""Models measured end to end that a line in logs of latency on kernel sum needs (latency_line)."""
 FOOTPRINT_MODELS = 8
 """Training models with a held-out sum that the footprint's slope needs; with fewer, the slope is 0."""
 UNMEASURED_FACTORS = (0.5, 2.0)
@@ -128,11 +128,13 @@ class LoadedGraph:
         return cls(len(kernels), {kind: np.array(rows) for kind, rows in grouped.items()}, weights, quantized)
 
 
-def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.DataFrame:
+def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules,
+               joins: Mapping[str, dict[str, Joined]] | None = None) -> pd.DataFrame:
     """One training sample per engine row (kind, feature vector, ms, model, family, alone: a designed kernel timed
     on its own, and the footprint of the graph it ran in), each row joined to its kernel; a probe graph's own nodes
-    (PACK_KINDS) are no kernel and give none. For an engine whose rules were not learned (table_rules: its rows name
-    no graph node), one sample per designed kernel, timed whole (whole_kernel), and none of a model's rows."""
+    (PACK_KINDS) are no kernel and give none. For an engine whose rules were not learned (engine_evidence: its rows
+    name its own layers, no graph node), one sample per designed kernel, timed whole (whole_kernel), and of a model's
+    rows those of the layers `joins` joins to a node (by its `graph` cell; harness.kernels.ncnn_layers)."""
     out: list[dict[str, Any]] = []
     rows = rows[~rows["op_type"].isin(GAP_ROWS)]  # a table keeps the between-ops and outside-the-run rows
     if "kernel_kind" in rows:
@@ -140,13 +142,16 @@ def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules) -> pd.Data
     learned = rules.engine in learned_engines()
     for (model, graph_name), group in rows.groupby(["model", "graph"], sort=False):
         alone = bool(group["source"].eq("designed").any())
-        if not alone and not learned:
-            continue  # a model's rows, named by the engine's layers (ncnn's), map to no node to join
+        join = (joins or {}).get(str(graph_name), {})
+        if not alone and not learned and not join:
+            continue  # a model's rows, named by the engine's layers (ncnn's), and no join of them to its nodes
         graph = Graph.load(graph_for(str(graph_name)))
         family = str(group["family"].iloc[0])
         ran = Graph.load(graph_for(f"{GRAPHS_DIR}/{model}")) if alone else graph  # a designed kernel ran in its pack
         weights = footprint(ran)
-        for kernel, ms in join_kernels(graph, group, rules) if learned else whole_kernel(graph, group, rules):
+        pairs = (join_kernels(graph, group, rules) if learned else whole_kernel(graph, group, rules) if alone
+                 else joined_kernels(graph, group, rules, join))
+        for kernel, ms in pairs:
             if ms > 0:
                 x = kernel_vector(graph, kernel, 0.0 if alone else weights)
                 out.append({"kind": kernel.kind, "x": np.array(x), "ms": ms, "model": model,
@@ -169,16 +174,6 @@ def profiler_cost(sums: np.ndarray, counts: np.ndarray, measured: np.ndarray, ov
     return cost
 
 
-def model_term(sums: np.ndarray, measured: np.ndarray) -> np.ndarray:
-    """(a, b) of measured ≈ a·Σ + b, least squares on relative errors (each model weighs 1/latency), neither negative:
-    a time per call is never below zero, so a tiny model is never predicted at nothing."""
-    if len(measured) < 4:
-        return np.array([float(np.median(measured / sums)), 0.0])
-    design = np.column_stack([sums, np.ones_like(sums)]) / measured[:, None]
-    coef, _ = nnls(design, np.ones_like(measured))
-    return np.asarray(coef, dtype=float)
-
-
 def without_profiler(samples: pd.DataFrame, cost_ms: float) -> pd.DataFrame:
     """The samples with the profiler's cost taken off each row's time (to no less than PROFILER_FLOOR of it)."""
     ms = samples["ms"].to_numpy(dtype=float)
@@ -193,27 +188,6 @@ def end_to_end(rows: pd.DataFrame) -> pd.DataFrame:
     zoo = rows[rows["source"].eq("zoo") & rows["model_latency_ms"].gt(0)]
     return zoo.groupby("model").agg(graph=("graph", "first"), latency=("model_latency_ms", "first"),
                                     family=("family", "first"))
-
-
-def latency_line(sums: np.ndarray, measured: np.ndarray) -> tuple[float, float]:
-    """(c, k) of measured ≈ c·Σ^k, least squares in logs, for models whose own rows trained nothing (by_latency); with
-    under LINE_MODELS of them, (the median of measured / Σ, 1). A sum of designed kernels alone is not proportional
-    to latency: on this host's ncnn, twelve zoo models' sums ran 1.9 times the latency of the largest and 4.6 times
-    the smallest's (small convolutions ran slower in a probe graph than in a model). Each model predicted by the
-    line fitted on the other families' put 2 of the 12 within ±10% (median error 19%), a·Σ + b (model_term) none
-    (39%) (docs/kernels.md)."""
-    if len(sums) < LINE_MODELS:
-        return float(np.median(measured / sums)), 1.0
-    power, log_scale = np.polyfit(np.log(sums), np.log(measured), 1)
-    return float(math.exp(log_scale)), float(power)
-
-
-def left_out_residuals(sums: np.ndarray, measured: np.ndarray) -> np.ndarray:
-    """Each model's log residual against the line (latency_line) fitted on the others: how a model the line never
-    saw errs."""
-    others = [np.arange(len(sums)) != i for i in range(len(sums))]
-    lines = [latency_line(sums[mask], measured[mask]) for mask in others] if len(sums) > 1 else []
-    return np.array([math.log(measured[i] / (c * sums[i] ** k)) for i, (c, k) in enumerate(lines)])
 
 
 def held_out_sums(zoo: pd.DataFrame, samples: pd.DataFrame, regressors: KernelRegressors) -> pd.Series:
@@ -312,8 +286,8 @@ class KernelModel:
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
-        models = end_to_end(rows)
-        zoo = samples[samples["model"].isin(models.index)]
+        models, learned = end_to_end(rows), rules.engine in learned_engines()
+        zoo = samples[samples["model"].isin(models.index)] if learned else samples.iloc[:0]  # a whole per-op sum
         models = models[models.index.isin(zoo["model"])]
         measured = models["latency"].to_numpy(dtype=float)
         op_sums = zoo.groupby("model")["ms"].sum().reindex(models.index).to_numpy(dtype=float)
@@ -325,7 +299,7 @@ class KernelModel:
         regressors = KernelRegressors.fit(samples, ALIAS_KINDS.get(rules.engine, frozenset()))
         if models.empty:
             unmeasured = cls(rules, regressors, np.array([1.0, 0.0]), UNMEASURED_FACTORS, 0, cost)
-            return unmeasured.by_latency(end_to_end(rows), graph_for, interval)
+            return unmeasured.by_latency(end_to_end(rows), graph_for, interval, samples)
         term = model_term(op_sums - cost * counts, measured)
         if not interval:
             return cls(rules, regressors, term, (math.nan, math.nan), len(models), cost)
@@ -337,17 +311,25 @@ class KernelModel:
         factors = interval_factors(held_out_line_residuals(residuals, footprints))
         return cls(rules, regressors, term, factors, len(models), cost, line)
 
-    def by_latency(self, models: pd.DataFrame, graph_for: GraphFor, interval: bool) -> KernelModel:
+    def by_latency(self, models: pd.DataFrame, graph_for: GraphFor, interval: bool,
+                   samples: pd.DataFrame) -> KernelModel:
         """This model with its per-model term fitted on the end-to-end latency of `models` (end_to_end) against their
-        graphs' predicted kernel sums, where no row of theirs joined a kernel (ncnn's layers name no graph node): the
-        regressors, fitted on designed kernels alone, never saw those models, so each sum errs as a new model's does.
-        The interval from each model's residual against the term fitted on the others (left_out_residuals)."""
+        graphs' predicted kernel sums, where their rows give no whole per-op sum (ncnn's: only its weighted layers
+        join a node). Each sum is predicted by regressors fitted without its model's family (`samples` less theirs),
+        as a new family's sum is. The interval from each model's residual against the term fitted on the others
+        (left_out_residuals)."""
         if models.empty:
             return self
-        sums = np.array([self.predict(graph_for(str(graph)))[0] for graph in models["graph"]])
+        trained = set(samples.loc[~samples["alone"], "family"])
+        outs = {family: replace(self, regressors=KernelRegressors.fit(
+                    samples[samples["family"] != family], frozenset(self.regressors.aliases), self.regressors.designed),
+                    loaded={}) for family in set(models["family"]) & trained}
+        sums = np.array([outs.get(family, self).predict(graph_for(str(graph)))[0]
+                         for graph, family in zip(models["graph"], models["family"], strict=True)])
         latency = models["latency"].to_numpy(dtype=float)
-        factors = interval_factors(left_out_residuals(sums, latency)) if interval else (math.nan, math.nan)
-        scale, power = latency_line(sums, latency)
+        form = latency_term(sums, latency)
+        factors = interval_factors(left_out_residuals(sums, latency, form)) if interval else (math.nan, math.nan)
+        scale, power = form(sums, latency)
         return replace(self, term=np.array([scale, 0.0]), power=power, factors=factors, models=len(models))
 
     def load(self, model_path: str | Path) -> LoadedGraph:
@@ -435,20 +417,26 @@ def _version(table: KernelTable) -> tuple[str, float]:
     return str(table.path.resolve()), table.rows_path.stat().st_mtime
 
 
-def table_rules(engine: str) -> Rules:
-    """The engine's learned fusion rules (harness.kernels.rules), or, for an engine none were learned for (ncnn and
-    LiteRT, whose per-op rows name no ONNX node to learn them from), none: every node a kernel of its own. Such an
-    engine's table holds designed kernels timed whole (whole_kernel), and a model's activations that the engine runs
-    inside their convolution are predicted as kernels of their own, at their time alone."""
-    return load_rules(engine) if engine in learned_engines() else Rules(engine, {})
+def engine_evidence(engine: str, rows: pd.DataFrame, graph_for: GraphFor
+                    ) -> tuple[Rules, dict[str, dict[str, Joined]]]:
+    """The engine's learned fusion rules (harness.kernels.rules) and no layer joins; for an engine none were learned
+    for (ncnn, LiteRT: their rows name their own layers, no graph node), the rules and joins its models' layers show
+    (harness.kernels.ncnn_layers.layer_evidence): every node a kernel of its own, but the activations its weighted
+    layers ran inside them. Such an engine's designed kernels train whole (whole_kernel), and a model's weighted layers
+    where the join holds."""
+    if engine in learned_engines():
+        return load_rules(engine), {}
+    graphs = {str(g): graph_for(str(g)) for g in rows.loc[rows["source"].eq("zoo"), "graph"].unique()}
+    return layer_evidence(engine, graphs)
 
 
 def _table_samples(table: KernelTable) -> tuple[pd.DataFrame, pd.DataFrame, Rules]:
     """(rows, samples, rules) of the table, joined once per version of its rows."""
     key = _version(table)
     if key not in _SAMPLES:
-        rows, rules = table.rows(), table_rules(str(table.meta.get("engine", "onnxruntime")))
-        _SAMPLES[key] = (rows, samples_of(rows, graph_resolver(table), rules), rules)
+        rows, graph_for = table.rows(), graph_resolver(table)
+        rules, joins = engine_evidence(str(table.meta.get("engine", "onnxruntime")), rows, graph_for)
+        _SAMPLES[key] = (rows, samples_of(rows, graph_for, rules, joins), rules)
     return _SAMPLES[key]
 
 

@@ -1,0 +1,118 @@
+"""ncnn's layers joined to the ONNX graph pnnx converted them from, by what both keep: the order and output channels
+of the weighted layers.
+
+ncnn's per-op rows name its own layers (`convrelu_0`, `convdw_52`, `linear_16`), no graph node, so neither
+onnxruntime's join by name nor fusion rules learned from it reach them. pnnx keeps the graph's order, and each weighted
+layer's line in the .param says its output channels (`0=`) and the activation it runs inside (`9=`: 1 ReLU,
+2 LeakyReLU, 3 Clip, 4 Sigmoid, 5 Mish, 6 HardSwish, 0 none): the weighted layers, in order, are the graph's
+convolutions and fully connected layers, in order, wherever their output channels agree one to one (all twelve
+models of a default probe did). A graph where they do not is joined nowhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from harness.core.errors import ModelError
+from harness.kernels.detect import detect
+from harness.kernels.graph import Graph, Kernel
+from harness.kernels.rules import Key, Rules
+from harness.kernels.training import TIME_COLUMN
+from harness.measure.ncnn_param import layers, param_text
+from harness.models.facts import onnx_facts
+from harness.models.ncnn_convert import convert
+from harness.models.resolve import content_sha256
+
+WEIGHTED_LAYERS = frozenset({"Convolution", "ConvolutionDepthWise", "Convolution1D", "ConvolutionDepthWise1D",
+                             "Convolution3D", "ConvolutionDepthWise3D", "Deconvolution", "DeconvolutionDepthWise",
+                             "InnerProduct"})
+"""ncnn's layer types that carry a graph node's weights (output channels in `0=`, a fused activation in `9=`)."""
+WEIGHTED_NODES = frozenset({"Conv", "ConvTranspose", "Gemm"})
+"""The graph's op types pnnx makes them of (with a MatMul that reads weights: a Linear without its bias)."""
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A weighted layer's graph node and whether it ran the node's sole reader inside itself (`9=` not 0)."""
+
+    node: int
+    activation: bool
+
+
+def weighted_nodes(graph: Graph) -> list[int]:
+    """The graph's convolutions and fully connected layers, in order."""
+    return [node["index"] for node in graph.nodes
+            if node["op_type"] in WEIGHTED_NODES or (node["op_type"] == "MatMul" and node["weights"])]
+
+
+def _channels(node: dict) -> int:
+    shape = node["output_shapes"][0] if node["output_shapes"] else None
+    if not shape:
+        return -1
+    return int(shape[-1] if node["op_type"] in ("Gemm", "MatMul") else shape[1])
+
+
+def layer_join(graph: Graph, param: str) -> dict[str, Joined]:
+    """ncnn layer name -> its graph node, for the weighted layers of the .param text `param`: empty where their
+    count or output channels, in order, differ from the graph's weighted nodes."""
+    lines = [line for line in layers(param) if line[0] in WEIGHTED_LAYERS]
+    nodes = weighted_nodes(graph)
+    settings = [dict(item.split("=", 1) for item in line[4:] if "=" in item) for line in lines]
+    if len(lines) != len(nodes) or any(int(s.get("0", -1)) != _channels(graph.nodes[n])
+                                       for s, n in zip(settings, nodes, strict=True)):
+        return {}
+    return {line[1]: Joined(node, s.get("9", "0") != "0") for line, s, node in zip(lines, settings, nodes, strict=True)}
+
+
+def converted_join(onnx_path: Path) -> dict[str, Joined]:
+    """layer_join of the graph at `onnx_path` and the .param pnnx makes of it (from the converter's cache where the
+    probe converted it); empty where it cannot be converted here."""
+    try:
+        converted = convert(onnx_path, content_sha256(onnx_path), onnx_path.stem, onnx_facts(onnx_path)["inputs"])
+        return layer_join(Graph.load(onnx_path), param_text(converted.param))
+    except ModelError:
+        return {}
+
+
+def absorption(graph: Graph, joined: dict[str, Joined]) -> dict[Key, dict[str, int]]:
+    """Absorbed and kept counts (harness.kernels.rules' keys) of the joined nodes' sole readers: absorbed where the
+    layer ran its reader inside itself, kept where it did not."""
+    counts: dict[Key, dict[str, int]] = {}
+    for layer in joined.values():
+        node = graph.nodes[layer.node]
+        readers = {reader for out in node["outputs"] if out for reader in graph.consumers.get(out, [])}
+        if len(readers) != 1:
+            continue
+        [reader] = readers
+        inside = all(producer == layer.node for producer in graph.producers(reader))
+        entry = counts.setdefault((graph.nodes[reader]["op_type"], node["op_type"], True, inside),
+                                  {"absorbed": 0, "kept": 0})
+        entry["absorbed" if layer.activation else "kept"] += 1
+    return counts
+
+
+def joined_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules, joined: dict[str, Joined]
+                   ) -> list[tuple[Kernel, float]]:
+    """Each row of a weighted layer as (the kernel detection finds at its node under `rules`, its TIME_COLUMN ms); the
+    other layers' rows, joined to no node, give none."""
+    owner = {node: kernel for kernel in detect(graph, rules) for node in kernel.nodes}
+    return [(owner[layer.node], float(getattr(row, TIME_COLUMN))) for row in rows.itertuples()
+            if (layer := joined.get(str(row.node))) is not None and layer.node in owner]
+
+
+def layer_evidence(engine: str, graphs: dict[str, Path]) -> tuple[Rules, dict[str, dict[str, Joined]]]:
+    """For an engine whose rules are not learned: the rules its models' layers show (ncnn: each weighted layer's
+    fused activation, absorption) and each model graph's layer join (by the `graph` cell of its rows); no rules
+    and no joins for any other engine."""
+    if engine != "ncnn":
+        return Rules(engine, {}), {}
+    joins = {name: join for name, path in graphs.items() if (join := converted_join(path))}
+    counts: dict[Key, dict[str, int]] = {}
+    for name, join in joins.items():
+        for key, entry in absorption(Graph.load(graphs[name]), join).items():
+            total = counts.setdefault(key, {"absorbed": 0, "kept": 0})
+            total["absorbed"] += entry["absorbed"]
+            total["kept"] += entry["kept"]
+    return Rules(engine, counts), joins
