@@ -282,7 +282,8 @@ class KernelModel:
         term (from their measured per-op sums), and the interval (from kernel sums predicted with their family held
         out). `samples`: samples_of(rows, ...) when the caller already has them. `interval=False` skips the held-out
         fits the interval and the footprint's factor need (its factors are then NaN, and it has no footprint factor):
-        for a caller that reads the predicted ms alone."""
+        for a caller that reads the predicted ms alone. An engine whose rules are not learned (engine_evidence) gives
+        no whole per-op sum of a model: its term comes from the models' latency (by_latency)."""
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
