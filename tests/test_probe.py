@@ -300,6 +300,7 @@ def test_a_probes_designed_kernels_teach_the_layouts_they_ran(probed: Path) -> N
                 checked += 1
     assert checked >= 2
 
+
 NCNN_MODELS = ("resnet8_cifar10", "kws_dscnn")
 
 

@@ -10,6 +10,7 @@ models of a default probe did). A graph where they do not is joined nowhere."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,20 +77,21 @@ def converted_join(onnx_path: Path) -> dict[str, Joined]:
         return {}
 
 
-def absorption(graph: Graph, joined: dict[str, Joined]) -> dict[Key, dict[str, int]]:
-    """Absorbed and kept counts (harness.kernels.rules' keys) of the joined nodes' sole readers: absorbed where the
-    layer ran its reader inside itself, kept where it did not."""
+def absorption(joined: Iterable[tuple[Graph, dict[str, Joined]]]) -> dict[Key, dict[str, int]]:
+    """Absorbed and kept counts (harness.kernels.rules' keys) of the joined nodes' sole readers, over every joined
+    graph: absorbed where the layer ran its reader inside itself, kept where it did not."""
     counts: dict[Key, dict[str, int]] = {}
-    for layer in joined.values():
-        node = graph.nodes[layer.node]
-        readers = {reader for out in node["outputs"] if out for reader in graph.consumers.get(out, [])}
-        if len(readers) != 1:
-            continue
-        [reader] = readers
-        inside = all(producer == layer.node for producer in graph.producers(reader))
-        entry = counts.setdefault((graph.nodes[reader]["op_type"], node["op_type"], True, inside),
-                                  {"absorbed": 0, "kept": 0})
-        entry["absorbed" if layer.activation else "kept"] += 1
+    for graph, join in joined:
+        for layer in join.values():
+            node = graph.nodes[layer.node]
+            readers = {reader for out in node["outputs"] if out for reader in graph.consumers.get(out, [])}
+            if len(readers) != 1:
+                continue
+            [reader] = readers
+            inside = all(producer == layer.node for producer in graph.producers(reader))
+            entry = counts.setdefault((graph.nodes[reader]["op_type"], node["op_type"], True, inside),
+                                      {"absorbed": 0, "kept": 0})
+            entry["absorbed" if layer.activation else "kept"] += 1
     return counts
 
 
@@ -109,10 +111,4 @@ def layer_evidence(engine: str, graphs: dict[str, Path]) -> tuple[Rules, dict[st
     if engine != "ncnn":
         return Rules(engine, {}), {}
     joins = {name: join for name, path in graphs.items() if (join := converted_join(path))}
-    counts: dict[Key, dict[str, int]] = {}
-    for name, join in joins.items():
-        for key, entry in absorption(Graph.load(graphs[name]), join).items():
-            total = counts.setdefault(key, {"absorbed": 0, "kept": 0})
-            total["absorbed"] += entry["absorbed"]
-            total["kept"] += entry["kept"]
-    return Rules(engine, counts), joins
+    return Rules(engine, absorption((Graph.load(graphs[name]), join) for name, join in joins.items())), joins

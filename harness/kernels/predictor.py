@@ -190,6 +190,13 @@ def end_to_end(rows: pd.DataFrame) -> pd.DataFrame:
                                     family=("family", "first"))
 
 
+def without_family(samples: pd.DataFrame, family: str, regressors: KernelRegressors) -> KernelRegressors:
+    """Regressors like `regressors` (their alias kinds, their designed kernels' fits) on `samples` less `family`'s:
+    what predicts a model of that family as a new family's."""
+    return KernelRegressors.fit(samples[samples["family"].ne(family)], frozenset(regressors.aliases),
+                                regressors.designed)
+
+
 def held_out_sums(zoo: pd.DataFrame, samples: pd.DataFrame, regressors: KernelRegressors) -> pd.Series:
     """Per model of `zoo` (samples of the table's models), its kernel sum predicted by regressors fitted on `samples`
     without its family, one family out at a time: a new model's error against the regressors of every family
@@ -198,8 +205,7 @@ def held_out_sums(zoo: pd.DataFrame, samples: pd.DataFrame, regressors: KernelRe
     for family, held in zoo.groupby("family"):
         if samples["family"].eq(family).all():
             continue
-        inner = KernelRegressors.fit(samples[samples["family"].ne(family)], frozenset(regressors.aliases),
-                                     regressors.designed)
+        inner = without_family(samples, str(family), regressors)
         for model, group in held.groupby("model"):
             sums[str(model)] = sum((float(inner.predict(str(kind), np.vstack(list(g["x"])),
                                                         float(g["footprint"].iloc[0]))[0].sum())
@@ -287,9 +293,10 @@ class KernelModel:
         samples = samples_of(rows, graph_for, rules) if samples is None else samples
         if samples.empty:
             raise DataError("no kernel rows to fit on; probe the device first (harness probe)")
-        models, learned = end_to_end(rows), rules.engine in learned_engines()
-        zoo = samples[samples["model"].isin(models.index)] if learned else samples.iloc[:0]  # a whole per-op sum
-        models = models[models.index.isin(zoo["model"])]
+        timed, learned = end_to_end(rows), rules.engine in learned_engines()
+        # the models whose rows are a whole per-op sum: none where the rules are not learned (ncnn's layers)
+        zoo = samples[samples["model"].isin(timed.index)] if learned else samples.iloc[:0]
+        models = timed[timed.index.isin(zoo["model"])]
         measured = models["latency"].to_numpy(dtype=float)
         op_sums = zoo.groupby("model")["ms"].sum().reindex(models.index).to_numpy(dtype=float)
         counts = zoo.groupby("model").size().reindex(models.index).to_numpy(dtype=float)
@@ -300,7 +307,7 @@ class KernelModel:
         regressors = KernelRegressors.fit(samples, ALIAS_KINDS.get(rules.engine, frozenset()))
         if models.empty:
             unmeasured = cls(rules, regressors, np.array([1.0, 0.0]), UNMEASURED_FACTORS, 0, cost)
-            return unmeasured.by_latency(end_to_end(rows), graph_for, interval, samples)
+            return unmeasured.by_latency(timed, graph_for, interval, samples)
         term = model_term(op_sums - cost * counts, measured)
         if not interval:
             return cls(rules, regressors, term, (math.nan, math.nan), len(models), cost)
@@ -322,9 +329,8 @@ class KernelModel:
         if models.empty:
             return self
         trained = set(samples.loc[~samples["alone"], "family"])
-        outs = {family: replace(self, regressors=KernelRegressors.fit(
-                    samples[samples["family"] != family], frozenset(self.regressors.aliases), self.regressors.designed),
-                    loaded={}) for family in set(models["family"]) & trained}
+        outs = {family: replace(self, regressors=without_family(samples, family, self.regressors), loaded={})
+                for family in set(models["family"]) & trained}
         sums = np.array([outs.get(family, self).predict(graph_for(str(graph)))[0]
                          for graph, family in zip(models["graph"], models["family"], strict=True)])
         latency = models["latency"].to_numpy(dtype=float)

@@ -17,7 +17,7 @@ def model_term(sums: np.ndarray, measured: np.ndarray) -> np.ndarray:
     """(a, b) of measured ≈ a·Σ + b, least squares on relative errors (each model weighs 1/latency), neither negative:
     a time per call is never below zero, so a tiny model is never predicted at nothing."""
     if len(measured) < 4:
-        return np.array([float(np.median(measured / sums)), 0.0])
+        return np.array([median_ratio(sums, measured)[0], 0.0])
     design = np.column_stack([sums, np.ones_like(sums)]) / measured[:, None]
     coef, _ = nnls(design, np.ones_like(measured))
     return np.asarray(coef, dtype=float)
