@@ -370,4 +370,5 @@ def test_probe_refuses_what_it_cannot_do(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["probe", "--cpus", "1", "--models", "resnet8", "--results-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("harness: error: --models: 'resnet8' is not a zoo model name") == 1 and "Traceback" not in err
+    assert "probing this host" not in err  # the one line: no heading of a probe that never starts
     assert not any(tmp_path.glob("*/runs.jsonl"))  # refused before any session ran: nothing measured, nothing lost

@@ -15,7 +15,7 @@ from harness.core.errors import ConfigError
 from harness.kernels.exchange import ENGINES, SCRIPT, export, import_table
 from harness.kernels.table import KernelTable
 from harness.report.console import err_console, out_console
-from harness.run.probe import DEFAULT_MODELS, FIRST_ROUND, ProbeRequest, probe
+from harness.run.probe import DEFAULT_MODELS, FIRST_ROUND, ProbeRequest, check_models, probe
 from harness.store.results import ensure_writable_dir
 
 EXPORT_COUNT = FIRST_ROUND
@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     settings = {keyword: getattr(args, keyword) for keyword in (*PROFILE_FLAGS, "cpus")}
     profile, _ = device_profile(profile_env_file(args), settings, source=flag_of)
     models = DEFAULT_MODELS if args.models is None else tuple(args.models)
+    check_models(models)  # before the heading: a misspelt name is the one line the user sees
     request = ProbeRequest(models=models, budget_s=args.budget_min * 60, name=args.name, seed=args.seed,
                            designed=args.designed)
     err_console.print(f"probing {profile.target or 'this host'} with {profile.runtime} at CPUS={profile.cpus:g}, "
