@@ -5,6 +5,7 @@ kernels, and adaptive sampling that goes where the kernels' times are hardest to
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections import Counter
@@ -13,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pandas as pd
 import pytest
 
 from harness.cli import main
@@ -40,16 +42,17 @@ from harness.kernels.designed_graphs import kernel_model, write_probe
 from harness.kernels.detect import detect
 from harness.kernels.graph import OTHER_RANK_CONV, Graph
 from harness.kernels.learn import examples_from_table, learn
-from harness.kernels.ncnn_layers import layer_join, weighted_nodes
+from harness.kernels.ncnn_layers import designed_absorption, layer_join, weighted_nodes
 from harness.kernels.packing import PACK_MACS, boundary_shapes, pack
 from harness.kernels.predictor import end_to_end, engine_evidence, fitted_model, graph_resolver, samples_of
 from harness.kernels.probed import kernel_times, per_op_tables, session_rows
-from harness.kernels.rules import BLOCKED_MARK, host_block, load_rules
+from harness.kernels.rules import BLOCKED_MARK, Rules, host_block, load_rules
 from harness.kernels.table import GRAPHS_DIR, find_kernel_table
-from harness.measure.ncnn_param import param_text
+from harness.kernels.training import whole_kernel
+from harness.measure.ncnn_param import layers, param_text
 from harness.models.facts import node_facts, onnx_facts
 from harness.models.ncnn_convert import convert
-from harness.models.resolve import content_sha256
+from harness.models.resolve import content_sha256, resolve_model
 from harness.run.probe import Costs, ZooRepeats
 from tests.boards import BoardFactory
 from tests.test_target import harness, set_up
@@ -341,6 +344,44 @@ def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> No
     assert model.term[0] > 0 and model.term[1] == 0 and model.power == 1.0
     detail = model.predict(graph_resolver(table)(f"{GRAPHS_DIR}/kws_dscnn.onnx"))[3]
     assert detail["calibration_models"] == 2
+
+
+def test_designed_chains_teach_ncnn_what_it_ran_as_one_layer(tmp_path: Path) -> None:
+    """pnnx makes a designed channel shuffle (Reshape, Transpose, Reshape) one ShuffleChannel layer: its one timed
+    row absorbs the chain into its first node, and the rules then group ShuffleNetV2's shuffles as ncnn runs them (a
+    family held out of the table has no model of its own to show it). A chain timed one layer per node absorbs
+    nothing; a row count of neither, a tool's whole-graph time (no median) or a pack's warm-up says nothing."""
+    pytest.importorskip("ncnn")
+    shuffle = Kernel("k0000_shuffle", "shuffle", (("c", 48), ("groups", 2), ("hw", 14)))
+    path = tmp_path / GRAPHS_DIR / f"{shuffle.name}.onnx"
+    path.parent.mkdir()
+    onnx.save(kernel_model(shuffle), path)
+    param = param_text(convert(path, content_sha256(path), path.stem, onnx_facts(path)["inputs"]).param)
+    ran = [line[0] for line in layers(param) if line[0] != "Input"]
+    assert ran == ["ShuffleChannel"]
+    graph_name = f"{GRAPHS_DIR}/{path.name}"
+
+    def timed(op_types: list[str], kernel: str = shuffle.name, ms: float = 0.02) -> pd.DataFrame:
+        return pd.DataFrame({"source": "designed", "kernel": kernel, "graph": graph_name, "op_type": op_types,
+                             "median_ms": ms, "mean_ms": ms})
+
+    def rules_of(rows: pd.DataFrame) -> Rules:
+        return Rules("ncnn", designed_absorption(rows, lambda name: tmp_path / name))
+
+    one = rules_of(timed(ran))
+    assert {key: entry["absorbed"] for key, entry in one.absorb.items() if entry["absorbed"]} == {
+        ("Transpose", "Reshape", True, True): 1, ("Reshape", "Reshape", True, True): 1}
+    assert [len(kernel.nodes) for kernel in detect(Graph.load(path), one)] == [3]
+    assert len(whole_kernel(Graph.load(path), timed(ran), one)) == 1  # the designed shuffle now trains
+    shufflenet = Graph.load(resolve_model("shufflenet_v2_x0_5", check_runtime=False).path)
+    grouped = [[shufflenet.nodes[i]["op_type"] for i in kernel.nodes] for kernel in detect(shufflenet, one)]
+    assert grouped.count(["Reshape", "Transpose", "Reshape"]) == 16  # as the 16 ShuffleChannel layers of its .param
+    assert not any(kinds[0] == "Transpose" for kinds in grouped)
+    per_node = rules_of(timed(["Reshape", "Permute", "Reshape"]))
+    assert per_node.absorb and all(entry["absorbed"] == 0 for entry in per_node.absorb.values())
+    assert len(detect(shufflenet, per_node)) > len(detect(shufflenet, one))
+    for says_nothing in (timed(["Reshape", "Permute"]), timed(ran, ms=math.nan), timed(ran, kernel="p000w0001_warm")):
+        assert rules_of(says_nothing).absorb == {}
 
 
 def test_a_probe_on_a_loopback_board_writes_the_boards_table(board_factory: BoardFactory, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ models of a default probe did). A graph where they do not is joined nowhere."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,11 +104,51 @@ def joined_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules, joined: dict[
             if (layer := joined.get(str(row.node))) is not None and layer.node in owner]
 
 
-def layer_evidence(engine: str, graphs: dict[str, Path]) -> tuple[Rules, dict[str, dict[str, Joined]]]:
-    """For an engine whose rules are not learned: the rules its models' layers show (ncnn: each weighted layer's
-    fused activation, absorption) and each model graph's layer join (by the `graph` cell of its rows); no rules
-    and no joins for any other engine."""
+def chained(graph: Graph) -> bool:
+    """Whether the graph's nodes run one after another: each the sole reader of the one before, reading no other
+    node's output."""
+    nodes = graph.nodes
+    return len(nodes) > 1 and all(
+        graph.producers(i) == [i - 1]
+        and {c for out in nodes[i - 1]["outputs"] if out for c in graph.consumers.get(out, [])} == {i}
+        for i in range(1, len(nodes)))
+
+
+def designed_absorption(rows: pd.DataFrame, graph_for: Callable[[str], Path]) -> dict[Key, dict[str, int]]:
+    """Absorbed and kept counts along each designed kernel's chain of nodes, where its timed layers say how ncnn ran
+    it: as one layer, every node after the first absorbed into it (a channel shuffle's Reshape, Transpose, Reshape ran
+    as one ShuffleChannel); as one layer per node, none. Any other count (a MatMul as a Split, two Reshapes and a
+    Gemm), a graph of branches, or a tool's whole-graph time (no median) says nothing."""
+    timed = rows[rows["source"].eq("designed") & rows[TIME_COLUMN].notna()
+                 & ~rows["op_type"].astype(str).str.startswith("(")]
+    counts: dict[Key, dict[str, int]] = {}
+    for (kernel, graph_name), layer_rows in timed.groupby(["kernel", "graph"]):
+        if Path(str(graph_name)).stem != kernel:  # a probe graph's warm-up or sink, not a designed kernel's own
+            continue
+        graph = Graph.load(graph_for(str(graph_name)))
+        if not chained(graph) or len(layer_rows) not in (1, len(graph.nodes)):
+            continue
+        types = [node["op_type"] for node in graph.nodes]
+        for i in range(1, len(types)):
+            one = len(layer_rows) == 1
+            entry = counts.setdefault((types[i], types[0] if one else types[i - 1], True, True),
+                                      {"absorbed": 0, "kept": 0})
+            entry["absorbed" if one else "kept"] += 1
+    return counts
+
+
+def layer_evidence(engine: str, rows: pd.DataFrame, graph_for: Callable[[str], Path]
+                   ) -> tuple[Rules, dict[str, dict[str, Joined]]]:
+    """For an engine whose rules are not learned: the rules its layers show (ncnn: each weighted layer's fused
+    activation in its models, and the designed kernels' chains: absorption) and each model graph's layer join (by
+    the `graph` cell of its rows); no rules and no joins for any other engine."""
     if engine != "ncnn":
         return Rules(engine, {}), {}
+    graphs = {str(g): graph_for(str(g)) for g in rows.loc[rows["source"].eq("zoo"), "graph"].unique()}
     joins = {name: join for name, path in graphs.items() if (join := converted_join(path))}
-    return Rules(engine, absorption((Graph.load(graphs[name]), join) for name, join in joins.items())), joins
+    counts = absorption((Graph.load(graphs[name]), join) for name, join in joins.items())
+    for key, entry in designed_absorption(rows, graph_for).items():
+        total = counts.setdefault(key, {"absorbed": 0, "kept": 0})
+        total["absorbed"] += entry["absorbed"]
+        total["kept"] += entry["kept"]
+    return Rules(engine, counts), joins

@@ -427,14 +427,13 @@ def _version(table: KernelTable) -> tuple[str, float]:
 def engine_evidence(engine: str, rows: pd.DataFrame, graph_for: GraphFor
                     ) -> tuple[Rules, dict[str, dict[str, Joined]]]:
     """The engine's learned fusion rules (harness.kernels.rules) and no layer joins; for an engine none were learned
-    for (ncnn, LiteRT: their rows name their own layers, no graph node), the rules and joins its models' layers show
-    (harness.kernels.ncnn_layers.layer_evidence): every node a kernel of its own, but the activations its weighted
-    layers ran inside them. Such an engine's designed kernels train whole (whole_kernel), and a model's weighted layers
-    where the join holds."""
+    for (ncnn, LiteRT: their rows name their own layers, no graph node), the rules and joins its layers show
+    (harness.kernels.ncnn_layers.layer_evidence): every node a kernel of its own, but the activations its models'
+    weighted layers ran inside them and the chains its designed kernels ran as one layer. Such an engine's designed
+    kernels train whole (whole_kernel), and a model's weighted layers where the join holds."""
     if engine in learned_engines():
         return load_rules(engine), {}
-    graphs = {str(g): graph_for(str(g)) for g in rows.loc[rows["source"].eq("zoo"), "graph"].unique()}
-    return layer_evidence(engine, graphs)
+    return layer_evidence(engine, rows, graph_for)
 
 
 def _table_samples(table: KernelTable) -> tuple[pd.DataFrame, pd.DataFrame, Rules]:
