@@ -42,7 +42,7 @@ from harness.kernels.designed_graphs import kernel_model, write_probe
 from harness.kernels.detect import detect
 from harness.kernels.graph import OTHER_RANK_CONV, Graph
 from harness.kernels.learn import examples_from_table, learn
-from harness.kernels.ncnn_layers import designed_absorption, layer_join, weighted_nodes
+from harness.kernels.ncnn_layers import designed_absorption, in_run, layer_join, weighted_nodes
 from harness.kernels.packing import PACK_MACS, boundary_shapes, pack
 from harness.kernels.predictor import end_to_end, engine_evidence, fitted_model, graph_resolver, samples_of
 from harness.kernels.probed import kernel_times, per_op_tables, session_rows
@@ -330,6 +330,11 @@ def test_an_ncnn_probe_maps_its_layers_back_to_the_kernels(tmp_path: Path) -> No
     # its kernel (with the activation ncnn ran inside it), and the models' latency calibrates the term
     rules, joins = engine_evidence("ncnn", rows, graph_resolver(table))
     assert rules.absorb[("Relu", "Conv", True, True)]["absorbed"] > 0  # ResNet-8's `convrelu` layers
+    # trained at their time in the whole run: each graph's layers sum to its latency where they summed to more
+    timed = rows[~rows["op_type"].str.startswith("(")]
+    raw, latency = timed.groupby("model")["median_ms"].sum(), timed.groupby("model")["model_latency_ms"].first()
+    scaled = in_run(timed).groupby("model")["median_ms"].sum()
+    assert np.allclose(scaled, np.minimum(raw, latency), rtol=1e-9) and len(scaled) == len(raw) > 2
     samples = samples_of(rows, graph_resolver(table), rules, joins)
     for name in NCNN_MODELS:
         graph = Graph.load(graph_resolver(table)(f"{GRAPHS_DIR}/{name}.onnx"))

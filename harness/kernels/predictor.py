@@ -61,7 +61,7 @@ from harness.kernels.designed import OVERHEAD, PACK_KINDS
 from harness.kernels.detect import detect
 from harness.kernels.features import reads_graph_input, vector
 from harness.kernels.graph import Graph, Kernel
-from harness.kernels.ncnn_layers import Joined, joined_kernels, layer_evidence
+from harness.kernels.ncnn_layers import Joined, in_run, joined_kernels, layer_evidence
 from harness.kernels.regressors import POOLED, KernelRegressors
 from harness.kernels.rules import Rules, learned_engines, load_rules
 from harness.kernels.table import GRAPHS_DIR, KernelTable
@@ -134,12 +134,14 @@ def samples_of(rows: pd.DataFrame, graph_for: GraphFor, rules: Rules,
     on its own, and the footprint of the graph it ran in), each row joined to its kernel; a probe graph's own nodes
     (PACK_KINDS) are no kernel and give none. For an engine whose rules were not learned (engine_evidence: its rows
     name its own layers, no graph node), one sample per designed kernel, timed whole (whole_kernel), and of a model's
-    rows those of the layers `joins` joins to a node (by its `graph` cell; harness.kernels.ncnn_layers)."""
+    rows those of the layers `joins` joins to a node (by its `graph` cell; harness.kernels.ncnn_layers), each at its
+    time in the graph's whole run (in_run)."""
     out: list[dict[str, Any]] = []
+    learned = rules.engine in learned_engines()
+    rows = rows if learned else in_run(rows)
     rows = rows[~rows["op_type"].isin(GAP_ROWS)]  # a table keeps the between-ops and outside-the-run rows
     if "kernel_kind" in rows:
         rows = rows[~rows["kernel_kind"].isin(PACK_KINDS)]  # a pack's own nodes (harness.kernels.designed)
-    learned = rules.engine in learned_engines()
     for (model, graph_name), group in rows.groupby(["model", "graph"], sort=False):
         alone = bool(group["source"].eq("designed").any())
         join = (joins or {}).get(str(graph_name), {})
