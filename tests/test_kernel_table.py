@@ -34,7 +34,7 @@ PROFILE_ARGS = ("--per-op", "--backend", "local", "--repeats", "1", "--iteration
 def real_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, KernelTable]:
     """A probe graph of four designed kernels profiled once with PER_OP=1, its per-op rows written as a table."""
     root = tmp_path_factory.mktemp("kernels")
-    graph = write_probe(sample(4, seed=3), 0, root / "graphs")
+    graph = write_probe(sample(4, seed=3), 0, root / "graphs", "onnxruntime")
     results = root / "results"
     assert main(["profile", "--json", "--results-dir", str(results), str(graph), *PROFILE_ARGS]) == 0
     session = list_sessions(results)[-1]

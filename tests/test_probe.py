@@ -21,6 +21,7 @@ from harness.cli import main
 from harness.kernels.adaptive import MIN_FIT, next_round, spreads
 from harness.kernels.designed import (
     CHANNELS,
+    CONV_FUSED,
     CONV_STRATA,
     CONV_WEIGHT,
     GROUP_WIDTHS,
@@ -105,7 +106,7 @@ def test_onnxruntime_runs_every_designed_kernel_of_a_probe_graph(tmp_path: Path)
     """The optimized graph keeps a timed node per kernel: no kernel constant-folded, pruned or fused into another."""
     kernels = sample(44, seed=2)
     for index, members in enumerate(pack(kernels)[:2]):
-        graph = write_probe(members, index, tmp_path)
+        graph = write_probe(members, index, tmp_path, "onnxruntime")
         options = ort.SessionOptions()
         options.enable_profiling, options.intra_op_num_threads = True, 1
         options.profile_file_prefix = str(tmp_path / f"trace{index}")
@@ -171,11 +172,15 @@ def test_a_1d_or_3d_convolution_runs_at_its_drawn_size_as_a_kind_of_its_own(tmp_
             assert moved.settings["depthwise"] == 0 or moved.settings["cout"] == moved.settings["cin"]
 
 
-def test_a_probe_graphs_kernels_read_what_a_node_just_wrote_and_write_no_graph_output(tmp_path: Path) -> None:
-    """As in a model: every kernel input is written by the pack's warm node just before it, every kernel output is
-    read by a sink of its own, and the graph's inputs and outputs are the pack's (overhead nodes aside)."""
+@pytest.mark.parametrize("engine", ["onnxruntime", "ncnn"])
+def test_a_probe_graphs_kernels_read_what_a_node_just_wrote_and_write_no_graph_output(tmp_path: Path,
+                                                                                     engine: str) -> None:
+    """As in a model: every kernel input is written by the pack's warm node just before it (for ncnn, a 4-D one by a
+    depthwise convolution, in a convolution's layout, but before an activation it would run inside itself), every
+    kernel output is read by a sink of its own, and the graph's inputs and outputs are the pack's (overhead nodes
+    aside)."""
     members = pack(sample(44, seed=3))[0]
-    graph = onnx.load(str(write_probe(members, 7, tmp_path))).graph
+    graph = onnx.load(str(write_probe(members, 7, tmp_path, engine))).graph
     producers = {out: node for node in graph.node for out in node.output}
     readers: dict[str, list[str]] = {}
     for node in graph.node:
@@ -183,12 +188,18 @@ def test_a_probe_graphs_kernels_read_what_a_node_just_wrote_and_write_no_graph_o
             readers.setdefault(name, []).append(node.name)
     pack_owned = [v.name for v in [*graph.input, *graph.output] if not v.name.startswith("k")]
     assert len(pack_owned) == len(graph.input) + len(graph.output)
+    convs = 0
     for kernel in members:
         own = onnx.load(str(tmp_path / f"{kernel.name}.onnx")).graph  # its own graph: its inputs, its outputs
         for value in own.input:
-            assert producers[value.name].name.startswith("p007w") and producers[value.name].op_type == "Abs"
+            rank = len(value.type.tensor_type.shape.dim)
+            by_conv = engine == "ncnn" and rank == 4 and kernel.kind not in CONV_FUSED
+            assert producers[value.name].name.startswith("p007w")
+            assert producers[value.name].op_type == ("Conv" if by_conv else "Abs")
+            convs += by_conv
         for value in own.output:
             assert [name.split("/")[0].startswith("p007s") for name in readers[value.name]] == [True]
+    assert (convs > 0) == (engine == "ncnn")
 
 
 def test_adaptive_rounds_go_where_the_line_misses() -> None:

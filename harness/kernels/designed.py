@@ -85,6 +85,8 @@ ENGINE_REFUSES = {"ncnn": frozenset({"einsum", "gru", "lstm"}), "litert": frozen
 windowed attention's 5-D products (`layer load_param einsum_0 failed`), and one such kernel fails its whole probe
 graph; neither converter takes an ONNX GRU or LSTM (pnnx 20261020: `ncnn has no operator GRU`; onnx2tf 1.29 fails
 at the node)."""
+CONV_FUSED = frozenset({"relu", "relu6", "hardswish", "sigmoid", "swish"})
+"""Activation kinds an engine may run inside the convolution before them (ncnn's activation_type)."""
 CONV_WEIGHT = 4
 """Convolution is sampled this many times as often as any other kind: its space is the largest, and it carries most
 of a CNN's time."""

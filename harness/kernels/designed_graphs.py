@@ -22,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from harness.kernels.designed import (
     CONV,
+    CONV_FUSED,
     EINSUMS,
     OPSET,
     OTHER_RANK_KINDS,
@@ -45,9 +46,13 @@ class _Builder:
     cold graph input and written to graph outputs, memory-bound kernels ran 1.3–2.1 times slower on this host (a
     Relu 2.1, an Add 2.0, a Concat 1.5, a Softmax 1.4, a Split 1.3; convolutions and Gemms the same:
     benchmarks/pack_context.py), as no model's kernel does.
-    Each such node is a kernel-like name of the pack's own (`p003w0012_warm/abs`), no kernel's."""
+    Each such node is a kernel-like name of the pack's own (`p003w0012_warm/abs`), no kernel's.
+    `conv_warm` (ncnn): a 4-D input is written by a depthwise 1×1 convolution instead, in the packed layout a model's
+    convolution leaves it in; an Abs leaves the graph input's unpacked one, and after it a Split ran 7 to 70 times
+    and a ReduceMean up to 50 times slower than after a convolution (384×7×7: 158 against 2.3 µs, 249 against 5.2),
+    as in no model. Not before an activation ncnn runs inside a convolution (CONV_FUSED): it would vanish into it."""
 
-    def __init__(self, seed: int = 0, pack: str | None = None) -> None:
+    def __init__(self, seed: int = 0, pack: str | None = None, conv_warm: bool = False) -> None:
         self.nodes: list[onnx.NodeProto] = []
         self.inputs: list[onnx.ValueInfoProto] = []
         self.outputs: list[onnx.ValueInfoProto] = []
@@ -55,6 +60,7 @@ class _Builder:
         self.rng = np.random.default_rng(seed)
         self.pack = pack
         self.in_context = False
+        self.layout_warm, self.conv_warm = conv_warm, False
         self.pack_nodes = 0
 
     def _pack_node(self, kind: str) -> str:
@@ -67,7 +73,12 @@ class _Builder:
             return name
         warm = self._pack_node(WARM)
         self.inputs.append(helper.make_tensor_value_info(f"{warm}/x", TensorProto.FLOAT, list(shape)))
-        self.node("Abs", [f"{warm}/x"], [name], f"{warm}/abs")
+        if self.conv_warm and len(shape) == 4:
+            scale = numpy_helper.from_array(np.ones((shape[1], 1, 1, 1), dtype=np.float32), f"{warm}/w")
+            self.weights.append(scale)
+            self.node("Conv", [f"{warm}/x", scale.name], [name], f"{warm}/conv", group=shape[1])
+        else:
+            self.node("Abs", [f"{warm}/x"], [name], f"{warm}/abs")
         return name
 
     def output(self, name: str, shape: Sequence[int]) -> None:
@@ -99,6 +110,7 @@ class _Builder:
         p, s = kernel.name, kernel.settings
         kind = kernel.kind
         self.in_context = self.pack is not None and kind != OVERHEAD
+        self.conv_warm = self.layout_warm and kind not in CONV_FUSED
         if kind == CONV:
             k, stride, groups, hw = s["kernel"], s["stride"], s["groups"], s["hw"]
             x = self.input(f"{p}/x", (1, s["cin"], hw, hw))
@@ -283,22 +295,23 @@ def overhead_kernels(pack_index: int) -> list[Kernel]:
     return [Kernel(f"p{pack_index:03d}o{i}_{OVERHEAD}", OVERHEAD, ()) for i in range(OVERHEAD_NODES)]
 
 
-def probe_model(kernels: Iterable[Kernel], pack_index: int, in_context: bool = True) -> onnx.ModelProto:
+def probe_model(kernels: Iterable[Kernel], pack_index: int, in_context: bool = True,
+                conv_warm: bool = False) -> onnx.ModelProto:
     """Probe graph `probe_<pack_index>` holding `kernels` side by side, each with its own inputs and outputs, written
-    and read by nodes of the pack (_Builder); `in_context=False`: the kernels' own tensors are the graph's inputs and
-    outputs (what benchmarks/pack_context.py compares)."""
-    builder = _Builder(pack=f"p{pack_index:03d}" if in_context else None)
+    and read by nodes of the pack (_Builder; `conv_warm` there); `in_context=False`: the kernels' own tensors are the
+    graph's inputs and outputs (what benchmarks/pack_context.py compares)."""
+    builder = _Builder(pack=f"p{pack_index:03d}" if in_context else None, conv_warm=conv_warm)
     for kernel in kernels:
         builder.add(kernel)
     return builder.model(f"probe_{pack_index:03d}")
 
 
-def write_probe(kernels: Sequence[Kernel], pack_index: int, folder: Path) -> Path:
-    """Probe graph `probe_<pack_index>.onnx` (the kernels plus the overhead nodes) and each kernel's own graph,
-    written to `folder`; returns the probe graph's path."""
+def write_probe(kernels: Sequence[Kernel], pack_index: int, folder: Path, engine: str) -> Path:
+    """Probe graph `probe_<pack_index>.onnx` (the kernels plus the overhead nodes) for `engine`, and each kernel's own
+    graph, written to `folder`; returns the probe graph's path."""
     folder.mkdir(parents=True, exist_ok=True)
     for kernel in kernels:
         onnx.save(kernel_model(kernel), folder / f"{kernel.name}.onnx")
     path = folder / f"probe_{pack_index:03d}.onnx"
-    onnx.save(probe_model([*kernels, *overhead_kernels(pack_index)], pack_index), path)
+    onnx.save(probe_model([*kernels, *overhead_kernels(pack_index)], pack_index, conv_warm=engine == "ncnn"), path)
     return path

@@ -209,7 +209,7 @@ class Probe:
             return
         designed = {}
         for members in pack(kernels):
-            path = write_probe(members, len(self.pack_macs), self.work / GRAPHS_DIR)
+            path = write_probe(members, len(self.pack_macs), self.work / GRAPHS_DIR, self.profile.runtime)
             self.pack_macs[path.stem] = sum(macs(k) for k in members)
             designed[path.stem] = path
             self.graphs[path.name] = path
