@@ -43,7 +43,7 @@ from harness.kernels.designed_graphs import kernel_model, write_probe
 from harness.kernels.detect import detect
 from harness.kernels.graph import OTHER_RANK_CONV, Graph
 from harness.kernels.learn import examples_from_table, learn
-from harness.kernels.ncnn_layers import designed_absorption, in_run, layer_join, weighted_nodes
+from harness.kernels.ncnn_layers import designed_absorption, in_run, layer_join, tally, weighted_nodes
 from harness.kernels.packing import PACK_MACS, boundary_shapes, pack
 from harness.kernels.predictor import end_to_end, engine_evidence, fitted_model, graph_resolver, samples_of
 from harness.kernels.probed import kernel_times, per_op_tables, session_rows
@@ -382,7 +382,7 @@ def test_designed_chains_teach_ncnn_what_it_ran_as_one_layer(tmp_path: Path) -> 
                              "median_ms": ms, "mean_ms": ms})
 
     def rules_of(rows: pd.DataFrame) -> Rules:
-        return Rules("ncnn", designed_absorption(rows, lambda name: tmp_path / name))
+        return Rules("ncnn", tally(designed_absorption(rows, lambda name: tmp_path / name)))
 
     one = rules_of(timed(ran))
     assert {key: entry["absorbed"] for key, entry in one.absorb.items() if entry["absorbed"]} == {

@@ -47,10 +47,11 @@ class _Builder:
     Relu 2.1, an Add 2.0, a Concat 1.5, a Softmax 1.4, a Split 1.3; convolutions and Gemms the same:
     benchmarks/pack_context.py), as no model's kernel does.
     Each such node is a kernel-like name of the pack's own (`p003w0012_warm/abs`), no kernel's.
-    `conv_warm` (ncnn): a 4-D input is written by a depthwise 1×1 convolution instead, in the packed layout a model's
-    convolution leaves it in; an Abs leaves the graph input's unpacked one, and after it a Split ran 7 to 70 times
-    and a ReduceMean up to 50 times slower than after a convolution (384×7×7: 158 against 2.3 µs, 249 against 5.2),
-    as in no model. Not before an activation ncnn runs inside a convolution (CONV_FUSED): it would vanish into it."""
+    `conv_warm` (ncnn): a 4-D input is written by a depthwise 1×1 convolution instead, in the layout a model's
+    convolution leaves it in. After an Abs, a Split ran as after no model's convolution (8 and 66 times slower at
+    96×14×14 and 384×7×7, 3.7 times faster at 24×56×56; a ReduceMean of 384×7×7 249 against 5.2 µs); after the
+    depthwise convolution, within 0.4 µs or 15% of its time after a 1×1 one. Not before an activation ncnn runs
+    inside a convolution (CONV_FUSED): it would vanish into it."""
 
     def __init__(self, seed: int = 0, pack: str | None = None, conv_warm: bool = False) -> None:
         self.nodes: list[onnx.NodeProto] = []

@@ -10,8 +10,9 @@ models of a default probe did). A graph where they do not is joined nowhere."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import pandas as pd
@@ -77,10 +78,17 @@ def converted_join(onnx_path: Path) -> dict[str, Joined]:
         return {}
 
 
-def absorption(joined: Iterable[tuple[Graph, dict[str, Joined]]]) -> dict[Key, dict[str, int]]:
-    """Absorbed and kept counts (harness.kernels.rules' keys) of the joined nodes' sole readers, over every joined
-    graph: absorbed where the layer ran its reader inside itself, kept where it did not."""
+def tally(evidence: Iterable[tuple[Key, bool]]) -> dict[Key, dict[str, int]]:
+    """Absorbed and kept counts (harness.kernels.rules' keys) of (key, absorbed) evidence."""
     counts: dict[Key, dict[str, int]] = {}
+    for key, absorbed in evidence:
+        counts.setdefault(key, {"absorbed": 0, "kept": 0})["absorbed" if absorbed else "kept"] += 1
+    return counts
+
+
+def absorption(joined: Iterable[tuple[Graph, dict[str, Joined]]]) -> Iterator[tuple[Key, bool]]:
+    """(key, absorbed) of the joined nodes' sole readers, over every joined graph: absorbed where the layer ran its
+    reader inside itself, kept where it did not."""
     for graph, join in joined:
         for layer in join.values():
             node = graph.nodes[layer.node]
@@ -89,10 +97,7 @@ def absorption(joined: Iterable[tuple[Graph, dict[str, Joined]]]) -> dict[Key, d
                 continue
             [reader] = readers
             inside = all(producer == layer.node for producer in graph.producers(reader))
-            entry = counts.setdefault((graph.nodes[reader]["op_type"], node["op_type"], True, inside),
-                                      {"absorbed": 0, "kept": 0})
-            entry["absorbed" if layer.activation else "kept"] += 1
-    return counts
+            yield (graph.nodes[reader]["op_type"], node["op_type"], True, inside), layer.activation
 
 
 def joined_kernels(graph: Graph, rows: pd.DataFrame, rules: Rules, joined: dict[str, Joined]
@@ -114,27 +119,21 @@ def chained(graph: Graph) -> bool:
         for i in range(1, len(nodes)))
 
 
-def designed_absorption(rows: pd.DataFrame, graph_for: Callable[[str], Path]) -> dict[Key, dict[str, int]]:
-    """Absorbed and kept counts along each designed kernel's chain of nodes, where its timed layers say how ncnn ran
-    it: as one layer, every node after the first absorbed into it (a channel shuffle's Reshape, Transpose, Reshape ran
-    as one ShuffleChannel); as one layer per node, none. Any other count (a MatMul as a Split, two Reshapes and a
-    Gemm), a graph of branches, or a tool's whole-graph time (no median) says nothing."""
-    timed = rows[rows["source"].eq("designed") & rows[TIME_COLUMN].notna()
-                 & ~rows["op_type"].astype(str).str.startswith("(")]
-    counts: dict[Key, dict[str, int]] = {}
+def designed_absorption(rows: pd.DataFrame, graph_for: Callable[[str], Path]) -> Iterator[tuple[Key, bool]]:
+    """(key, absorbed) along each designed kernel's chain of nodes, where its timed layers say how ncnn ran it: as
+    one layer, every node after the first absorbed into it (a channel shuffle's Reshape, Transpose, Reshape ran as
+    one ShuffleChannel); as one layer per node, none. Any other count (a MatMul as a Split, two Reshapes and a Gemm),
+    a graph of branches, or a tool's whole-graph time (no median) says nothing."""
+    timed = rows[rows["source"].eq("designed") & rows[TIME_COLUMN].notna() & ~rows["op_type"].isin(GAP_ROWS)]
     for (kernel, graph_name), layer_rows in timed.groupby(["kernel", "graph"]):
         if Path(str(graph_name)).stem != kernel:  # a probe graph's warm-up or sink, not a designed kernel's own
             continue
         graph = Graph.load(graph_for(str(graph_name)))
         if not chained(graph) or len(layer_rows) not in (1, len(graph.nodes)):
             continue
-        types = [node["op_type"] for node in graph.nodes]
+        types, one = [node["op_type"] for node in graph.nodes], len(layer_rows) == 1
         for i in range(1, len(types)):
-            one = len(layer_rows) == 1
-            entry = counts.setdefault((types[i], types[0] if one else types[i - 1], True, True),
-                                      {"absorbed": 0, "kept": 0})
-            entry["absorbed" if one else "kept"] += 1
-    return counts
+            yield (types[i], types[0] if one else types[i - 1], True, True), one
 
 
 def in_run(rows: pd.DataFrame) -> pd.DataFrame:
@@ -160,9 +159,5 @@ def layer_evidence(engine: str, rows: pd.DataFrame, graph_for: Callable[[str], P
         return Rules(engine, {}), {}
     graphs = {str(g): graph_for(str(g)) for g in rows.loc[rows["source"].eq("zoo"), "graph"].unique()}
     joins = {name: join for name, path in graphs.items() if (join := converted_join(path))}
-    counts = absorption((Graph.load(graphs[name]), join) for name, join in joins.items())
-    for key, entry in designed_absorption(rows, graph_for).items():
-        total = counts.setdefault(key, {"absorbed": 0, "kept": 0})
-        total["absorbed"] += entry["absorbed"]
-        total["kept"] += entry["kept"]
-    return Rules(engine, counts), joins
+    models = absorption((Graph.load(graphs[name]), join) for name, join in joins.items())
+    return Rules(engine, tally(chain(models, designed_absorption(rows, graph_for)))), joins
