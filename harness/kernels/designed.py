@@ -200,6 +200,14 @@ def conv_axes(kernel: Kernel) -> list[tuple[int, int, int]]:
     return [(s["frames"], s["kt"], s["tstride"])] + [(s["hw"], s["kernel"], s["stride"])] * 2
 
 
+def conv2d_axes(kernel: Kernel) -> list[tuple[int, int, int]]:
+    """(size, taps, stride) of a designed 2-D convolution's rows and columns: square (`hw`, `kernel`) unless its
+    settings give the columns apart (`w`, `kw`), as a graph's own convolution on a spectrogram's 49×10 frames does
+    (harness.kernels.designed_for)."""
+    s = kernel.settings
+    return [(s["hw"], s["kernel"], s["stride"]), (s.get("w", s["hw"]), s.get("kw", s["kernel"]), s["stride"])]
+
+
 def engine_kinds(engine: str) -> tuple[str, ...]:
     """The designed kinds `engine` runs (KINDS less ENGINE_REFUSES')."""
     return tuple(kind for kind in KINDS if kind not in ENGINE_REFUSES.get(engine, frozenset()))
@@ -209,8 +217,9 @@ def macs(kernel: Kernel) -> int:
     """Multiply-accumulates of a designed kernel (the work it is sized by; features come from the graph itself)."""
     s = kernel.settings
     if kernel.kind == CONV:
-        out = -(-s["hw"] // s["stride"])
-        return out * out * s["cout"] * (s["cin"] // s["groups"]) * s["kernel"] ** 2
+        (rows, taps, stride), (cols, col_taps, _) = conv2d_axes(kernel)
+        return (out_size(rows, taps, stride) * out_size(cols, col_taps, stride) * s["cout"] * (s["cin"] // s["groups"])
+                * taps * col_taps)
     if kernel.kind in ("gemm", "matmul", "gelu"):
         return s["rows"] * s["cin"] * s["cout"]
     if kernel.kind == "attention":

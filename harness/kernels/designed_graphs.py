@@ -32,6 +32,7 @@ from harness.kernels.designed import (
     SINK,
     WARM,
     Kernel,
+    conv2d_axes,
     conv_axes,
     out_size,
 )
@@ -113,14 +114,13 @@ class _Builder:
         self.in_context = self.pack is not None and kind != OVERHEAD
         self.conv_warm = self.layout_warm and kind not in CONV_FUSED
         if kind == CONV:
-            k, stride, groups, hw = s["kernel"], s["stride"], s["groups"], s["hw"]
-            x = self.input(f"{p}/x", (1, s["cin"], hw, hw))
-            w = self.weight(f"{p}/w", (s["cout"], s["cin"] // groups, k, k))
+            (rows, kh, stride), (cols, kw, _) = conv2d_axes(kernel)
+            x = self.input(f"{p}/x", (1, s["cin"], rows, cols))
+            weight = self.weight(f"{p}/w", (s["cout"], s["cin"] // s["groups"], kh, kw))
             b = self.weight(f"{p}/b", (s["cout"],))
-            self.node("Conv", [x, w, b], [f"{p}/y"], f"{p}/conv", kernel_shape=[k, k], strides=[stride, stride],
-                      pads=[k // 2] * 4, group=groups)
-            out = -(-hw // stride)
-            self.output(f"{p}/y", (1, s["cout"], out, out))
+            self.node("Conv", [x, weight, b], [f"{p}/y"], f"{p}/conv", kernel_shape=[kh, kw], strides=[stride, stride],
+                      pads=[kh // 2, kw // 2, kh // 2, kw // 2], group=s["groups"])
+            self.output(f"{p}/y", (1, s["cout"], out_size(rows, kh, stride), out_size(cols, kw, stride)))
         elif kind in ("gemm", "matmul"):
             x = self.input(f"{p}/x", (s["rows"], s["cin"]) if kind == "gemm" else (1, s["rows"], s["cin"]))
             if kind == "gemm":
