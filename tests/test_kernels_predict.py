@@ -325,7 +325,7 @@ def test_a_kind_no_model_runs_is_its_designed_kernels_in_context() -> None:
     grouped convolutions, 5 times slower a MAC, and an Add were designed only. The grouped ones are predicted by
     their designed kernels' regressor at 0.8 of their time there, not as dense convolutions; the Add too, not by the
     pooled regressor, which has seen no Add; the dense ones keep their models' own regressor. A table of designed
-    kernels alone trains on them directly."""
+    kernels alone trains on them directly. (The regressors alone: a kernel with a designed twin is its twin's.)"""
     rng = np.random.default_rng(11)
     def rows(kind: str, groups: int, count: int, scale: float, alone: bool, family: str) -> pd.DataFrame:
         channels, sizes = rng.choice([32, 64, 96, 128, 256], count), rng.choice([7, 14, 28, 56], count)
@@ -339,13 +339,13 @@ def test_a_kind_no_model_runs_is_its_designed_kernels_in_context() -> None:
     grouped = np.array([[*conv(128, 128, 16, 28), 0.0], [*conv(64, 64, 8, 14), 0.0]])
     assert set(regressors.alone) == {"GroupedConv", "Add"}
     assert regressors.in_context(grouped) == pytest.approx(np.log(0.8), abs=0.05)
-    times, carried = regressors.predict("GroupedConv", grouped, 10.0)
+    times, carried = regressors.regressed("GroupedConv", grouped, 10.0)
     truth = [0.8 * 5.0 * (float(np.expm1(v[0])) * 2e-7 + 0.002) for v in grouped]
     assert carried == DESIGNED and times == pytest.approx(truth, rel=0.15)
-    assert regressors.predict("Add", adds["x"].iloc[0][None, :], 10.0)[1] == DESIGNED
-    assert regressors.predict("Conv", grouped, 10.0)[1] == "Conv"
+    assert regressors.regressed("Add", adds["x"].iloc[0][None, :], 10.0)[1] == DESIGNED
+    assert regressors.regressed("Conv", grouped, 10.0)[1] == "Conv"
     alone = KernelRegressors.fit(designed.reset_index(drop=True))
-    assert not alone.alone and alone.predict("GroupedConv", grouped, 10.0)[1] == "GroupedConv"
+    assert not alone.alone and alone.regressed("GroupedConv", grouped, 10.0)[1] == "GroupedConv"
 
 
 def in_context_of(model_factor: Callable[[np.ndarray], float], seed: int) -> tuple[KernelRegressors, np.ndarray]:
@@ -378,7 +378,7 @@ def test_what_running_in_a_model_takes_off_a_designed_kernel_shrinks_as_kernels_
     expected = [factor(x[0]) for x in (small, large)]
     assert expected[1] / expected[0] > 1.2
     for x, factor_of_size in zip((small, large), expected, strict=True):
-        times, carried = regressors.predict("GroupedConv", x, 10.0)
+        times, carried = regressors.regressed("GroupedConv", x, 10.0)
         in_probe = np.exp(regressors.designed["GroupedConv"].predict(kind_view("GroupedConv", x))[0] + work(x[0]))
         assert carried == DESIGNED and times[0] / in_probe == pytest.approx(factor_of_size, rel=0.05)
     smallest = np.array([[*conv(16, 16, 8, 7), 0.0]])
@@ -466,13 +466,13 @@ def test_a_kernel_larger_than_any_model_ran_of_its_kind_is_its_designed_kernels_
     assert "Gemm" not in regressors.per_kind and "Gemm" not in regressors.alone
     pointwise = np.array([gemm(3136, 96, 384), gemm(784, 192, 768)])
     assert regressors.in_context(pointwise) == pytest.approx(np.log(0.8), abs=0.05)
-    times, carried = regressors.predict("Gemm", pointwise, 10.0)
+    times, carried = regressors.regressed("Gemm", pointwise, 10.0)
     assert carried == DESIGNED and times == pytest.approx([ms_of(list(x), 0.8) for x in pointwise], rel=0.15)
-    pooled = regressors.predict("Gemm", np.array(heads[:2]), 10.0)
+    pooled = regressors.regressed("Gemm", np.array(heads[:2]), 10.0)
     assert pooled[1] == POOLED and pooled[0] == pytest.approx([ms_of(x, 0.8) for x in heads[:2]], rel=0.15)
-    assert regressors.predict("Gemm", np.array([gemm(1, 9216, 4096)]), 10.0)[1] == POOLED  # weights past the designed
+    assert regressors.regressed("Gemm", np.array([gemm(1, 9216, 4096)]), 10.0)[1] == POOLED  # weights past the designed
     last_stage = np.array([gemm(49, 768, 3072)])  # 9.4 MB of weights, four times the largest designed Gemm's
-    assert regressors.predict("Gemm", last_stage, 10.0)[1] == DESIGNED
+    assert regressors.regressed("Gemm", last_stage, 10.0)[1] == DESIGNED
 
 
 def test_only_a_table_of_enough_families_reads_the_input_footprint() -> None:

@@ -54,6 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--models", nargs="*", metavar="MODEL",
                         help=f"zoo models (or ONNX files) profiled with PER_OP=1, in order of preference while the "
                              f"budget lasts; none: designed kernels only (default: {' '.join(DEFAULT_MODELS)})")
+    parser.add_argument("--for", dest="for_models", nargs="+", metavar="MODEL", default=[],
+                        help="your own models (ONNX files or zoo names): their convolutions and fully connected "
+                             "layers are probed at their own configurations, so that `harness predict` reads them "
+                             "from kernels measured where they run")
     parser.add_argument("--budget-min", type=float, default=20.0,
                         help="minutes of probing, all phases together (default 20); the stratified designed round "
                              "runs whatever the budget")
@@ -85,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
     profile, _ = device_profile(profile_env_file(args), settings, source=flag_of)
     models = DEFAULT_MODELS if args.models is None else tuple(args.models)
     check_models(models)  # before the heading: a misspelt name is the one line the user sees
+    check_models(args.for_models, "--for")
     request = ProbeRequest(models=models, budget_s=args.budget_min * 60, name=args.name, seed=args.seed,
-                           designed=args.designed)
+                           designed=args.designed, for_models=tuple(args.for_models))
     err_console.print(f"probing {profile.target or 'this host'} with {profile.runtime} at CPUS={profile.cpus:g}, "
                       f"budget {args.budget_min:g} min", highlight=False)
     table = probe(profile, request, lambda line: err_console.print(line, highlight=False))

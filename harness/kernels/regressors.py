@@ -22,12 +22,15 @@
   no family of the training rows had shown one, put RegNet's at a quarter of their time. A kernel of such a kind
   larger than any model row of it is predicted from designed kernels of its kind in context, where there are some
   (KernelRegressors.beyond_models).
+- Twins: a kernel of a graph at the very configuration of a designed kernel the table timed (`harness probe --for`
+  probes a user's graphs' own; Twins) is predicted at that kernel's time, whatever regressor would carry it.
 - A kind the engine runs as an alias of its input (harness.kernels.predictor.ALIAS_KINDS: onnxruntime's Reshape,
   Flatten, Squeeze, Unsqueeze) moves nothing: the median time of the table's rows of it, at any size.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +52,14 @@ layer norms and GELUs, which the pooled regressor then carries; at 10 rows MaxVi
 four tables and ConvNeXt-Tiny further from it from all four (docs/kernels.md). A probe of the default 20 minutes
 timed 154 layer norms and 153 GELUs."""
 
+TWINS = "designed twins"
+TWIN_IGNORED = ("bytes", "weight_bytes", "intensity", "fused")
+"""Features a twin need not share: a bias's bytes (a designed convolution has one; ResNet-18's convolutions, their
+batch norm left to the engine, have none) and an activation the engine runs inside the kernel (`activation_pass`,
+which it shares, says when the engine runs it as a pass of its own)."""
+MIN_TWIN_ROWS = 10
+"""Model rows with a twin that measure what running in a model takes off a twin's time (Twins.log_factor); below,
+the in-context curve does (InContext)."""
 ALIAS = "alias"
 DESIGNED = "designed kernels"
 PER_GROUP = "GroupedConv"
@@ -176,6 +187,46 @@ class InContext:
         return np.interp(work_units(x), self.work, self.log_factor)
 
 
+def twin_key(kind: str, x: np.ndarray) -> tuple[object, ...]:
+    """A kernel's kind and configuration, rounded: its features (a feature row of kernel_vector, its input footprint
+    last) less TWIN_IGNORED and the footprint."""
+    kept = np.delete(np.asarray(x, dtype=float)[:-1], [FEATURES.index(name) for name in TWIN_IGNORED])
+    return (kind, *np.round(kept, 4).tolist())
+
+
+@dataclass(frozen=True)
+class Twins:
+    """Designed kernels' times by configuration (twin_key), and what running in a model takes off them.
+
+    A regressor reads a kernel from the rows nearest it; a designed kernel at its very configuration was timed on the
+    device. On an ncnn probe of this host (CPUS=1) that also probed the eleven models it was scored on (`harness
+    probe --for`), 296 of its zoo models' 515 kernels had a twin: their log error was 0.089 weighted by time against
+    0.18 from the regressors fitted without the model's family, and ResNet-18's 3×3 convolutions of 64 channels came
+    out at 2.12 ms against 2.0 measured, where the regressors said 1.31 (docs/kernels.md)."""
+
+    log_ms: dict[tuple[object, ...], float] = field(default_factory=dict)
+    log_factor: float | None = None
+    """the median log ratio of the models' rows to their twins' (MIN_TWIN_ROWS or more), else None"""
+
+    @classmethod
+    def fit(cls, designed: pd.DataFrame, models: pd.DataFrame) -> Twins:
+        """The `designed` rows' median log ms by configuration; the `models`' rows with a twin give the factor."""
+        found: dict[tuple[object, ...], list[float]] = {}
+        for kind, x, ms in zip(designed["kind"], designed["x"], designed["ms"], strict=True):
+            found.setdefault(twin_key(str(kind), x), []).append(math.log(float(ms)))
+        log_ms = {key: float(np.median(values)) for key, values in found.items()}
+        ratios = [math.log(float(ms)) - log_ms[key] for kind, x, ms in zip(models["kind"], models["x"], models["ms"],
+                                                                          strict=True)
+                  if (key := twin_key(str(kind), x)) in log_ms]
+        return cls(log_ms, float(np.median(ratios)) if len(ratios) >= MIN_TWIN_ROWS else None)
+
+    def times(self, kind: str, x: np.ndarray, in_context: InContext) -> np.ndarray:
+        """Each kernel's time from its twin (NaN where it has none)."""
+        twins = np.array([self.log_ms.get(twin_key(kind, row), np.nan) for row in x])
+        factor = self.log_factor if self.log_factor is not None else in_context(x)
+        return np.exp(twins + factor)
+
+
 @dataclass
 class KernelRegressors:
     """Per-kind regressors of log time per unit of work on log features, and the pooled one over every kind (the
@@ -207,6 +258,7 @@ class KernelRegressors:
     kernel beyond it, of a kind with designed kernels, is predicted from them (beyond_models)."""
     designed_reach: dict[str, float] = field(default_factory=dict)
     """Per kind with designed kernels, the largest weights a row among them (weights_a_row)."""
+    twins: Twins = Twins()
 
     @classmethod
     def fit(cls, samples: pd.DataFrame, aliases: frozenset[str] = frozenset(),
@@ -216,6 +268,7 @@ class KernelRegressors:
         regressors, and designed rows only the kinds no model runs. `designed_fits`: the `designed` of a fit on
         the same designed rows, taken instead of fitting them again."""
         input_footprint = enough_families(samples)
+        twins = Twins.fit(samples[samples["alone"]], samples[~samples["alone"]])
         alias_ms = {str(kind): float(group["ms"].median())
                     for kind, group in samples.groupby("kind") if kind in aliases}
         designed = samples[samples["alone"]] if input_footprint else samples.iloc[:0]
@@ -235,11 +288,23 @@ class KernelRegressors:
                    for kind in kinds if kind not in per_kind and kind not in alias_ms}
         reach = {str(kind): float(weights_a_row(np.vstack(list(group["x"]))).max())
                  for kind, group in designed.groupby("kind") if kind in own}
-        return cls(per_kind, pooled, kinds, alias_ms, input_footprint, alone, in_context, own, largest, reach)
+        return cls(per_kind, pooled, kinds, alias_ms, input_footprint, alone, in_context, own, largest, reach, twins)
 
     def predict(self, kind: str, x: np.ndarray, graph_footprint: float) -> tuple[np.ndarray, str]:
         """Predicted ms of kernels of one kind in a graph of this footprint, and which regressor carried them (the
-        kind's own, designed kernels', pooled, or the alias kind's median)."""
+        kind's own, designed kernels', pooled, or the alias kind's median), the kernels with a twin at their twin's
+        time (Twins)."""
+        times, carried = self.regressed(kind, x, graph_footprint)
+        if kind in self.aliases or not self.twins.log_ms:
+            return times, carried
+        twinned = self.twins.times(kind, x, self.in_context)
+        found = ~np.isnan(twinned)
+        if not found.any():
+            return times, carried
+        return np.where(found, twinned, times), TWINS if found.all() else f"{carried}, {TWINS}"
+
+    def regressed(self, kind: str, x: np.ndarray, graph_footprint: float) -> tuple[np.ndarray, str]:
+        """predict's times from the regressors alone."""
         x = without_input_footprint(x, self.input_footprint)
         if kind in self.aliases:
             return np.full(len(x), self.aliases[kind]), ALIAS

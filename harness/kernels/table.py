@@ -105,10 +105,12 @@ class KernelTable:
 
     def provenance(self) -> dict[str, Any]:
         """What `harness devices` lists and `devices show --json` gives: the stored provenance, its row and model
-        counts, the role `kernels` and the folder."""
+        counts, the role `kernels` and the folder; and the models `harness probe --for` probed kernels for."""
         rows = self.rows()
         meta = {key: self.meta.get(key) for key in META_KEYS}
-        return {**meta, "date": str(self.meta.get("created", ""))[:10], "rows": len(rows),
+        probed_for = sorted(self.meta.get("for") or {})
+        return {**meta, **({"for": probed_for} if probed_for else {}), "date": str(self.meta.get("created", ""))[:10],
+                "rows": len(rows),
                 "models": int(rows["model"].nunique()), "role": ROLE, "file": str(self.path)}
 
 

@@ -6,7 +6,8 @@ rounds, a warmup and a timed phase for the headline latency, then the per-op pha
 
 1. designed kernels, stratified (designed.sample), packed into probe graphs: the first PRICING_PACKS whatever the
    budget, since their runs price the device (a run's fixed seconds and its milliseconds per MAC, from which the
-   rest is sized to the budget), then as many of the others as fit FIRST_SHARE of it;
+   rest is sized to the budget), then as many of the others as fit FIRST_SHARE of it; then, with `--for`, designed
+   kernels at the configurations of the user's own graphs (designed_for), as many as fit FOR_SHARE of what is left;
 2. zoo models (`--models`), those whose estimated runs fit ZOO_SHARE of the budget left, in the order given: one
    session a repeat, the first now and the others spread over the budget left between the next phase's rounds
    (ZooRepeats), each node's time the median of its repeats;
@@ -36,6 +37,7 @@ from harness.core.errors import ConfigError, DataError, ModelError
 from harness.core.records import RunRecord
 from harness.kernels.adaptive import next_round
 from harness.kernels.designed import CONV_STRATA, CONV_WEIGHT, KINDS, Kernel, engine_kinds, macs, sample
+from harness.kernels.designed_for import kernels_for
 from harness.kernels.designed_graphs import write_probe
 from harness.kernels.packing import pack
 from harness.kernels.probed import ModelRuns, kernel_times, per_op_tables, session_rows
@@ -70,6 +72,8 @@ FIRST_SHARE = 0.5
 host the whole round fits in a minute; on the emulated arm64 board two packs of 22 kernels took 590 s); the zoo
 models get ZOO_SHARE of what is left then."""
 ROUND_KERNELS = 96
+FOR_SHARE = 0.5
+"""`--for`'s kernels get at most this share of the budget left after the stratified round."""
 ZOO_SHARE = 0.5
 PROFILED_CALLS = (5, 50)
 """The per-op phase runs min(WARMUP, 5) unprofiled and min(ITERATIONS, 50) profiled calls (docs/per-op.md)."""
@@ -86,6 +90,9 @@ class ProbeRequest:
     seed: int = 0
     designed: int | None = None
     """at most this many designed kernels (None: as many as the budget allows)"""
+    for_models: tuple[str, ...] = ()
+    """models (zoo names or ONNX files) whose convolutions and fully connected layers are probed at their own
+    configurations"""
 
 
 @dataclass
@@ -151,6 +158,13 @@ class Probe:
     pack_macs: dict[str, int] = field(default_factory=dict)
     """a probe graph's name -> the MACs of its kernels"""
     zoo: ZooRepeats | None = None
+    probed_for: int = 0
+    """kernels probed at the request's `for_models`, which the request's `designed` does not count"""
+
+    @property
+    def sampled(self) -> int:
+        """Designed kernels sampled so far (stratified and adaptive), which the request's `designed` caps."""
+        return len(self.kernels) - self.probed_for
 
     @property
     def elapsed_s(self) -> float:
@@ -202,9 +216,9 @@ class Probe:
     def zoo_reserve_s(self, costs: Costs) -> float:
         return self.zoo.reserve_s(costs) if self.zoo is not None else 0.0
 
-    def designed_round(self, kernels: list[Kernel], phase: str) -> None:
-        if self.request.designed is not None:  # the first in sampling order (k0000, k0001, ...): every kind in turn
-            kernels = sorted(kernels, key=lambda k: k.name)[:max(0, self.request.designed - len(self.kernels))]
+    def designed_round(self, kernels: list[Kernel], phase: str, capped: bool = True) -> None:
+        if capped and self.request.designed is not None:  # the first in sampling order (k0000, ...): every kind in turn
+            kernels = sorted(kernels, key=lambda k: k.name)[:max(0, self.request.designed - self.sampled)]
         if not kernels:
             return
         designed = {}
@@ -222,6 +236,22 @@ class Probe:
             self.frames.append(rows)
         self.say(f"{phase}: {len(kernels)} kernels in {len(designed)} probe graphs, {sum(run.ok for run in runs)} "
                  f"runs ok, {len(rows)} rows, {time.monotonic() - began:.0f} s (session {session_dir.name})")
+
+    def for_round(self, costs: Costs) -> dict[str, list[str]]:
+        """Designed kernels at the configurations of the request's `for_models`, then of its zoo models, those that
+        fit FOR_SHARE of the budget left -> each model's kernels that ran, by name (the table's provenance). The zoo
+        models' too: a table's term is fitted on its models' kernel sums, which must be carried as the user's
+        model's are, by twins where they have some (harness.kernels.regressors.Twins)."""
+        graphs = {name: resolve_model(name, check_runtime=False).path
+                  for name in dict.fromkeys((*self.request.for_models, *self.request.models))}
+        kernels, names = kernels_for(graphs, len(self.kernels))
+        packs = pack(kernels)
+        fit = [k for members in fitting(packs, costs, self.left_s * FOR_SHARE) for k in members]
+        self.designed_round(fit, f"designed kernels for {', '.join(self.request.for_models)} and the zoo models" + (
+            f" ({len(fit)} of {len(kernels)} fit the budget)" if len(fit) < len(kernels) else ""), capped=False)
+        self.probed_for += len(fit)
+        ran = {k.name for k in self.kernels}
+        return {model: [name for name in found if name in ran] for model, found in names.items()}
 
     def costs(self) -> Costs:
         """The device's price per run, from the designed runs so far: means, not medians, since a loaded machine's
@@ -272,7 +302,7 @@ def model_macs(name: str) -> int:
     return int(onnx_facts(resolve_model(name, check_runtime=False).path).get("macs") or 0)
 
 
-def check_models(names: Sequence[str]) -> None:
+def check_models(names: Sequence[str], flag: str = "--models") -> None:
     """Every `--models` name a file or a zoo model this install can build, before anything runs: a probe that ends at
     its zoo phase loses the designed kernels it measured (given `resnet8` for `resnet8_cifar10`, an ncnn probe spent
     2.6 minutes and wrote nothing)."""
@@ -281,7 +311,7 @@ def check_models(names: Sequence[str]) -> None:
             try:
                 parse(name)
             except ModelError as error:
-                raise ConfigError(f"--models: {error}, or give a path to a model file") from None
+                raise ConfigError(f"{flag}: {error}, or give a path to a model file") from None
     missing = unbuildable(names)
     if missing:
         raise ConfigError(f"harness probe: the zoo models {', '.join(missing)} need the zoo extra (torch, "
@@ -320,6 +350,7 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
     under RESULTS_DIR/kernels/; `say` gets one line per phase."""
     profile = probe_profile(profile)
     check_models(request.models)
+    check_models(request.for_models, "--for")
     threads = max(1, math.ceil(profile.cpus))
     root = kernels_root(Path(profile.results_dir))
     work = root / f".probe-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -335,6 +366,8 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
                              + (f" ({len(rest)} of {len(packs) - PRICING_PACKS} probe graphs fit the budget)"
                                 if len(rest) < len(packs) - PRICING_PACKS else ""))
         costs = state.costs()
+        probed_for = state.for_round(costs) if request.for_models else {}
+        costs = state.costs()
         kept, left = zoo_fitting(request.models, costs, max(0.0, state.left_s * ZOO_SHARE))
         if kept:
             state.zoo = ZooRepeats.spread(kept, [model_macs(name) for name in kept], profile.repeats,
@@ -343,11 +376,11 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
         elif request.models:
             say(f"zoo models: none fits the budget left ({max(0.0, state.left_s):.0f} s); left out: {', '.join(left)}")
         rounds = 0
-        while request.designed is None or len(state.kernels) < request.designed:
+        while request.designed is None or state.sampled < request.designed:
             if state.zoo_due():
                 state.zoo_repeat()
             count = ROUND_KERNELS if request.designed is None else min(ROUND_KERNELS,
-                                                                       request.designed - len(state.kernels))
+                                                                       request.designed - state.sampled)
             times = {str(kernel): float(ms) for kernel, ms in kernel_times(_designed_rows(state)).items()}
             kernels = next_round(state.kernels, times, count, request.seed + rounds + 1, len(state.kernels), kinds)
             costs = state.costs()  # priced again after every round: the machine's load moves
@@ -370,7 +403,7 @@ def probe(profile: DeviceProfile, request: ProbeRequest, say: Say = lambda line:
         meta = {"name": name, "device": device, "engine": profile.runtime, "threads": threads, "cpus": profile.cpus,
                 "precision": "fp32", "created": now_utc(), "probing_s": round(time.monotonic() - state.started, 1),
                 "sessions": state.sessions, "source": f"harness probe on {profile.target or 'this host'}",
-                "cpu": cpu}
+                "cpu": cpu, **({"for": probed_for} if probed_for else {})}
         table = write_table(root / name, meta, rows, state.graphs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
