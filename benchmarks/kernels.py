@@ -4,7 +4,7 @@ zoo family held out.
     .venv/bin/python benchmarks/kernels.py [--cpus N] [--loopback | --arm64] [--models a b ...] [--repeats N]
                                            [--iterations N] [--sessions PER_OP_SESSION [SECOND_SESSION]]
                                            [--table KERNEL_TABLE_DIR] [--designed KERNEL_TABLE_DIR]
-                                           [--designed-min MINUTES]
+                                           [--designed-min MINUTES] [--for]
 
 `--loopback` runs both sessions through TARGET on this host's own sshd (benchmarks/_sshd.py), the loopback board.
 `--arm64` runs them on the emulated arm64 board of the tests (tests/boards: a Cortex-A72 under QEMU's user-mode
@@ -27,6 +27,8 @@ probe); beside them, a MACs-only log-log line
 fitted on the same other families, an oracle (each model's own measured per-op sum through the same per-model term,
 fitted on the other families' measured sums, without the footprint's factor, which corrects the regressors: what
 perfect kernel regressors would give), and the noise floor.
+`--for` probes the designed kernels with `--for` the models (`harness probe --models --for ...`), so that each
+model's kernels are read from twins at their own configurations.
 `--table` also scores a kernel table probed apart (say `harness probe --models --cpus 1`: designed kernels alone, as
 a phone's exported and imported table holds) on the same models as it stands, its 95% interval's coverage beside,
 and times the one scale that fits them best.
@@ -167,7 +169,8 @@ def probe_designed(directory: Path, args: argparse.Namespace, target: list[str])
         return (KernelTable.load(args.designed) if args.designed else None), 0.0
     started = time.monotonic()
     harness("probe", "--models", "--cpus", str(args.cpus), "--backend", "local", "--budget-min", str(args.designed_min),
-            "--results-dir", str(directory / "probe"), "--name", "designed", *target)
+            "--results-dir", str(directory / "probe"), "--name", "designed", *target,
+            *(("--for", *args.models) if args.probe_for else ()))
     return KernelTable.load(directory / "probe" / "kernels" / "designed"), time.monotonic() - started
 
 
@@ -226,6 +229,8 @@ def main() -> int:
     parser.add_argument("--designed-min", type=float,
                         help="the designed kernels' probe budget in minutes (default 3, 0 with --arm64, where the "
                              "probe's first packs alone take 10 minutes; 0: none)")
+    parser.add_argument("--for", dest="probe_for", action="store_true",
+                        help="the designed kernels' probe also times the models' own configurations (--for)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--loopback", action="store_true",
                        help="both sessions through TARGET on this host's sshd on loopback (the loopback board)")
