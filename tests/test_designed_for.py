@@ -17,7 +17,14 @@ from harness.kernels.designed import Kernel, macs
 from harness.kernels.designed_for import graph_configs, kernels_for
 from harness.kernels.designed_graphs import kernel_model
 from harness.kernels.graph import Graph
-from harness.kernels.predictor import LoadedGraph, fitted_model, graph_resolver, samples_of, without_profiler
+from harness.kernels.predictor import (
+    LoadedGraph,
+    engine_evidence,
+    fitted_model,
+    graph_resolver,
+    samples_of,
+    without_profiler,
+)
 from harness.kernels.probed import kernel_times
 from harness.kernels.regressors import TWINS, KernelRegressors, Twins, twin_key
 from harness.kernels.rules import load_rules
@@ -101,18 +108,22 @@ def test_a_kernel_with_a_twin_is_its_twins_time_less_what_a_model_takes_off_twin
                              [ms(c, s) * f for f in (0.9, 1.1) for c, s in configs], True, "designed")
     models = samples_frame("Conv", [[*conv(c, c, 1, s), 0.0] for c, s in configs],
                            [0.8 * ms(c, s) for c, s in configs], False, [f"f{i % 3}" for i in range(60)])
-    regressors = KernelRegressors.fit(pd.concat([models, designed], ignore_index=True))
+    samples = pd.concat([models, designed], ignore_index=True)
+    regressors = KernelRegressors.fit(samples)
     assert regressors.twins.log_factor == pytest.approx(math.log(0.8 / math.sqrt(0.9 * 1.1)))  # to the twins' median
     c, s = configs[0]
     times, carried = regressors.predict("Conv", np.array([[*conv(c, c, 1, s), 5.0]]), 10.0)
     assert carried == TWINS and times[0] == pytest.approx(0.8 * ms(c, s))
     unseen = np.array([[*conv(96, 96, 1, 14), 0.0]])
     assert regressors.predict("Conv", unseen, 10.0) == regressors.regressed("Conv", unseen, 10.0)
+    assert KernelRegressors.fit(samples, twins=False).predict("Conv", np.array([[*conv(c, c, 1, s), 5.0]]), 10.0)[
+        1] == "Conv"  # an engine whose rows join node by node (onnxruntime) reads no twins
 
 
 def test_a_probe_for_a_model_measures_its_configurations_beside_the_sampled_kernels(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["probe", "--models", "--designed", "4", "--for", "kws_dscnn", "--budget-min", "1", "--cpus", "1",
+    assert main(["probe", "--runtime", "ncnn", "--models", "--designed", "4", "--for", "kws_dscnn", "--budget-min", "1",
+                 "--cpus", "1",
                  "--backend", "local", "--results-dir", str(tmp_path), "--json"]) == 0
     provenance = json.loads(capsys.readouterr().out)
     assert provenance["for"] == ["kws_dscnn"]
@@ -126,15 +137,16 @@ def test_a_probe_for_a_model_measures_its_configurations_beside_the_sampled_kern
     stem = Graph.load(table.graph_path(f"{GRAPHS_DIR}/{probed_for[0]}.onnx"))
     assert stem.nodes[0]["input_shapes"][:2] == [[1, 1, 49, 10], [64, 1, 10, 4]]
     # the table has no model: the keyword spotter's kernels with a twin come out at their twins' time as measured,
-    # less the profiler's cost a row that every kernel's time is taken as
+    # less the profiler's cost a row that every kernel's time is taken as (twins are read where an engine's rows
+    # name no graph node: ncnn's layers)
     model = fitted_model(table)
     prediction = model.predict(zoo_graph("kws_dscnn"))[3]["by_kind"]
-    samples = without_profiler(samples_of(table.rows(), graph_resolver(table), load_rules("onnxruntime")),
-                               model.profiler_ms)
+    rules, joins = engine_evidence("ncnn", table.rows(), graph_resolver(table))
+    samples = without_profiler(samples_of(table.rows(), graph_resolver(table), rules, joins), model.profiler_ms)
     twinned = [kind for kind, part in prediction.items() if part["regressor"] == TWINS]
     assert twinned and not Twins.fit(samples, samples.iloc[:0]).log_factor
     measured = {twin_key(kind, x): ms for kind, x, ms in zip(samples["kind"], samples["x"], samples["ms"], strict=True)}
-    kernels = LoadedGraph.of(Graph.load(zoo_graph("kws_dscnn")), load_rules("onnxruntime")).by_kind
+    kernels = LoadedGraph.of(Graph.load(zoo_graph("kws_dscnn")), rules).by_kind
     for kind in twinned:
         assert prediction[kind]["ms"] == pytest.approx(sum(measured[twin_key(kind, x)] for x in kernels[kind]))
     assert main(["probe", "--for", "my_net", "--results-dir", str(tmp_path)]) == 2

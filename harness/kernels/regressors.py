@@ -23,7 +23,8 @@
   larger than any model row of it is predicted from designed kernels of its kind in context, where there are some
   (KernelRegressors.beyond_models).
 - Twins: a kernel of a graph at the very configuration of a designed kernel the table timed (`harness probe --for`
-  probes a user's graphs' own; Twins) is predicted at that kernel's time, whatever regressor would carry it.
+  probes a user's graphs' own; Twins) is predicted at that kernel's time, whatever regressor would carry it, where
+  the fit asks for twins (not on onnxruntime).
 - A kind the engine runs as an alias of its input (harness.kernels.predictor.ALIAS_KINDS: onnxruntime's Reshape,
   Flatten, Squeeze, Unsqueeze) moves nothing: the median time of the table's rows of it, at any size.
 """
@@ -202,7 +203,9 @@ class Twins:
     device. On an ncnn probe of this host (CPUS=1) that also probed the eleven models it was scored on (`harness
     probe --for`), 296 of its zoo models' 515 kernels had a twin: their log error was 0.089 weighted by time against
     0.18 from the regressors fitted without the model's family, and ResNet-18's 3×3 convolutions of 64 channels came
-    out at 2.12 ms against 2.0 measured, where the regressors said 1.31 (docs/kernels.md)."""
+    out at 2.12 ms against 2.0 measured, where the regressors said 1.31; held-out families within ±10% went from 45%
+    to 82%, at CPUS=2 from 55% to 55%. On onnxruntime, from 60% to 44% (docs/kernels.md): KernelModel.fit reads
+    twins only where an engine's rows name no graph node."""
 
     log_ms: dict[tuple[object, ...], float] = field(default_factory=dict)
     log_factor: float | None = None
@@ -259,16 +262,19 @@ class KernelRegressors:
     designed_reach: dict[str, float] = field(default_factory=dict)
     """Per kind with designed kernels, the largest weights a row among them (weights_a_row)."""
     twins: Twins = Twins()
+    reads_twins: bool = True
+    """whether fit was asked for twins (a fit without a family reads them as this one does)"""
 
     @classmethod
     def fit(cls, samples: pd.DataFrame, aliases: frozenset[str] = frozenset(),
-            designed_fits: dict[str, PackedTrees] | None = None) -> KernelRegressors:
+            designed_fits: dict[str, PackedTrees] | None = None, twins: bool = True) -> KernelRegressors:
         """`aliases`: the engine's ALIAS_KINDS, at the median of every row of them, designed or not (a view does the
         same nothing in a probe graph). With models of enough families (enough_families), their rows train the
         regressors, and designed rows only the kinds no model runs. `designed_fits`: the `designed` of a fit on
-        the same designed rows, taken instead of fitting them again."""
+        the same designed rows, taken instead of fitting them again. `twins`: whether a kernel with a twin is its
+        twin's (Twins; harness.kernels.predictor.KernelModel.fit says where)."""
         input_footprint = enough_families(samples)
-        twins = Twins.fit(samples[samples["alone"]], samples[~samples["alone"]])
+        found = Twins.fit(samples[samples["alone"]], samples[~samples["alone"]]) if twins else Twins()
         alias_ms = {str(kind): float(group["ms"].median())
                     for kind, group in samples.groupby("kind") if kind in aliases}
         designed = samples[samples["alone"]] if input_footprint else samples.iloc[:0]
@@ -288,7 +294,8 @@ class KernelRegressors:
                    for kind in kinds if kind not in per_kind and kind not in alias_ms}
         reach = {str(kind): float(weights_a_row(np.vstack(list(group["x"]))).max())
                  for kind, group in designed.groupby("kind") if kind in own}
-        return cls(per_kind, pooled, kinds, alias_ms, input_footprint, alone, in_context, own, largest, reach, twins)
+        return cls(per_kind, pooled, kinds, alias_ms, input_footprint, alone, in_context, own, largest, reach, found,
+                   twins)
 
     def predict(self, kind: str, x: np.ndarray, graph_footprint: float) -> tuple[np.ndarray, str]:
         """Predicted ms of kernels of one kind in a graph of this footprint, and which regressor carried them (the
