@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 import pandas as pd
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from harness.cli import main
 from harness.kernels.designed import Kernel, macs
@@ -40,14 +41,14 @@ def zoo_graph(name: str) -> Path:
 def test_each_convolution_and_dense_layer_of_a_graph_becomes_a_designed_kernel_built_as_it_runs(
         tmp_path: Path) -> None:
     """The keyword spotter's convolutions (a 10×4 stem over 49×10 MFCC frames, depthwise 3×3 and pointwise over 25×5)
-    and its classifier, each once: a designed kernel's input and weight are the graph node's, and so are its MACs
-    wherever the graph pads by taps // 2 as a designed convolution does (the stem pads its 4 taps by 1, so its 5
-    output columns are the designed kernel's 6 less one)."""
+    and its classifier, each once: a designed kernel's input, weight, output and MACs are the graph node's, its
+    padding too where the graph's is not taps // 2 (the stem pads its 4 columns' taps by 1, making 5 output columns,
+    not 6)."""
     graph = Graph.load(zoo_graph("kws_dscnn"))
     configs = graph_configs(zoo_graph("kws_dscnn"))
     assert [kind for kind, _ in configs] == ["conv", "conv", "conv", "gemm"]
     assert dict(configs[0][1]) == {"cin": 1, "cout": 64, "groups": 1, "hw": 49, "w": 10, "kernel": 10, "kw": 4,
-                                   "stride": 2}
+                                   "pw": 1, "stride": 2}
     by_shapes = {(str(n["input_shapes"][0]), str(n["input_shapes"][1])): n for n in graph.nodes
                  if n["op_type"] == "Conv"}
     for i, (kind, config) in enumerate(configs[:3]):
@@ -56,11 +57,32 @@ def test_each_convolution_and_dense_layer_of_a_graph_becomes_a_designed_kernel_b
         onnx.save(kernel_model(kernel), str(path))
         built = next(n for n in Graph.load(path).nodes if n["op_type"] == "Conv")
         node = by_shapes[(str(built["input_shapes"][0]), str(built["input_shapes"][1]))]
-        assert built["macs"] == macs(kernel) == (node["macs"] * 6 // 5 if i == 0 else node["macs"])
+        assert built["output_shapes"] == node["output_shapes"]
+        assert built["macs"] == macs(kernel) == node["macs"]
     assert len(by_shapes) == 3  # every convolution of the graph is one of the three
     dense = dict(configs[3][1])
     classifier = next(n for n in graph.nodes if n["op_type"] == "Gemm")
     assert dense["rows"] == 1 and dense["cin"] * dense["cout"] == classifier["macs"]
+
+
+def test_a_convolution_padded_otherwise_is_built_at_its_padding_and_one_strided_otherwise_is_left_out(
+        tmp_path: Path) -> None:
+    """A 3×3 convolution with no padding (28 -> 26) is designed at pads 0 and built to the graph's output; one whose
+    rows and columns step apart (strides 2, 1) has no designed stand-in."""
+    weight = numpy_helper.from_array(np.ones((8, 4, 3, 3), dtype=np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["valid"], kernel_shape=[3, 3], pads=[0, 0, 0, 0]),
+             helper.make_node("Conv", ["x", "w"], ["strided"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 1])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 28, 28])],
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+                               for name in ("valid", "strided")], [weight])
+    path = tmp_path / "mine.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    [(kind, config)] = graph_configs(path)
+    assert dict(config) == {"cin": 4, "cout": 8, "groups": 1, "hw": 28, "kernel": 3, "ph": 0, "pw": 0, "stride": 1}
+    built = tmp_path / "built.onnx"
+    onnx.save(kernel_model(Kernel("k0000_conv", kind, config)), str(built))
+    conv_node = next(n for n in Graph.load(built).nodes if n["op_type"] == "Conv")
+    assert conv_node["output_shapes"] == [[1, 8, 26, 26]] and conv_node["macs"] == 26 * 26 * 8 * 4 * 9
 
 
 def test_configurations_shared_by_graphs_are_probed_once_and_named_for_each() -> None:

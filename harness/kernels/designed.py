@@ -186,9 +186,9 @@ def _depthwise_or_dense(rng: random.Random, channels: Sequence[int], **settings:
     return {**settings, "cin": cin, "cout": cin if depthwise else rng.choice(channels), "depthwise": depthwise}
 
 
-def out_size(size: int, kernel: int, stride: int) -> int:
-    """An axis of `size` convolved by `kernel` taps at `stride`, padded by kernel // 2 on each side."""
-    return (size + 2 * (kernel // 2) - kernel) // stride + 1
+def out_size(size: int, kernel: int, stride: int, pad: int | None = None) -> int:
+    """An axis of `size` convolved by `kernel` taps at `stride`, padded by `pad` (else kernel // 2) on each side."""
+    return (size + 2 * (kernel // 2 if pad is None else pad) - kernel) // stride + 1
 
 
 def conv_axes(kernel: Kernel) -> list[tuple[int, int, int]]:
@@ -200,12 +200,15 @@ def conv_axes(kernel: Kernel) -> list[tuple[int, int, int]]:
     return [(s["frames"], s["kt"], s["tstride"])] + [(s["hw"], s["kernel"], s["stride"])] * 2
 
 
-def conv2d_axes(kernel: Kernel) -> list[tuple[int, int, int]]:
-    """(size, taps, stride) of a designed 2-D convolution's rows and columns: square (`hw`, `kernel`) unless its
-    settings give the columns apart (`w`, `kw`), as a graph's own convolution on a spectrogram's 49×10 frames does
-    (harness.kernels.designed_for)."""
+def conv2d_axes(kernel: Kernel) -> list[tuple[int, int, int, int]]:
+    """(size, taps, stride, pad) of a designed 2-D convolution's rows and columns: square (`hw`, `kernel`) unless its
+    settings give the columns apart (`w`, `kw`), as a graph's own convolution on a spectrogram's 49×10 frames does,
+    and padded by taps // 2 on each side unless they give the padding (`ph`, `pw`), as that graph's 4 columns padded
+    by 1 do (harness.kernels.designed_for)."""
     s = kernel.settings
-    return [(s["hw"], s["kernel"], s["stride"]), (s.get("w", s["hw"]), s.get("kw", s["kernel"]), s["stride"])]
+    kw = s.get("kw", s["kernel"])
+    return [(s["hw"], s["kernel"], s["stride"], s.get("ph", s["kernel"] // 2)),
+            (s.get("w", s["hw"]), kw, s["stride"], s.get("pw", kw // 2))]
 
 
 def engine_kinds(engine: str) -> tuple[str, ...]:
@@ -217,9 +220,8 @@ def macs(kernel: Kernel) -> int:
     """Multiply-accumulates of a designed kernel (the work it is sized by; features come from the graph itself)."""
     s = kernel.settings
     if kernel.kind == CONV:
-        (rows, taps, stride), (cols, col_taps, _) = conv2d_axes(kernel)
-        return (out_size(rows, taps, stride) * out_size(cols, col_taps, stride) * s["cout"] * (s["cin"] // s["groups"])
-                * taps * col_taps)
+        rows_cols = conv2d_axes(kernel)
+        return math.prod(out_size(*axis) * axis[1] for axis in rows_cols) * s["cout"] * (s["cin"] // s["groups"])
     if kernel.kind in ("gemm", "matmul", "gelu"):
         return s["rows"] * s["cin"] * s["cout"]
     if kernel.kind == "attention":

@@ -14,23 +14,33 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from harness.kernels.designed import CONV, MAX_MACS, Kernel, macs
+from harness.kernels.designed import CONV, MAX_MACS, Kernel, macs, out_size
 from harness.kernels.graph import CONV_TYPES, Graph
 
 
 def _conv(node: dict) -> dict[str, int] | None:
     """A 2-D convolution's designed settings, or None where a designed convolution cannot stand for it (dilated,
-    batched, shapes unknown)."""
+    batched, shapes unknown, rows and columns at different strides). A padding that is not taps // 2 on each side is
+    the one per side that makes the graph's output size (an asymmetric one, as TensorFlow's SAME pads, is taken as
+    even)."""
     shapes = node["input_shapes"]
     x, weight = (shapes[0] if shapes else None), (shapes[1] if len(shapes) > 1 else None)
     out = node["output_shapes"][0] if node["output_shapes"] else None
     if (not x or not weight or not out or len(x) != 4 or len(weight) != 4 or len(out) != 4 or x[0] != 1
-            or int(node.get("dilation", 1)) != 1 or not all(isinstance(d, int) and d > 0 for d in (*x, *weight))):
+            or int(node.get("dilation", 1)) != 1
+            or not all(isinstance(d, int) and d > 0 for d in (*x, *weight, *out))):
         return None
     (cin, h, w), (cout, per_group, kh, kw) = x[1:], weight
-    settings = {"kernel": kh, "stride": max(1, round(h / max(1, out[2]))), "groups": max(1, cin // per_group),
-                "cin": cin, "cout": cout, "hw": h}
-    return {**settings, "w": w, "kw": kw} if (w, kw) != (h, kh) else settings
+    stride = max(1, round(h / max(1, out[2])))
+    settings = {"kernel": kh, "stride": stride, "groups": max(1, cin // per_group), "cin": cin, "cout": cout, "hw": h}
+    if (w, kw) != (h, kh):
+        settings |= {"w": w, "kw": kw}
+    for axis, size, taps, made in (("ph", h, kh, out[2]), ("pw", w, kw, out[3])):
+        if out_size(size, taps, stride) != made:  # padded otherwise than taps // 2 on each side
+            settings[axis] = max(0, -((size - taps - (made - 1) * stride) // 2))
+            if settings[axis] >= taps:  # no padding makes it at this stride
+                return None
+    return settings
 
 
 def _dense(node: dict) -> tuple[str, dict[str, int]] | None:

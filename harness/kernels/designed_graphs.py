@@ -114,13 +114,13 @@ class _Builder:
         self.in_context = self.pack is not None and kind != OVERHEAD
         self.conv_warm = self.layout_warm and kind not in CONV_FUSED
         if kind == CONV:
-            (rows, kh, stride), (cols, kw, _) = conv2d_axes(kernel)
+            (rows, kh, stride, ph), (cols, kw, _, pw) = rows_cols = conv2d_axes(kernel)
             x = self.input(f"{p}/x", (1, s["cin"], rows, cols))
             weight = self.weight(f"{p}/w", (s["cout"], s["cin"] // s["groups"], kh, kw))
             b = self.weight(f"{p}/b", (s["cout"],))
             self.node("Conv", [x, weight, b], [f"{p}/y"], f"{p}/conv", kernel_shape=[kh, kw], strides=[stride, stride],
-                      pads=[kh // 2, kw // 2, kh // 2, kw // 2], group=s["groups"])
-            self.output(f"{p}/y", (1, s["cout"], out_size(rows, kh, stride), out_size(cols, kw, stride)))
+                      pads=[ph, pw, ph, pw], group=s["groups"])
+            self.output(f"{p}/y", (1, s["cout"], *(out_size(*axis) for axis in rows_cols)))
         elif kind in ("gemm", "matmul"):
             x = self.input(f"{p}/x", (s["rows"], s["cin"]) if kind == "gemm" else (1, s["rows"], s["cin"]))
             if kind == "gemm":
