@@ -253,15 +253,17 @@ bench-repeatability: $(ZOO_STAMP) $(NCNN_STAMP)
 # coverage, predictions a second, probing time, a MACs-only line, an oracle and the noise floor of a second session,
 # with a 3-minute probe of designed kernels beside the sessions (none on the arm64 board);
 # about 15 minutes each on 2 cores, 30 on the arm64 board (8 models); writes results/bench/kernels.json,
-# kernels-cpus2.json, kernels-loopback.json and kernels-arm64.json). Then ncnn at CPUS=1 (benchmarks/kernels_ncnn.py:
-# a 14-minute probe and a session of eleven other zoo models, each family held out; about 18 minutes).
+# kernels-cpus2.json, kernels-loopback.json and kernels-arm64.json). Then ncnn (benchmarks/kernels_ncnn.py:
+# a 14-minute probe with the session's models' own configurations (--for) and a session of eleven other zoo models,
+# each family held out, scored less and with the kernels probed for them; about 20 minutes) at CPUS=1 and CPUS=2.
 .PHONY: bench-kernels
 bench-kernels: $(ZOO_STAMP) $(NCNN_STAMP)
 	$(VENV)/bin/python benchmarks/kernels.py --cpus 1
 	$(VENV)/bin/python benchmarks/kernels.py --cpus 2
 	$(VENV)/bin/python benchmarks/kernels.py --cpus 1 --loopback
 	$(VENV)/bin/python benchmarks/kernels.py --cpus 1 --arm64
-	$(VENV)/bin/python benchmarks/kernels_ncnn.py --cpus 1
+	$(VENV)/bin/python benchmarks/kernels_ncnn.py --cpus 1 --for
+	$(VENV)/bin/python benchmarks/kernels_ncnn.py --cpus 2 --for
 
 # A user's own models predicted from a probe of this host: torchvision architectures outside the zoo, exported,
 # profiled and predicted by a default probe's kernel table (benchmarks/own_models.py; TABLE=DIR takes a table probed
