@@ -27,7 +27,7 @@ from harness.kernels.predictor import (
     without_profiler,
 )
 from harness.kernels.probed import kernel_times
-from harness.kernels.regressors import TWINS, KernelRegressors, Twins, twin_key
+from harness.kernels.regressors import TWINS, KernelRegressors, Twins, twin_curve, twin_key
 from harness.kernels.rules import load_rules
 from harness.kernels.table import GRAPHS_DIR, find_kernel_table
 from harness.models.resolve import resolve_model
@@ -133,6 +133,7 @@ def test_a_kernel_with_a_twin_is_its_twins_time_less_what_a_model_takes_off_twin
     samples = pd.concat([models, designed], ignore_index=True)
     regressors = KernelRegressors.fit(samples)
     assert regressors.twins.log_factor == pytest.approx(math.log(0.8 / math.sqrt(0.9 * 1.1)))  # to the twins' median
+    assert regressors.twins.curve is None  # one ratio at every size: no curve predicts a held-out family better
     c, s = configs[0]
     times, carried = regressors.predict("Conv", np.array([[*conv(c, c, 1, s), 5.0]]), 10.0)
     assert carried == TWINS and times[0] == pytest.approx(0.8 * ms(c, s))
@@ -140,6 +141,21 @@ def test_a_kernel_with_a_twin_is_its_twins_time_less_what_a_model_takes_off_twin
     assert regressors.predict("Conv", unseen, 10.0) == regressors.regressed("Conv", unseen, 10.0)
     assert KernelRegressors.fit(samples, twins=False).predict("Conv", np.array([[*conv(c, c, 1, s), 5.0]]), 10.0)[
         1] == "Conv"  # an engine whose rows join node by node (onnxruntime) reads no twins
+
+
+def test_where_models_run_small_kernels_faster_than_their_twins_and_large_ones_slower_the_factor_is_a_curve() -> None:
+    """Three families run kernels of under 0.1 ms at 0.75 of their twins' time and those over at 1.2 (as on one ncnn
+    probe): a flat factor misses every held-out family's large kernels, so the curve in the twin's time is taken, and
+    a large kernel's twin is read at 1.2 of its time, a small one's at 0.75."""
+    rng = np.random.default_rng(5)
+    twin_ms = np.exp(rng.uniform(math.log(0.005), math.log(2.0), 90))
+    ratios = np.log(np.where(twin_ms < 0.1, 0.75, 1.2)) + rng.normal(0, 0.03, 90)
+    families = np.array([f"f{i % 3}" for i in range(90)])
+    curve = twin_curve(ratios, np.log(twin_ms), families)
+    assert curve is not None
+    assert math.exp(np.interp(math.log(1.0), *curve)) == pytest.approx(1.2, rel=0.05)
+    assert math.exp(np.interp(math.log(0.01), *curve)) == pytest.approx(0.75, rel=0.05)
+    assert twin_curve(np.log(np.full(90, 0.8)) + rng.normal(0, 0.03, 90), np.log(twin_ms), families) is None
 
 
 def test_a_probe_for_a_model_measures_its_configurations_beside_the_sampled_kernels(

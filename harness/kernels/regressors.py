@@ -151,6 +151,18 @@ IN_CONTEXT_BINS = 8
 hold under MIN_KIND_ROWS rows): each bin's median."""
 
 
+def binned_curve(values: np.ndarray, positions: np.ndarray,
+                 y_max: float | None = None) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(centres, levels): the medians of `values` in IN_CONTEXT_BINS bins of equal count by `positions` (fewer where a
+    bin would hold under MIN_KIND_ROWS), made non-decreasing (isotonic regression, at most `y_max`), for np.interp."""
+    order = np.argsort(positions, kind="stable")
+    bins = np.array_split(order, max(1, min(IN_CONTEXT_BINS, len(order) // MIN_KIND_ROWS)))
+    centres = np.array([np.median(positions[b]) for b in bins])
+    medians = np.array([np.median(values[b]) for b in bins])
+    curve = IsotonicRegression(increasing=True, y_max=y_max).fit(centres, medians, sample_weight=[len(b) for b in bins])
+    return tuple(float(c) for c in centres), tuple(float(v) for v in curve.predict(centres))
+
+
 @dataclass(frozen=True)
 class InContext:
     """What running in a model adds to a designed kernel's log time, as a curve in its log work (work_units): the
@@ -176,13 +188,7 @@ class InContext:
     @classmethod
     def fit(cls, residuals: np.ndarray, work: np.ndarray) -> InContext:
         """The curve of the model rows' `residuals` (log time less the designed regressor's) on their `work`."""
-        order = np.argsort(work, kind="stable")
-        bins = np.array_split(order, max(1, min(IN_CONTEXT_BINS, len(order) // MIN_KIND_ROWS)))
-        centres = np.array([np.median(work[b]) for b in bins])
-        medians = np.array([np.median(residuals[b]) for b in bins])
-        curve = IsotonicRegression(increasing=True, y_max=0.0).fit(centres, medians,
-                                                                   sample_weight=[len(b) for b in bins])
-        return cls(tuple(float(c) for c in centres), tuple(float(v) for v in curve.predict(centres)))
+        return cls(*binned_curve(residuals, work, y_max=0.0))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return np.interp(work_units(x), self.work, self.log_factor)
@@ -205,11 +211,14 @@ class Twins:
     0.18 from the regressors fitted without the model's family, and ResNet-18's 3×3 convolutions of 64 channels came
     out at 2.12 ms against 2.0 measured, where the regressors said 1.31; held-out families within ±10% went from 45%
     to 82%, at CPUS=2 from 55% to 55%. On onnxruntime, from 60% to 44% (docs/kernels.md): KernelModel.fit reads
-    twins only where an engine's rows name no graph node."""
+    twins only where an engine's rows name no graph node. What running in a model takes off a twin is one factor,
+    or a curve in the twin's time where that predicts the table's own families better (twin_curve)."""
 
     log_ms: dict[tuple[object, ...], float] = field(default_factory=dict)
     log_factor: float | None = None
     """the median log ratio of the models' rows to their twins' (MIN_TWIN_ROWS or more), else None"""
+    curve: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    """that ratio as a curve in the twin's log ms (binned_curve), where it beat the flat factor (twin_curve)"""
 
     @classmethod
     def fit(cls, designed: pd.DataFrame, models: pd.DataFrame) -> Twins:
@@ -218,16 +227,39 @@ class Twins:
         for kind, x, ms in zip(designed["kind"], designed["x"], designed["ms"], strict=True):
             found.setdefault(twin_key(str(kind), x), []).append(math.log(float(ms)))
         log_ms = {key: float(np.median(values)) for key, values in found.items()}
-        ratios = [math.log(float(ms)) - log_ms[key] for kind, x, ms in zip(models["kind"], models["x"], models["ms"],
-                                                                          strict=True)
-                  if (key := twin_key(str(kind), x)) in log_ms]
-        return cls(log_ms, float(np.median(ratios)) if len(ratios) >= MIN_TWIN_ROWS else None)
+        columns = zip(models["kind"], models["x"], models["ms"], models["family"], strict=True)
+        pairs = [(math.log(float(ms)) - log_ms[key], log_ms[key], family) for kind, x, ms, family in columns
+                 if (key := twin_key(str(kind), x)) in log_ms]
+        if len(pairs) < MIN_TWIN_ROWS:
+            return cls(log_ms)
+        ratios, twin_ms, families = (np.array(column) for column in zip(*pairs, strict=True))
+        return cls(log_ms, float(np.median(ratios)), twin_curve(ratios, twin_ms, families))
 
     def times(self, kind: str, x: np.ndarray, in_context: InContext) -> np.ndarray:
         """Each kernel's time from its twin (NaN where it has none)."""
         twins = np.array([self.log_ms.get(twin_key(kind, row), np.nan) for row in x])
-        factor = self.log_factor if self.log_factor is not None else in_context(x)
-        return np.exp(twins + factor)
+        if self.curve is not None:
+            return np.exp(twins + np.interp(twins, *self.curve))
+        return np.exp(twins + (self.log_factor if self.log_factor is not None else in_context(x)))
+
+
+def twin_curve(ratios: np.ndarray, twin_ms: np.ndarray,
+               families: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """The models' log ratios to their twins as a curve in the twins' log ms, or None where the flat median predicts
+    them better: each family's rows predicted by the curve and by the median of the other families' rows, their
+    absolute errors weighted by the twin's time (what a model's sum reads). On one ncnn probe (CPUS=1) the models'
+    kernels of under 10 µs ran at 0.76 of their twins' time and those over 0.2 ms at 1.18 (docs/kernels.md); on
+    another the flat factor had put eleven held-out families at 82% within ±10%."""
+    weights = np.exp(twin_ms)
+    flat_error = curve_error = 0.0
+    for family in set(families):
+        held, kept = families == family, families != family
+        if kept.sum() < MIN_TWIN_ROWS:
+            continue
+        curve = binned_curve(ratios[kept], twin_ms[kept])
+        flat_error += float(weights[held] @ np.abs(ratios[held] - np.median(ratios[kept])))
+        curve_error += float(weights[held] @ np.abs(ratios[held] - np.interp(twin_ms[held], *curve)))
+    return binned_curve(ratios, twin_ms) if curve_error < flat_error else None
 
 
 @dataclass
