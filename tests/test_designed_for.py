@@ -27,7 +27,13 @@ from harness.kernels.predictor import (
     without_profiler,
 )
 from harness.kernels.probed import kernel_times
-from harness.kernels.regressors import TWINS, KernelRegressors, Twins, twin_curve, twin_key
+from harness.kernels.regressors import (
+    TWINS,
+    KernelRegressors,
+    Twins,
+    twin_curve,
+    twin_key,
+)
 from harness.kernels.rules import load_rules
 from harness.kernels.table import GRAPHS_DIR, find_kernel_table
 from harness.models.resolve import resolve_model
