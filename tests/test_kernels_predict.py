@@ -41,7 +41,14 @@ from harness.kernels.regressors import (
 )
 from harness.kernels.rules import host_block, load_rules
 from harness.kernels.table import write_table
-from harness.kernels.term import LINE_MODELS, latency_term, left_out_residuals, log_line, median_ratio
+from harness.kernels.term import (
+    LINE_MODELS,
+    latency_term,
+    left_out_residuals,
+    line_and_call,
+    log_line,
+    median_ratio,
+)
 from harness.kernels.training import ModelTable, as_table_rows, median_of_runs, session_tables
 from harness.kernels.trees import PackedTrees
 from harness.store.results import list_sessions, load_runs
@@ -99,17 +106,28 @@ def test_models_measured_end_to_end_choose_the_terms_form_by_each_models_residua
     rng = np.random.default_rng(5)
     sums = np.exp(rng.uniform(np.log(0.3), np.log(50.0), 12))
     measured = 0.2 * sums ** 1.15 * np.exp(rng.normal(0.0, 0.03, 12))
-    scale, power = log_line(sums, measured)
+    scale, power, _ = log_line(sums, measured)
     assert power == pytest.approx(1.15, abs=0.05) and scale == pytest.approx(0.2, rel=0.1)
     assert latency_term(sums, measured) is log_line
     assert latency_term(sums, 0.3 * sums * np.exp(rng.normal(0.0, 0.03, 12))) is median_ratio
     measured[3] *= 1.5
     residuals = left_out_residuals(sums, measured, log_line)
     others = np.arange(12) != 3
-    c, k = log_line(sums[others], measured[others])
+    c, k, _ = log_line(sums[others], measured[others])
     assert residuals[3] == pytest.approx(math.log(measured[3] / (c * sums[3] ** k)))
     assert residuals[3] > math.log(1.4) and np.all(np.abs(residuals[others]) < 0.2)
     assert latency_term(sums[:LINE_MODELS - 1], measured[:LINE_MODELS - 1]) is median_ratio
+
+
+def test_models_that_spend_a_time_per_call_beside_their_kernels_choose_a_line_with_that_time() -> None:
+    """Latency 0.9·Σ + 0.05 ms over sums of 0.02 to 30 ms: a tiny model spends more on the call than on its kernels,
+    which neither a ratio nor a power of the sum follows; the line with a time per call is chosen and finds it."""
+    rng = np.random.default_rng(9)
+    sums = np.exp(rng.uniform(np.log(0.02), np.log(30.0), 12))
+    measured = (0.9 * sums + 0.05) * np.exp(rng.normal(0.0, 0.02, 12))
+    assert latency_term(sums, measured) is line_and_call
+    a, k, b = line_and_call(sums, measured)
+    assert k == 1.0 and a == pytest.approx(0.9, rel=0.05) and b == pytest.approx(0.05, rel=0.2)
 
 
 def test_each_models_interval_residual_is_against_a_footprint_line_fitted_without_it() -> None:

@@ -351,8 +351,8 @@ class KernelModel:
             choices.append((float(np.median(np.abs(residuals))) if len(residuals) else 0.0, base, sums, form))
         _, chosen, sums, form = min(choices, key=lambda choice: choice[0])
         factors = interval_factors(left_out_residuals(sums, latency, form)) if interval else (math.nan, math.nan)
-        scale, power = form(sums, latency)
-        return replace(chosen, term=np.array([scale, 0.0]), power=power, factors=factors, models=len(models))
+        scale, power, call = form(sums, latency)
+        return replace(chosen, term=np.array([scale, call]), power=power, factors=factors, models=len(models))
 
     def load(self, model_path: str | Path) -> LoadedGraph:
         """The graph's kernels as feature matrices, read once per path."""
