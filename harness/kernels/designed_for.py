@@ -37,7 +37,7 @@ def _conv(node: dict) -> dict[str, int] | None:
         settings |= {"w": w, "kw": kw}
     for axis, size, taps, made in (("ph", h, kh, out[2]), ("pw", w, kw, out[3])):
         if out_size(size, taps, stride) != made:  # padded otherwise than taps // 2 on each side
-            settings[axis] = max(0, -((size - taps - (made - 1) * stride) // 2))
+            settings[axis] = max(0, math.ceil(((made - 1) * stride + taps - size) / 2))
             if settings[axis] >= taps:  # no padding makes it at this stride
                 return None
     return settings

@@ -62,7 +62,7 @@ from harness.kernels.detect import detect
 from harness.kernels.features import reads_graph_input, vector
 from harness.kernels.graph import Graph, Kernel
 from harness.kernels.ncnn_layers import Joined, in_run, joined_kernels, layer_evidence
-from harness.kernels.regressors import POOLED, KernelRegressors, Twins
+from harness.kernels.regressors import POOLED, KernelRegressors
 from harness.kernels.rules import Rules, learned_engines, load_rules
 from harness.kernels.table import GRAPHS_DIR, KernelTable
 from harness.kernels.term import latency_term, left_out_residuals, model_term
@@ -341,16 +341,17 @@ class KernelModel:
         latency = models["latency"].to_numpy(dtype=float)
         choices = []
         for twins in ((True, False) if self.regressors.twins.log_ms and len(models) > 1 else (True,)):
-            base = self if twins else replace(self, regressors=replace(self.regressors, twins=Twins()), loaded={})
-            outs = {family: replace(base, regressors=fit if twins else replace(fit, twins=Twins()), loaded={})
+            base = self if twins else replace(self, regressors=self.regressors.without_twins(), loaded={})
+            outs = {family: replace(base, regressors=fit if twins else fit.without_twins(), loaded={})
                     for family, fit in fits.items()}
             sums = np.array([outs.get(family, base).predict(graph_for(str(graph)))[0]
                              for graph, family in zip(models["graph"], models["family"], strict=True)])
             form = latency_term(sums, latency)
             residuals = left_out_residuals(sums, latency, form)
-            choices.append((float(np.median(np.abs(residuals))) if len(residuals) else 0.0, base, sums, form))
-        _, chosen, sums, form = min(choices, key=lambda choice: choice[0])
-        factors = interval_factors(left_out_residuals(sums, latency, form)) if interval else (math.nan, math.nan)
+            spread = float(np.median(np.abs(residuals))) if len(residuals) else 0.0
+            choices.append((spread, base, sums, form, residuals))
+        _, chosen, sums, form, residuals = min(choices, key=lambda choice: choice[0])
+        factors = interval_factors(residuals) if interval else (math.nan, math.nan)
         scale, power, call = form(sums, latency)
         return replace(chosen, term=np.array([scale, call]), power=power, factors=factors, models=len(models))
 

@@ -32,7 +32,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -232,8 +232,8 @@ class Twins:
                  if (key := twin_key(str(kind), x)) in log_ms]
         if len(pairs) < MIN_TWIN_ROWS:
             return cls(log_ms)
-        ratios, twin_ms, families = (np.array(column) for column in zip(*pairs, strict=True))
-        return cls(log_ms, float(np.median(ratios)), twin_curve(ratios, twin_ms, families))
+        ratios, twin_log_ms, families = (np.array(column) for column in zip(*pairs, strict=True))
+        return cls(log_ms, float(np.median(ratios)), twin_curve(ratios, twin_log_ms, families))
 
     def times(self, kind: str, x: np.ndarray, in_context: InContext) -> np.ndarray:
         """Each kernel's time from its twin (NaN where it has none)."""
@@ -243,23 +243,23 @@ class Twins:
         return np.exp(twins + (self.log_factor if self.log_factor is not None else in_context(x)))
 
 
-def twin_curve(ratios: np.ndarray, twin_ms: np.ndarray,
+def twin_curve(ratios: np.ndarray, twin_log_ms: np.ndarray,
                families: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
     """The models' log ratios to their twins as a curve in the twins' log ms, or None where the flat median predicts
     them better: each family's rows predicted by the curve and by the median of the other families' rows, their
     absolute errors weighted by the twin's time (what a model's sum reads). On one ncnn probe (CPUS=1) the models'
     kernels of under 10 µs ran at 0.76 of their twins' time and those over 0.2 ms at 1.18 (docs/kernels.md); on
     another the flat factor had put eleven held-out families at 82% within ±10%."""
-    weights = np.exp(twin_ms)
+    weights = np.exp(twin_log_ms)
     flat_error = curve_error = 0.0
     for family in set(families):
         held, kept = families == family, families != family
         if kept.sum() < MIN_TWIN_ROWS:
             continue
-        curve = binned_curve(ratios[kept], twin_ms[kept])
+        curve = binned_curve(ratios[kept], twin_log_ms[kept])
         flat_error += float(weights[held] @ np.abs(ratios[held] - np.median(ratios[kept])))
-        curve_error += float(weights[held] @ np.abs(ratios[held] - np.interp(twin_ms[held], *curve)))
-    return binned_curve(ratios, twin_ms) if curve_error < flat_error else None
+        curve_error += float(weights[held] @ np.abs(ratios[held] - np.interp(twin_log_ms[held], *curve)))
+    return binned_curve(ratios, twin_log_ms) if curve_error < flat_error else None
 
 
 @dataclass
@@ -328,6 +328,11 @@ class KernelRegressors:
                  for kind, group in designed.groupby("kind") if kind in own}
         return cls(per_kind, pooled, kinds, alias_ms, input_footprint, alone, in_context, own, largest, reach, found,
                    twins)
+
+    def without_twins(self) -> KernelRegressors:
+        """These regressors reading no twins, nor a fit of them without a family (harness.kernels.predictor
+        .without_family)."""
+        return replace(self, twins=Twins(), reads_twins=False)
 
     def predict(self, kind: str, x: np.ndarray, graph_footprint: float) -> tuple[np.ndarray, str]:
         """Predicted ms of kernels of one kind in a graph of this footprint, and which regressor carried them (the
