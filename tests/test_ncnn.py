@@ -16,6 +16,7 @@ from harness.analysis.run_values import harness_values
 from harness.cli import main
 from harness.core.conditions import pooling_conflict
 from harness.core.errors import ModelError
+from harness.kernels.ncnn_layers import converted_join
 from harness.models.ncnn_convert import MISSING_EXTRA, converter_version
 from harness.models.resolve import resolve_model, sha256_of
 from harness.store.results import SCHEMA_VERSION, iter_all_runs, load_runs
@@ -170,6 +171,8 @@ def test_a_missing_extra_is_one_line_naming_it(capsys, monkeypatch: pytest.Monke
     capsys.readouterr()
     assert main(["profile", "--results-dir", str(tmp_path), str(tiny_onnx), "--runtime", "ncnn", *QUICK]) == 2
     assert capsys.readouterr().err == f"harness: error: {MISSING_EXTRA}\n"
+    with pytest.raises(ModelError, match="needs the ncnn extra"):  # not an empty join and a prediction otherwise
+        converted_join(tiny_onnx)
 
 
 def test_make_asks_for_the_extra_only_when_ncnn_runs_and_it_is_missing(monkeypatch: pytest.MonkeyPatch,

@@ -39,8 +39,9 @@ numbers the file format; the operators are those of the model's opset either way
 CONVERT_TIMEOUT_S = 600.0
 INPUT_DIMS = {1: ("0",), 2: ("1", "0"), 3: ("2", "1", "0"), 4: ("2", "11", "1", "0")}
 """An input's dims after the batch -> the Input layer's parameter ids that hold them (ncnn: 0=w 1=h 11=d 2=c)."""
-MISSING_EXTRA = ("RUNTIME=ncnn needs the ncnn extra (ncnn and pnnx), which is not installed: `make setup-ncnn` "
-                 "installs it (`make profile RUNTIME=ncnn` does so itself), or pip install -e '.[ncnn]'")
+MISSING_EXTRA = ("ncnn (RUNTIME=ncnn, or a prediction from an ncnn kernel table) needs the ncnn extra (ncnn and "
+                 "pnnx), which is not installed: in a checkout `make setup-ncnn` (`make profile RUNTIME=ncnn` does so "
+                 "itself); from a wheel, pip install 'harness[ncnn]'")
 
 
 class ConversionError(ModelError):
